@@ -1,0 +1,248 @@
+/**
+ * The one place requests leave pmsync. Built once per source: it adds the
+ * credentials, asks the request budget (quota ledger + limiter) before every
+ * attempt, times out, branches on status before parsing (non-2xx bodies may be
+ * empty or not JSON), retries what can succeed on a retry, and turns every
+ * failure into a typed error whose message carries no secret.
+ */
+import { Agent, request, type Dispatcher } from 'undici';
+import { HttpError, PmsyncError } from '../errors.ts';
+import { redactUrl, type Redactor } from '../redact.ts';
+import type { Logger } from '../log.ts';
+
+/** Why a request is sent: syncs spend the general budget, refreshes may dip into the reserve. */
+export type Purpose = 'sync' | 'priority';
+
+export interface RequestBudget {
+  /** Counts one request before it is sent; throws QuotaExhaustedError when none is left. */
+  take(purpose: Purpose): Promise<void>;
+  /** The server answered 429: remember the key is exhausted until its reset. */
+  exhausted(): Promise<Error>;
+}
+
+export interface RetryPolicy {
+  maxAttempts: number;
+  baseDelayMs: number;
+  maxDelayMs: number;
+  /** Give up retrying once this much time has passed since the first attempt. */
+  maxElapsedMs: number;
+}
+
+export const DEFAULT_RETRY: RetryPolicy = { maxAttempts: 5, baseDelayMs: 500, maxDelayMs: 30_000, maxElapsedMs: 120_000 };
+
+export interface Auth {
+  /** Adds credentials to the URL's query and the headers. */
+  apply(url: URL, headers: Record<string, string>): void;
+  /** Says which credentials to check after a 401. */
+  hint: string;
+}
+
+export interface RequestStats {
+  requests: number;
+}
+
+export interface HttpResponse {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: unknown;
+  /** When the attempt that succeeded was sent. */
+  sentAt: Date;
+}
+
+export interface ClientOptions {
+  sourceName: string;
+  baseUrl: string;
+  auth: Auth;
+  budget: RequestBudget;
+  /** Runs each attempt; the limiter's schedule function (concurrency and spacing). */
+  schedule: <T>(fn: () => Promise<T>) => Promise<T>;
+  redactor: Redactor;
+  logger: Logger;
+  timeoutMs: number;
+  retry?: RetryPolicy;
+  dispatcher?: Dispatcher;
+  random?: () => number;
+  sleep?: (ms: number) => Promise<void>;
+}
+
+export interface GetOptions {
+  purpose?: Purpose;
+  stats?: RequestStats;
+  signal?: AbortSignal;
+}
+
+export class HttpClient {
+  readonly sourceName: string;
+  readonly baseUrl: string;
+  private readonly opts: ClientOptions;
+  private readonly dispatcher: Dispatcher;
+  private readonly retry: RetryPolicy;
+
+  constructor(opts: ClientOptions) {
+    this.opts = opts;
+    this.sourceName = opts.sourceName;
+    this.baseUrl = opts.baseUrl.replace(/\/+$/, '');
+    this.retry = opts.retry ?? DEFAULT_RETRY;
+    this.dispatcher = opts.dispatcher ?? new Agent({ connect: { timeout: Math.min(opts.timeoutMs, 10_000) }, keepAliveTimeout: 10_000 });
+  }
+
+  /** GET a path below the base URL (e.g. "/customers") and parse the JSON body. */
+  async get(path: string, query: Record<string, string | number | undefined> = {}, options: GetOptions = {}): Promise<HttpResponse> {
+    return this.send('GET', path, query, undefined, options);
+  }
+
+  async send(
+    method: 'GET' | 'POST' | 'DELETE',
+    path: string,
+    query: Record<string, string | number | undefined>,
+    body: unknown,
+    options: GetOptions = {},
+  ): Promise<HttpResponse> {
+    const url = new URL(this.baseUrl + path);
+    for (const [k, v] of Object.entries(query)) if (v !== undefined) url.searchParams.set(k, String(v));
+    const headers: Record<string, string> = { accept: 'application/json' };
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    this.opts.auth.apply(url, headers);
+    const shown = redactUrl(url);
+    const started = Date.now();
+    const sleep = this.opts.sleep ?? ((ms: number) => new Promise((r) => setTimeout(r, ms)));
+    const random = this.opts.random ?? Math.random;
+
+    for (let attempt = 1; ; attempt++) {
+      if (options.signal?.aborted) throw new PmsyncError('SHUTDOWN', 'request cancelled by shutdown');
+      let retryAfterMs: number | undefined;
+      try {
+        // Redirects are never followed: undici's request() returns 3xx as is.
+        return await this.opts.schedule(async () => {
+          await this.opts.budget.take(options.purpose ?? 'sync');
+          if (options.stats) options.stats.requests += 1;
+          return this.attempt(method, url, headers, body, shown);
+        });
+      } catch (err) {
+        if (err instanceof HttpError && err.status === 429) throw await this.opts.budget.exhausted();
+        retryAfterMs = err instanceof RetryAfter ? err.ms : undefined;
+        const final = err instanceof RetryAfter ? err.error : err;
+        const retryable = final instanceof PmsyncError && final.retryable;
+        const elapsed = Date.now() - started;
+        if (!retryable || attempt >= this.retry.maxAttempts || elapsed >= this.retry.maxElapsedMs) throw final;
+        const backoff = Math.min(this.retry.maxDelayMs, this.retry.baseDelayMs * 2 ** (attempt - 1));
+        const delay = Math.min(this.retry.maxElapsedMs - elapsed, Math.max(retryAfterMs ?? 0, Math.floor(random() * backoff)));
+        this.opts.logger.warn({ source: this.sourceName, url: shown, attempt, delayMs: delay, code: (final as PmsyncError).code }, 'request failed; retrying');
+        await sleep(Math.max(0, delay));
+      }
+    }
+  }
+
+  private async attempt(method: string, url: URL, headers: Record<string, string>, body: unknown, shown: string): Promise<HttpResponse> {
+    const sentAt = new Date();
+    let res: Dispatcher.ResponseData<unknown>;
+    try {
+      res = await request(url, {
+        method: method as Dispatcher.HttpMethod,
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+        dispatcher: this.dispatcher,
+        headersTimeout: this.opts.timeoutMs,
+        bodyTimeout: this.opts.timeoutMs,
+      });
+    } catch (err) {
+      throw this.networkError(err, shown);
+    }
+    let text: string;
+    try {
+      text = await res.body.text();
+    } catch (err) {
+      throw this.networkError(err, shown);
+    }
+    const status = res.statusCode;
+    if (status >= 200 && status < 300) {
+      if (status === 204 || text.length === 0) return { status, headers: res.headers, body: null, sentAt };
+      try {
+        return { status, headers: res.headers, body: JSON.parse(text), sentAt };
+      } catch {
+        throw new HttpError('BAD_RESPONSE', status, shown, `${this.where(method, shown)} answered ${status} with a body that is not JSON`, true);
+      }
+    }
+    const err = this.statusError(method, status, shown, text);
+    const retryAfter = parseRetryAfter(res.headers['retry-after']);
+    if (err.retryable && retryAfter !== undefined) throw new RetryAfter(err, retryAfter);
+    throw err;
+  }
+
+  private where(method: string, shown: string): string {
+    return `source "${this.sourceName}": ${method} ${shown}`;
+  }
+
+  private statusError(method: string, status: number, shown: string, text: string): HttpError {
+    const detail = text ? `: ${this.opts.redactor.redact(text.slice(0, 300)).replace(/\s+/g, ' ').trim()}` : '';
+    const where = this.where(method, shown);
+    if (status === 401) return new HttpError('AUTH_FAILED', status, shown, `${where} was refused (401 Unauthorized). ${this.opts.auth.hint}`, false);
+    if (status === 404) return new HttpError('NOT_FOUND', status, shown, `${where}: not found or not visible to this user (404)`, false);
+    if (status === 429) return new HttpError('QUOTA_EXHAUSTED', status, shown, `${where}: the daily request quota is exhausted (429)`, false);
+    if (status === 400 || status === 422) return new HttpError('VALIDATION_FAILED', status, shown, `${where} was rejected as invalid (${status})${detail}`, false);
+    if (status === 408 || status >= 500) return new HttpError('RETRYABLE', status, shown, `${where} failed with ${status}${detail}`, true);
+    if (status >= 300 && status < 400) return new HttpError('HTTP_ERROR', status, shown, `${where} answered a redirect (${status}); redirects are not followed`, false);
+    return new HttpError('HTTP_ERROR', status, shown, `${where} failed with ${status}${detail}`, false);
+  }
+
+  private networkError(err: unknown, shown: string): PmsyncError {
+    const code = (err as { code?: string }).code ?? '';
+    const message = this.opts.redactor.redact((err as Error).message ?? String(err));
+    if (code === 'ENOTFOUND' || code === 'ECONNREFUSED' || code === 'EAI_AGAIN') {
+      return new PmsyncError('API_UNREACHABLE', `source "${this.sourceName}": cannot reach ${shown} (${code}: ${message})`, { retryable: true });
+    }
+    return new PmsyncError('RETRYABLE', `source "${this.sourceName}": ${shown} failed: ${code || 'network error'} ${message}`.trim(), { retryable: true });
+  }
+
+  async close(): Promise<void> {
+    if (!this.opts.dispatcher) await this.dispatcher.close();
+  }
+}
+
+class RetryAfter extends Error {
+  readonly error: HttpError;
+  readonly ms: number;
+  constructor(error: HttpError, ms: number) {
+    super(error.message);
+    this.error = error;
+    this.ms = ms;
+  }
+}
+
+/** Retry-After in seconds or as an HTTP date; capped so a hostile value cannot stall a run for days. */
+export function parseRetryAfter(value: string | string[] | undefined, now = Date.now()): number | undefined {
+  const v = Array.isArray(value) ? value[0] : value;
+  if (!v) return undefined;
+  const cap = 5 * 60_000;
+  if (/^\d+$/.test(v.trim())) return Math.min(cap, Number(v.trim()) * 1000);
+  const at = Date.parse(v);
+  return Number.isNaN(at) ? undefined : Math.min(cap, Math.max(0, at - now));
+}
+
+/** Core and Subset: gateway apikey query parameter plus HTTP Basic (or its api_key query form). */
+export function restAuth(s: { apikey: string; username: string; password: string; credentialsIn: 'header' | 'query'; name: string }): Auth {
+  const basic = Buffer.from(`${s.username}:${s.password}`).toString('base64');
+  return {
+    apply(url, headers) {
+      url.searchParams.set('apikey', s.apikey);
+      if (s.credentialsIn === 'query') url.searchParams.set('api_key', basic);
+      else headers.authorization = `Basic ${basic}`;
+    },
+    hint: `Check the gateway apikey and the username/password pair configured for source "${s.name}" (the user must be active).`,
+  };
+}
+
+/** Pro: the bare token in Authorization, no scheme word. */
+export function proAuth(s: { token: string; name: string }): Auth {
+  return {
+    apply(_url, headers) {
+      headers.authorization = s.token;
+    },
+    hint: `Check the token configured for source "${s.name}".`,
+  };
+}
+
+/** The Basic value derived from the credentials is itself a secret to redact. */
+export function basicValue(username: string, password: string): string {
+  return Buffer.from(`${username}:${password}`).toString('base64');
+}

@@ -1,0 +1,110 @@
+import { Command } from 'commander';
+import type { App } from '../../app.ts';
+import type { Config } from '../../config.ts';
+import { restStreamsFor } from '../../sync/streams/index.ts';
+import { configFrom, fail, withApp } from '../shared.ts';
+
+export interface ResourceStatus {
+  resource: string;
+  table: string;
+  rows: number;
+  cursor: string | null;
+  inWindow: { nextPage: number; end: string } | null;
+  lastRun: { status: string; startedAt: string; endedAt: string | null; requests: number; inserted: number; updated: number; unchanged: number; rejected: number; error: string | null } | null;
+  quarantined: number;
+}
+
+export interface SourceStatus {
+  source: string;
+  kind: string;
+  quota: { day: string; used: number; dailyLimit: number; exhaustedUntil: string | null; resetsAt: string } | null;
+  resources: ResourceStatus[];
+}
+
+export async function collectStatus(app: App, config: Config): Promise<SourceStatus[]> {
+  const out: SourceStatus[] = [];
+  for (const source of config.sources) {
+    const streams = restStreamsFor(source);
+    const resources: ResourceStatus[] = [];
+    for (const s of streams) {
+      const [rows, state, run, q] = await Promise.all([
+        app.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM "${s.table.name}" WHERE source = $1`, [source.name]),
+        app.pool.query<{ cursor: Date | null; window: { nextPage: number; end: string } | null }>('SELECT cursor, "window" FROM pmsync.sync_state WHERE source = $1 AND resource = $2', [source.name, s.resource]),
+        app.pool.query(
+          'SELECT status, started_at, ended_at, requests, inserted, updated, unchanged, rejected, error_message FROM pmsync.runs WHERE source = $1 AND resource = $2 ORDER BY id DESC LIMIT 1',
+          [source.name, s.resource],
+        ),
+        app.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM pmsync.quarantine WHERE source = $1 AND resource = $2', [source.name, s.resource]),
+      ]);
+      const st = state.rows[0];
+      const r = run.rows[0];
+      resources.push({
+        resource: s.resource,
+        table: s.table.name,
+        rows: rows.rows[0]?.n ?? 0,
+        cursor: st?.cursor?.toISOString() ?? null,
+        inWindow: st?.window ? { nextPage: st.window.nextPage, end: st.window.end } : null,
+        lastRun: r
+          ? {
+              status: r.status,
+              startedAt: r.started_at.toISOString(),
+              endedAt: r.ended_at?.toISOString() ?? null,
+              requests: r.requests,
+              inserted: r.inserted,
+              updated: r.updated,
+              unchanged: r.unchanged,
+              rejected: r.rejected,
+              error: r.error_message,
+            }
+          : null,
+        quarantined: q.rows[0]?.n ?? 0,
+      });
+    }
+    const snap = await app.ledgerFor(source).snapshot();
+    out.push({
+      source: source.name,
+      kind: source.kind,
+      quota:
+        source.kind === 'pro'
+          ? null
+          : { day: snap.day, used: snap.used, dailyLimit: snap.dailyLimit, exhaustedUntil: snap.exhaustedUntil?.toISOString() ?? null, resetsAt: snap.resetsAt.toISOString() },
+      resources,
+    });
+  }
+  return out;
+}
+
+export function printStatus(statuses: SourceStatus[]): void {
+  for (const s of statuses) {
+    const q = s.quota;
+    process.stdout.write(
+      `source ${s.source} (${s.kind})` +
+        (q ? `: ${q.used}/${q.dailyLimit} requests used on quota day ${q.day}, resets ${q.resetsAt}${q.exhaustedUntil ? `, EXHAUSTED until ${q.exhaustedUntil}` : ''}` : '') +
+        '\n',
+    );
+    for (const r of s.resources) {
+      const run = r.lastRun ? `last run ${r.lastRun.status} at ${r.lastRun.startedAt} (${r.lastRun.requests} req)` : 'never run';
+      const pos = r.inWindow ? `, resumes at page ${r.inWindow.nextPage}` : '';
+      const quarantined = r.quarantined > 0 ? `, ${r.quarantined} quarantined` : '';
+      process.stdout.write(`  ${r.resource.padEnd(20)} ${String(r.rows).padStart(8)} rows  cursor ${r.cursor ?? '-'}${pos}  ${run}${quarantined}\n`);
+    }
+  }
+}
+
+export function statusCommand(): Command {
+  return new Command('status')
+    .description('show, per source and resource: cursor, last run, rows, quarantined records and requests used today')
+    .option('--json', 'print JSON')
+    .action(async (opts: { json?: boolean }, cmd: Command) => {
+      try {
+        const config = configFrom(cmd);
+        await withApp(config, async (app) => {
+          const statuses = await collectStatus(app, config);
+          if (opts.json) process.stdout.write(`${JSON.stringify(statuses, null, 2)}\n`);
+          else printStatus(statuses);
+        });
+      } catch (err) {
+        fail(err);
+      }
+    });
+}

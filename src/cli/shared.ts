@@ -1,0 +1,51 @@
+/**
+ * Helpers shared by the commands: loading configuration, opening the app,
+ * signal handling and turning errors into exit codes and one clear message.
+ */
+import type { Command } from 'commander';
+import { openApp, type App, type OpenOptions } from '../app.ts';
+import { loadConfig, type Config } from '../config.ts';
+import { ConfigError, exitCodeFor } from '../errors.ts';
+
+export interface GlobalOptions {
+  config?: string;
+}
+
+export function configFrom(cmd: Command): Config {
+  const opts = cmd.optsWithGlobals<GlobalOptions>();
+  return loadConfig({ configFile: opts.config });
+}
+
+/** Runs a command body with the app open, closing it whatever happens. */
+export async function withApp<T>(config: Config, body: (app: App) => Promise<T>, options: OpenOptions = {}): Promise<T> {
+  const app = await openApp(config, options);
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (app.abort.signal.aborted) return;
+    app.logger.warn({ signal }, 'shutdown requested: stopping at the next page boundary');
+    app.abort.abort();
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+  try {
+    return await body(app);
+  } finally {
+    process.off('SIGTERM', onSignal);
+    process.off('SIGINT', onSignal);
+    await app.close();
+  }
+}
+
+/** Prints the error without secrets (messages are built redacted) and sets the exit code. */
+export function fail(err: unknown): never {
+  const message = err instanceof ConfigError ? err.message : `pmsync: ${(err as Error).message ?? String(err)}`;
+  process.stderr.write(`${message}\n`);
+  process.exit(exitCodeFor(err));
+}
+
+export function requireSources(config: Config): void {
+  if (config.sources.length === 0) {
+    throw new ConfigError([
+      'no sources configured: set CORE_BASE_URL, CORE_APIKEY, CORE_USERNAME and CORE_PASSWORD, or pass --config FILE (or PMSYNC_CONFIG) with a "sources" list. Try "pmsync demo" to see pmsync against the local simulator.',
+    ]);
+  }
+}

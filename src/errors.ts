@@ -1,0 +1,106 @@
+/**
+ * Errors carry a stable `code` for logs, exit codes and metrics, and say whether
+ * retrying the same request can succeed. Messages never contain secrets: they
+ * are built from redacted URLs and never from request headers or bodies.
+ */
+export type ErrorCode =
+  | 'CONFIG_INVALID'
+  | 'AUTH_FAILED'
+  | 'NOT_FOUND'
+  | 'VALIDATION_FAILED'
+  | 'QUOTA_EXHAUSTED'
+  | 'RETRYABLE'
+  | 'HTTP_ERROR'
+  | 'BAD_RESPONSE'
+  | 'DB_UNREACHABLE'
+  | 'API_UNREACHABLE'
+  | 'LOCKED'
+  | 'SHUTDOWN'
+  | 'USAGE';
+
+export class PmsyncError extends Error {
+  readonly code: ErrorCode;
+  readonly retryable: boolean;
+
+  constructor(code: ErrorCode, message: string, options: { cause?: unknown; retryable?: boolean } = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'PmsyncError';
+    this.code = code;
+    this.retryable = options.retryable ?? false;
+  }
+}
+
+export class ConfigError extends PmsyncError {
+  readonly problems: string[];
+
+  constructor(problems: string[]) {
+    super('CONFIG_INVALID', `Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+    this.problems = problems;
+  }
+}
+
+export class HttpError extends PmsyncError {
+  readonly status: number;
+  /** Redacted URL of the request. */
+  readonly url: string;
+
+  constructor(code: ErrorCode, status: number, url: string, message: string, retryable: boolean) {
+    super(code, message, { retryable });
+    this.name = 'HttpError';
+    this.status = status;
+    this.url = url;
+  }
+}
+
+export class QuotaExhaustedError extends PmsyncError {
+  /** When the quota day resets and requests may be sent again. */
+  readonly resumeAt: Date;
+
+  constructor(message: string, resumeAt: Date) {
+    super('QUOTA_EXHAUSTED', message);
+    this.name = 'QuotaExhaustedError';
+    this.resumeAt = resumeAt;
+  }
+}
+
+export class ShutdownError extends PmsyncError {
+  constructor() {
+    super('SHUTDOWN', 'Stopped by a shutdown signal at a page boundary; the checkpoint is saved.');
+    this.name = 'ShutdownError';
+  }
+}
+
+/** Process exit codes, documented in the README. */
+export const EXIT = {
+  OK: 0,
+  FAILED: 1,
+  USAGE: 2,
+  CONFIG: 3,
+  AUTH: 4,
+  QUOTA: 5,
+  UNREACHABLE: 6,
+  PARTIAL: 7,
+  INTERRUPTED: 130,
+} as const;
+
+export function exitCodeFor(err: unknown): number {
+  if (!(err instanceof PmsyncError)) return EXIT.FAILED;
+  switch (err.code) {
+    case 'CONFIG_INVALID':
+      return EXIT.CONFIG;
+    case 'USAGE':
+      return EXIT.USAGE;
+    case 'AUTH_FAILED':
+      return EXIT.AUTH;
+    case 'QUOTA_EXHAUSTED':
+      return EXIT.QUOTA;
+    case 'DB_UNREACHABLE':
+    case 'API_UNREACHABLE':
+      return EXIT.UNREACHABLE;
+    case 'SHUTDOWN':
+      return EXIT.INTERRUPTED;
+    default:
+      return EXIT.FAILED;
+  }
+}

@@ -1,0 +1,76 @@
+/**
+ * Per source and resource: the cursor (end of the last completed window) and,
+ * while a window is being read, the checkpoint inside it. Checkpoints are
+ * validated when read: a damaged one stops the run with a clear message
+ * instead of silently restarting or skipping.
+ */
+import { z } from 'zod';
+import { PmsyncError } from '../errors.ts';
+import type { Queryable } from '../db/pool.ts';
+
+export const windowCheckpoint = z.object({
+  mode: z.enum(['incremental', 'full']),
+  /** ISO instants of the window's ModifiedOn bounds; start null on a first or full pass. */
+  start: z.iso.datetime().nullable(),
+  end: z.iso.datetime(),
+  /** Next page to request. */
+  nextPage: z.number().int().min(1),
+  /** Every filter the window's requests carry, fixed for the whole window. */
+  filters: z.record(z.string(), z.string()),
+  startedAt: z.iso.datetime(),
+  /** DataTotalRows seen on the window's first page, when the server sends it. */
+  totalRows: z.number().int().nullable().default(null),
+  /** Stream-specific position (e.g. the Pro per-patient fan-out). */
+  extra: z.record(z.string(), z.unknown()).optional(),
+});
+export type WindowCheckpoint = z.infer<typeof windowCheckpoint>;
+
+export interface StreamState {
+  cursor: Date | null;
+  window: WindowCheckpoint | null;
+}
+
+export async function loadState(db: Queryable, source: string, resource: string): Promise<StreamState> {
+  const res = await db.query<{ cursor: Date | null; window: unknown }>(
+    'SELECT cursor, "window" FROM pmsync.sync_state WHERE source = $1 AND resource = $2',
+    [source, resource],
+  );
+  const row = res.rows[0];
+  if (!row) return { cursor: null, window: null };
+  if (row.window === null) return { cursor: row.cursor, window: null };
+  const parsed = windowCheckpoint.safeParse(row.window);
+  if (!parsed.success) {
+    throw new PmsyncError(
+      'BAD_RESPONSE',
+      `The checkpoint of ${source}/${resource} in pmsync.sync_state is damaged (${parsed.error.issues[0]?.message}). Run "pmsync resync ${resource} --source ${source} --full" to start that stream over.`,
+    );
+  }
+  return { cursor: row.cursor, window: parsed.data };
+}
+
+/** Saves the position inside a window; called in the same transaction as the page's rows. */
+export async function saveWindow(db: Queryable, source: string, resource: string, window: WindowCheckpoint): Promise<void> {
+  await db.query(
+    `INSERT INTO pmsync.sync_state (source, resource, "window", updated_at) VALUES ($1, $2, $3, now())
+     ON CONFLICT (source, resource) DO UPDATE SET "window" = excluded."window", updated_at = now()`,
+    [source, resource, JSON.stringify(window)],
+  );
+}
+
+/** Ends a window: the cursor moves to its end and the checkpoint is cleared. */
+export async function completeWindow(db: Queryable, source: string, resource: string, cursor: Date): Promise<void> {
+  await db.query(
+    `INSERT INTO pmsync.sync_state (source, resource, cursor, "window", updated_at) VALUES ($1, $2, $3, NULL, now())
+     ON CONFLICT (source, resource) DO UPDATE SET cursor = excluded.cursor, "window" = NULL, updated_at = now()`,
+    [source, resource, cursor],
+  );
+}
+
+/** Forgets the position of a stream (next run starts a first pass) or sets its cursor. */
+export async function resetState(db: Queryable, source: string, resource: string, cursor: Date | null): Promise<void> {
+  await db.query(
+    `INSERT INTO pmsync.sync_state (source, resource, cursor, "window", updated_at) VALUES ($1, $2, $3, NULL, now())
+     ON CONFLICT (source, resource) DO UPDATE SET cursor = excluded.cursor, "window" = NULL, updated_at = now()`,
+    [source, resource, cursor],
+  );
+}

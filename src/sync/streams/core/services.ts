@@ -1,0 +1,17 @@
+import { mapService, serviceRaw } from '../../../mappers/core/services.ts';
+import { defineRestStream } from '../rest.ts';
+
+export default defineRestStream({
+  resource: 'services',
+  path: '/services',
+  idField: 'ServiceId',
+  mode: 'incremental',
+  variants: ['core', 'subset'],
+  raw: serviceRaw,
+  map: mapService,
+  table: {
+    name: 'services',
+    idType: 'text',
+    columns: { company_id: 'text', name: 'text', price: 'numeric', duration_minutes: 'integer', is_active: 'boolean' },
+  },
+});

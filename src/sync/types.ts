@@ -1,0 +1,63 @@
+/**
+ * Glossary: the words used everywhere in pmsync.
+ *
+ * - source: one configured account of one API kind (core, subset or pro), named
+ *   by the operator; every stored row carries its source name.
+ * - resource: a kind of record the API lists (customers, orders, ...).
+ * - stream: pmsync's definition of how one resource is read and stored: path,
+ *   paging style, cursor and filters, raw schema, mapper, table. One file each
+ *   under src/sync/streams/.
+ * - page: one list request and the records it returned.
+ * - window: the fixed [start, end] ModifiedOn range one incremental pass reads.
+ *   Its end never moves while it is being paged.
+ * - cursor: the end of the last completed window; the next window starts at the
+ *   cursor minus the overlap.
+ * - checkpoint: the stored position inside a window (window bounds and the next
+ *   page). It commits in the same transaction as the rows of the page before it.
+ * - run: one execution of one stream for one source, recorded in pmsync.runs.
+ * - quota day: the gateway key's daily request budget period.
+ */
+import type { z } from 'zod';
+
+export type SyncMode = 'incremental' | 'full';
+
+/** PostgreSQL column types a mapper may produce. */
+export type ColumnType = 'text' | 'boolean' | 'date' | 'timestamp' | 'numeric' | 'integer' | 'bigint' | 'jsonb';
+
+export interface TableDef {
+  /** Table name in the public schema (snake_case, plural). */
+  name: string;
+  /** Typed columns besides the shared metadata columns, in insert order. */
+  columns: Record<string, ColumnType>;
+  /** Type of the id column: text for opaque Core ids, bigint for Pro integer ids. */
+  idType: 'text' | 'bigint';
+}
+
+/** What a mapper returns for one raw record. */
+export interface MappedRow {
+  id: string;
+  /** When the record was last modified at the source, if the record says so. */
+  sourceModifiedAt: string | null;
+  columns: Record<string, unknown>;
+}
+
+export interface StreamBase<Raw extends Record<string, unknown> = Record<string, unknown>> {
+  /** Resource name used on the command line and in state (e.g. "customers"). */
+  resource: string;
+  /** Passthrough schema of one raw record: unknown fields are kept. */
+  raw: z.ZodType<Raw>;
+  /** Pure raw-to-row mapping. */
+  map: (raw: Raw) => MappedRow;
+  table: TableDef;
+}
+
+/** Counts reported by one page upsert. */
+export interface UpsertCounts {
+  inserted: number;
+  updated: number;
+  unchanged: number;
+}
+
+export interface PageTotals extends UpsertCounts {
+  rejected: number;
+}

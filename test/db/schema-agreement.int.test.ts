@@ -1,0 +1,92 @@
+/**
+ * schema.prisma and prisma/migrations must describe the same tables: every
+ * model's table and columns exist after the migrations run, with the same
+ * types, nullability and primary keys, and no migrated table is missing from
+ * the schema. The DMMF comes from Prisma's own schema parser (WebAssembly).
+ */
+import { readFileSync } from 'node:fs';
+import wasm from '@prisma/prisma-schema-wasm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDatabase, type TestDatabase } from '../support/db.ts';
+import { REST_STREAMS } from '../../src/sync/streams/index.ts';
+
+interface DmmfField {
+  name: string;
+  dbName?: string | null;
+  kind: string;
+  type: string;
+  isRequired: boolean;
+  isId: boolean;
+  nativeType?: [string, string[]] | null;
+}
+interface DmmfModel {
+  name: string;
+  dbName: string | null;
+  schema: string | null;
+  fields: DmmfField[];
+  primaryKey: { fields: string[] } | null;
+}
+
+const schema = readFileSync(new URL('../../prisma/schema.prisma', import.meta.url), 'utf8');
+const dmmf = JSON.parse(wasm.get_dmmf(JSON.stringify({ prismaSchema: [['schema.prisma', schema]] }))) as { datamodel: { models: DmmfModel[] } };
+
+function expectedType(f: DmmfField): string {
+  const native = f.nativeType?.[0];
+  if (f.type === 'DateTime') return native === 'Date' ? 'date' : native === 'Timestamp' ? 'timestamp without time zone' : 'timestamp with time zone';
+  return (
+    { String: 'text', Boolean: 'boolean', Int: 'integer', BigInt: 'bigint', Decimal: 'numeric', Json: 'jsonb', Float: 'double precision' } as Record<string, string>
+  )[f.type]!;
+}
+
+let db: TestDatabase;
+beforeAll(async () => {
+  db = await createTestDatabase();
+});
+afterAll(async () => db.drop());
+
+describe('schema.prisma and the migrations', () => {
+  it('define the same tables and columns', async () => {
+    const { rows } = await db.pool.query<{ table_schema: string; table_name: string; column_name: string; data_type: string; is_nullable: string }>(
+      `SELECT c.table_schema, c.table_name, c.column_name, c.data_type, c.is_nullable
+       FROM information_schema.columns c JOIN information_schema.tables t USING (table_schema, table_name)
+       WHERE c.table_schema IN ('public', 'pmsync') AND t.table_type = 'BASE TABLE' AND c.table_name <> '_prisma_migrations'`,
+    );
+    const actual = new Map(rows.map((r) => [`${r.table_schema}.${r.table_name}.${r.column_name}`, { type: r.data_type, nullable: r.is_nullable === 'YES' }]));
+    const expected = new Map<string, { type: string; nullable: boolean }>();
+    for (const m of dmmf.datamodel.models) {
+      for (const f of m.fields.filter((x) => x.kind === 'scalar')) {
+        expected.set(`${m.schema}.${m.dbName ?? m.name}.${f.dbName ?? f.name}`, { type: expectedType(f), nullable: !f.isRequired });
+      }
+    }
+    expect(Object.fromEntries([...actual].sort())).toEqual(Object.fromEntries([...expected].sort()));
+  });
+
+  it('agree on primary keys', async () => {
+    const { rows } = await db.pool.query<{ tbl: string; cols: string[] }>(
+      `SELECT tc.table_schema || '.' || tc.table_name AS tbl, array_agg(kcu.column_name::text ORDER BY kcu.ordinal_position) AS cols
+       FROM information_schema.table_constraints tc JOIN information_schema.key_column_usage kcu USING (constraint_schema, constraint_name)
+       WHERE tc.constraint_type = 'PRIMARY KEY' AND tc.table_schema IN ('public', 'pmsync') AND tc.table_name <> '_prisma_migrations'
+       GROUP BY 1`,
+    );
+    const actual = Object.fromEntries(rows.map((r) => [r.tbl, r.cols]));
+    const expected: Record<string, string[]> = {};
+    for (const m of dmmf.datamodel.models) {
+      const col = (name: string) => m.fields.find((f) => f.name === name)!;
+      const pk = m.primaryKey?.fields ?? m.fields.filter((f) => f.isId).map((f) => f.name);
+      expected[`${m.schema}.${m.dbName ?? m.name}`] = pk.map((n) => col(n).dbName ?? n);
+    }
+    expect(actual).toEqual(expected);
+  });
+
+  it('hold every column each stream writes, with the type it declares', async () => {
+    const types: Record<string, string> = { text: 'text', boolean: 'boolean', date: 'date', timestamp: 'timestamp without time zone', numeric: 'numeric', integer: 'integer', bigint: 'bigint', jsonb: 'jsonb' };
+    for (const s of REST_STREAMS) {
+      const { rows } = await db.pool.query<{ column_name: string; data_type: string }>(
+        `SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = 'public' AND table_name = $1`,
+        [s.table.name],
+      );
+      const cols = Object.fromEntries(rows.map((r) => [r.column_name, r.data_type]));
+      for (const [name, type] of Object.entries(s.table.columns)) expect(cols[name], `${s.table.name}.${name}`).toBe(types[type]);
+    }
+  });
+});
