@@ -1,0 +1,41 @@
+/**
+ * Refreshing one record: fetch it from its single-record endpoint and write it
+ * like any page (validation, quarantine, an upsert that never overwrites a
+ * newer copy). Used by webhook refreshes and `pmsync resync --id`.
+ *
+ * A 404 means the record is gone or no longer visible to the API user. The row
+ * is kept and marked with not_seen_since: pmsync never deletes what it cannot
+ * prove was deleted.
+ */
+import type { Purpose } from '../api/http.ts';
+import type { RestSourceConfig } from '../config.ts';
+import { HttpError, PmsyncError } from '../errors.ts';
+import { withTransaction } from '../db/pool.ts';
+import type { SyncContext } from './context.ts';
+import { idReader, writePage } from './page.ts';
+import type { RestStream } from './streams/rest.ts';
+import type { PageTotals } from './types.ts';
+
+export type RefreshOutcome = { status: 'written'; totals: PageTotals } | { status: 'not_visible' };
+
+export async function refreshRecord(ctx: SyncContext, source: RestSourceConfig, stream: RestStream, id: string, purpose: Purpose = 'priority'): Promise<RefreshOutcome> {
+  if (!stream.recordPath) {
+    throw new PmsyncError('USAGE', `${stream.resource} has no single-record endpoint in the API; use "pmsync resync ${stream.resource} --since DATE" instead`);
+  }
+  const client = ctx.clientFor(source);
+  let response;
+  try {
+    response = await client.get(stream.recordPath(id), {}, { purpose, signal: ctx.signal });
+  } catch (err) {
+    if (err instanceof HttpError && err.status === 404) {
+      await ctx.pool.query(`UPDATE "${stream.table.name}" SET not_seen_since = now() WHERE source = $1 AND id = $2 AND not_seen_since IS NULL`, [source.name, id]);
+      return { status: 'not_visible' };
+    }
+    throw err;
+  }
+  const record = response.body;
+  const totals = await withTransaction(ctx.pool, (tx) =>
+    writePage(tx, stream, [record], { source: source.name, runId: null, sentAt: response.sentAt, markSeen: true, idOf: idReader(stream.idField) }),
+  );
+  return { status: 'written', totals };
+}
