@@ -9,6 +9,7 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { ConfigError } from './errors.ts';
+import { isValidTimeZone } from './sync/window.ts';
 
 /** The standard plan's daily request budget per gateway key. */
 export const DEFAULT_DAILY_QUOTA = 1000;
@@ -26,6 +27,7 @@ export const DEFAULT_LAG_SECONDS = 60;
 /** Share of the daily quota kept for webhook refreshes and on-demand resyncs. */
 export const DEFAULT_RESERVE_PERCENT = 10;
 
+const timeZone = z.string().refine(isValidTimeZone, 'not a known IANA time zone (e.g. UTC, America/New_York)');
 const secret = z.union([z.string().min(1), z.object({ env: z.string().min(1) })]);
 const sourceName = z.string().regex(/^[a-z0-9][a-z0-9_-]{0,62}$/, 'use lowercase letters, digits, "-" or "_"');
 
@@ -33,7 +35,7 @@ const quota = z
   .object({
     reservePercent: z.number().min(0).max(90).default(DEFAULT_RESERVE_PERCENT),
     /** Time zone in which the quota day resets. The spec does not say; UTC midnight is assumed. */
-    timeZone: z.string().default('UTC'),
+    timeZone: timeZone.default('UTC'),
     resetHour: z.number().int().min(0).max(23).default(0),
   })
   .prefault({});
@@ -57,7 +59,7 @@ const restFields = {
   quota,
   limiter,
   /** Time zone of ModifiedOn filter values. The spec does not say; UTC is assumed. */
-  timeZone: z.string().default('UTC'),
+  timeZone: timeZone.default('UTC'),
   overlapSeconds: z.number().int().min(0).default(DEFAULT_OVERLAP_SECONDS),
   lagSeconds: z.number().int().min(0).default(DEFAULT_LAG_SECONDS),
   requestTimeoutMs: z.number().int().min(1000).default(30_000),
