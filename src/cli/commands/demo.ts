@@ -57,7 +57,8 @@ export function demoCommand(): Command {
       });
       try {
         const base = loadConfig({ env: { ...process.env, CORE_BASE_URL: '', CORE_APIKEY: '', CORE_USERNAME: '' } });
-        const config: Config = { ...base, sources: [demoSource(sim.coreBaseUrl())] };
+        // The demo speaks to a person: JSON logs only for warnings unless LOG_LEVEL asks for more.
+        const config: Config = { ...base, logLevel: process.env.LOG_LEVEL ?? 'warn', sources: [demoSource(sim.coreBaseUrl())] };
         await withApp(config, async (app) => {
           await resetDemoRows(app);
           process.stdout.write(`Simulator: ${sim.coreBaseUrl()} (seeded, ${opts.customers} customers)\nDatabase:  ${app.databaseUrl}\n\n1) First sync: every list, page by page\n`);

@@ -1,0 +1,30 @@
+/**
+ * The README's first quick-start command, as a newcomer runs it: no DATABASE_URL,
+ * no config, so pmsync starts its embedded PostgreSQL and the local simulator.
+ */
+import { mkdtempSync, chmodSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { cliEnv, runCli } from '../support/cli.ts';
+
+const dataDir = mkdtempSync(join(tmpdir(), 'pmsync-demo-'));
+chmodSync(dataDir, 0o755);
+afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+
+describe('pmsync demo', () => {
+  it('syncs the seeded simulator into an embedded PostgreSQL, twice, and says how to query it', async () => {
+    const res = await runCli(['demo', '--customers', '700'], cliEnv({ PMSYNC_DATA_DIR: dataDir }));
+    expect(res.stderr).toBe('');
+    expect(res.code).toBe(0);
+    expect(res.stdout).toMatch(/demo\/customers: succeeded, incremental, 7 page\(s\), 7 request\(s\), 700 inserted/);
+    expect(res.stdout).toMatch(/demo\/customers: succeeded, incremental, 1 page\(s\), 1 request\(s\), 5 inserted, 25 updated/);
+    expect(res.stdout).toMatch(/customers\s+705/);
+    expect(res.stdout).toMatch(/psql postgres:\/\/postgres:pmsync@127\.0\.0\.1:\d+\/pmsync/);
+
+    // Data survives: a second demo on the same folder starts the same database again.
+    const again = await runCli(['demo', '--customers', '700'], cliEnv({ PMSYNC_DATA_DIR: dataDir }));
+    expect(again.code).toBe(0);
+    expect(again.stdout).toMatch(/customers\s+705/);
+  });
+});
