@@ -1,0 +1,111 @@
+import { request } from 'undici';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { startSimulator } from '../../src/simulator/index.ts';
+import type { CoreRecord, Simulator } from '../../src/simulator/index.ts';
+import { authHeader, call, CORE, coreGet, coreUrl, TestClock } from './support.ts';
+
+describe('faults', () => {
+  const clock = new TestClock('2025-04-01T12:00:00Z');
+  let sim: Simulator;
+  beforeAll(async () => {
+    sim = await startSimulator({ seed: 21, now: clock.now, tenants: [{ ...CORE, dailyQuota: 0, sizes: { customers: 120 } }] });
+  });
+  afterEach(() => sim.setFaults({}));
+  afterAll(() => sim.close());
+  const status = () => coreGet(sim.coreBaseUrl(), 'status', CORE);
+
+  it('failNext answers the next N requests with 500', async () => {
+    sim.setFaults({ failNext: 2 });
+    const replies = [await status(), await status(), await status()];
+    expect(replies.map((r) => r.status)).toEqual([500, 500, 200]);
+    expect(replies[0]?.text).toBe('');
+  });
+
+  it('errorRate answers 500, 502 or 503 with an empty or non-JSON body, and Retry-After on 503', async () => {
+    sim.setFaults({ errorRate: 1, retryAfterSeconds: 7 });
+    const seen = new Set<number>();
+    for (let i = 0; i < 30; i++) {
+      const reply = await status();
+      seen.add(reply.status);
+      expect([500, 502, 503]).toContain(reply.status);
+      expect(() => JSON.parse(reply.text)).toThrow();
+      if (reply.status === 503) expect(reply.headers['retry-after']).toBe('7');
+    }
+    expect(seen.size).toBe(3);
+    expect(sim.stats().requests.at(-1)?.fault).toBe('error');
+  });
+
+  it('is deterministic: the same fault settings fail the same requests', async () => {
+    const run = async (): Promise<number[]> => {
+      sim.setFaults({ errorRate: 0.3 });
+      const statuses: number[] = [];
+      for (let i = 0; i < 40; i++) statuses.push((await status()).status);
+      return statuses;
+    };
+    const first = await run();
+    expect(first.filter((s) => s !== 200).length).toBeGreaterThan(3);
+    expect(await run()).toEqual(first);
+  });
+
+  it('resetRate destroys the socket without a response', async () => {
+    sim.setFaults({ resetRate: 1 });
+    await expect(status()).rejects.toThrow();
+    sim.setFaults({});
+    expect((await status()).status).toBe(200);
+    expect(sim.stats().requests.some((r) => r.fault === 'reset' && r.status === 0)).toBe(true);
+  });
+
+  it('timeoutRate hangs the request for hangMs', async () => {
+    sim.setFaults({ timeoutRate: 1, hangMs: 400 });
+    await expect(request(coreUrl(sim.coreBaseUrl(), 'status', CORE), { headers: authHeader(CORE), signal: AbortSignal.timeout(100) })).rejects.toThrow();
+    const started = Date.now();
+    expect((await status()).status).toBe(200);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(350);
+  });
+
+  it('slowMs adds latency to every request', async () => {
+    sim.setFaults({ slowMs: 150 });
+    const started = Date.now();
+    await status();
+    expect(Date.now() - started).toBeGreaterThanOrEqual(140);
+  });
+
+  it('quotaExhaustAfter forces 429 after N more requests', async () => {
+    sim.setFaults({ quotaExhaustAfter: 2 });
+    expect([(await status()).status, (await status()).status, (await status()).status, (await status()).status]).toEqual([200, 200, 429, 429]);
+    sim.setFaults({});
+    expect((await status()).status).toBe(200);
+  });
+
+  it('mutateBetweenPages moves served records out of a fixed ModifiedOn window, so a naive pager skips rows', async () => {
+    const window = { ModifiedOnStart: '2000-01-01T00:00:00', ModifiedOnEnd: '2025-04-01T00:00:00', Rows: 20 };
+    const before = (await coreGet(sim.coreBaseUrl(), 'customers', CORE, { ...window, Rows: 100, Page: 1 })).headers.datatotalrows;
+    expect(before).toBe('120');
+    sim.setFaults({ mutateBetweenPages: { resource: 'customers', count: 3 } });
+    const seen: string[] = [];
+    for (let page = 1; page <= 6; page++) {
+      const reply = await coreGet(sim.coreBaseUrl(), 'customers', CORE, { ...window, Page: page });
+      seen.push(...reply.json<CoreRecord[]>().map((r) => String(r.CustomerId)));
+    }
+    sim.setFaults({});
+    const changed = sim.tenant(CORE.apikey).list('customers').filter((r) => r.ModifiedOn === '2025-04-01T12:00:00');
+    expect(changed.length).toBeGreaterThan(0);
+    // Every changed record was served before it changed, and the rows that slid back a page were never served.
+    expect(changed.every((r) => seen.includes(String(r.CustomerId)))).toBe(true);
+    expect(seen.length).toBeLessThan(120);
+    const after = await coreGet(sim.coreBaseUrl(), 'customers', CORE, { ...window, Rows: 100 });
+    expect(after.headers.datatotalrows).toBe(String(120 - changed.length));
+  });
+
+  it('rejects invalid fault settings', () => {
+    expect(() => sim.setFaults({ errorRate: 2 })).toThrow();
+    expect(() => sim.setFaults({ errorRate: 0.6, resetRate: 0.6 })).toThrow();
+    expect(() => sim.setFaults({ slowMs: -1 })).toThrow();
+  });
+
+  it('applies to Pro too, and leaves the control API alone', async () => {
+    sim.setFaults({ failNext: 1 });
+    expect((await call(`${sim.url}/__sim/health`)).status).toBe(200);
+    expect((await call(`${sim.url}/practices/4242/event-types`, { headers: { authorization: 'x' } })).status).toBe(500);
+  });
+});
