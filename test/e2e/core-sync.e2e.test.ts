@@ -140,6 +140,13 @@ describe('pmsync sync against the Core simulator', () => {
     expect(seen.appointments).toBe(3); // 100, 100, 50
   });
 
+  it('sends the Basic value as api_key when the gateway cannot carry headers', async () => {
+    const cfg = writeConfig({ sources: [source('querycreds', TENANT, { credentialsIn: 'query', streams: ['companies'] })] });
+    const res = await runCli(['--config', cfg, 'sync'], cliEnv({ DATABASE_URL: db.url }));
+    expect(res.code).toBe(0);
+    expect(await count('companies', 'querycreds')).toBe(SIZES.companies);
+  });
+
   it('a 401 exits 4, names the source and what to check, and prints no secret', async () => {
     const cfg = writeConfig({ sources: [source('clinic', { ...TENANT, password: 'wrong-Pa55word' })] });
     const res = await runCli(['--config', cfg, 'sync', '--resource', 'customers'], cliEnv({ DATABASE_URL: db.url, LOG_LEVEL: 'info' }));
