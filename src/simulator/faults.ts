@@ -43,10 +43,6 @@ export class FaultInjector {
     this.rng = new Rng(this.seed);
   }
 
-  get current(): Faults {
-    return { ...this.faults, failNext: this.failNext, quotaExhaustAfter: this.quotaLeft };
-  }
-
   get slowMs(): number {
     return this.faults.slowMs ?? 0;
   }

@@ -73,10 +73,6 @@ export class Query {
   get(name: string): string | undefined {
     return this.values.get(name.toLowerCase());
   }
-
-  has(name: string): boolean {
-    return this.values.has(name.toLowerCase());
-  }
 }
 
 /** A decimal integer >= min, or undefined. */

@@ -92,8 +92,9 @@ export class SimulatorServer implements Simulator {
     }
     this.server = createServer({ keepAliveTimeout: 30_000 }, (req, res) => {
       this.handle(req, res).catch(() => {
-        if (!res.headersSent) sendEmpty(res, 500);
-        else res.destroy();
+        // A handler bug, or a socket destroyed under it: answer 500 if still possible.
+        if (res.headersSent || res.destroyed) res.destroy();
+        else sendEmpty(res, 500);
       });
     });
   }

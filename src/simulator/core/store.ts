@@ -217,10 +217,6 @@ export class ResourceStore {
     return this.isLive(index) ? index : -1;
   }
 
-  modifiedMs(index: number): number {
-    return this.modified[index] ?? 0;
-  }
-
   /** Record fields without the id and timestamps: generated, then overridden. */
   fields(index: number): Record<string, unknown> {
     const g = this.gen;
