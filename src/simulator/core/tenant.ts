@@ -47,6 +47,14 @@ export class Tenant {
       throw new Error(`subset tenant ${options.apikey} needs a subsetName`);
     }
     if (options.username.includes(':')) throw new Error('a username must not contain a colon');
+    if (options.dailyQuota !== undefined && !(options.dailyQuota >= 0)) throw new Error('dailyQuota must be 0 or more');
+    const resetHour = options.quotaResetHourUtc;
+    if (resetHour !== undefined && !(Number.isInteger(resetHour) && resetHour >= 0 && resetHour <= 23)) {
+      throw new Error('quotaResetHourUtc must be an integer hour from 0 to 23');
+    }
+    for (const [resource, size] of Object.entries(options.sizes ?? {})) {
+      if (!(Number.isInteger(size) && size >= 0)) throw new Error(`sizes.${resource} must be a non-negative integer`);
+    }
     this.apikey = options.apikey;
     this.variant = options.variant;
     this.subsetName = options.subsetName;
