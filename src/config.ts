@@ -9,6 +9,7 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { ConfigError } from './errors.ts';
+import { DEFAULT_RETRY } from './api/http.ts';
 import { isValidTimeZone } from './sync/window.ts';
 
 /** The standard plan's daily request budget per gateway key. */
@@ -47,6 +48,16 @@ const limiter = z
   })
   .prefault({});
 
+/** Retries of 5xx answers, timeouts and resets: full-jitter exponential backoff (see src/api/http.ts). */
+const retry = z
+  .object({
+    maxAttempts: z.number().int().min(1).max(20).default(DEFAULT_RETRY.maxAttempts),
+    baseDelayMs: z.number().int().min(0).default(DEFAULT_RETRY.baseDelayMs),
+    maxDelayMs: z.number().int().min(0).default(DEFAULT_RETRY.maxDelayMs),
+    maxElapsedMs: z.number().int().min(0).default(DEFAULT_RETRY.maxElapsedMs),
+  })
+  .optional();
+
 const restFields = {
   name: sourceName,
   baseUrl: z.string(),
@@ -63,6 +74,7 @@ const restFields = {
   overlapSeconds: z.number().int().min(0).default(DEFAULT_OVERLAP_SECONDS),
   lagSeconds: z.number().int().min(0).default(DEFAULT_LAG_SECONDS),
   requestTimeoutMs: z.number().int().min(1000).default(30_000),
+  retry,
   /** Resources to sync; all of the kind's streams when omitted. */
   streams: z.array(z.string()).optional(),
   /** Streams whose server ignores ModifiedOn filters can be switched to full refresh. */

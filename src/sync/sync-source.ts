@@ -8,6 +8,15 @@ import { PmsyncError } from '../errors.ts';
 import type { SyncContext } from './context.ts';
 import { runRestStream, type RunOptions, type RunSummary } from './runner.ts';
 import { selectRestStreams } from './streams/index.ts';
+import { withStreamLock } from '../scheduler/lock.ts';
+
+export interface SourceRunOptions extends RunOptions {
+  /**
+   * How long to wait when another process is running the same stream. 0 (the
+   * default) skips the stream for this time: its next run picks up the changes.
+   */
+  lockWaitMs?: number;
+}
 
 export interface SourceResult {
   source: string;
@@ -15,11 +24,13 @@ export interface SourceResult {
   /** The error that ended the source early, if any. */
   fatal?: PmsyncError | Error;
   failures: Array<{ resource: string; error: Error }>;
+  /** Resources skipped because another process was running them. */
+  locked?: string[];
 }
 
 const FATAL_CODES = new Set(['AUTH_FAILED', 'QUOTA_EXHAUSTED', 'SHUTDOWN', 'DB_UNREACHABLE', 'API_UNREACHABLE']);
 
-export async function syncSource(ctx: SyncContext, source: SourceConfig, resources?: string[], options: RunOptions = {}): Promise<SourceResult> {
+export async function syncSource(ctx: SyncContext, source: SourceConfig, resources?: string[], options: SourceRunOptions = {}): Promise<SourceResult> {
   const result: SourceResult = { source: source.name, runs: [], failures: [] };
   if (source.kind === 'pro') {
     throw new PmsyncError('USAGE', `source "${source.name}": Pro sources are not supported by this build`);
@@ -31,7 +42,14 @@ export async function syncSource(ctx: SyncContext, source: SourceConfig, resourc
   for (const stream of ordered) {
     if (ctx.signal.aborted) break;
     try {
-      result.runs.push(await runRestStream(ctx, source, stream, options));
+      const locked = await withStreamLock(ctx, source.name, stream.resource, { waitMs: options.lockWaitMs ?? 0 }, (runCtx) => runRestStream(runCtx, source, stream, options));
+      if (locked.ran) result.runs.push(locked.value);
+      else {
+        ctx.logger.info({ source: source.name, resource: stream.resource }, 'another process is running this stream; skipped');
+        (result.locked ??= []).push(stream.resource);
+        const skipped = { inserted: 0, updated: 0, unchanged: 0, rejected: 0, pages: 0, requests: 0, runId: null, status: 'skipped' as const };
+        result.runs.push({ ...skipped, source: source.name, resource: stream.resource, mode: stream.mode, error: 'another process is running this stream' });
+      }
     } catch (err) {
       const code = err instanceof PmsyncError ? err.code : undefined;
       if (code && FATAL_CODES.has(code)) {

@@ -1,0 +1,131 @@
+/**
+ * Stream locks: at most one run of a source's stream at a time across every
+ * pmsync process on one database (serve replicas, `pmsync sync` from cron,
+ * `pmsync resync`).
+ *
+ * A lock is a PostgreSQL session advisory lock held on a connection of its own,
+ * outside the pool, for the whole run. PostgreSQL releases it the moment that
+ * connection ends, so a process that dies (even by SIGKILL) never leaves a
+ * stale lock behind, and there is no lease to expire or renew. The connection's
+ * application_name names the stream and the holder, so
+ * `SELECT application_name FROM pg_stat_activity` shows who runs what.
+ *
+ * The lock connection must be a real session: behind PgBouncer in transaction
+ * mode, point DATABASE_URL at PostgreSQL itself.
+ */
+import { createHash } from 'node:crypto';
+import { hostname } from 'node:os';
+import pg from 'pg';
+import { PmsyncError } from '../errors.ts';
+import type { Pool } from '../db/pool.ts';
+import type { SyncContext } from '../sync/context.ts';
+
+/** First key of every stream lock (the two-integer advisory lock space). */
+export const STREAM_LOCK_CLASS = 727_002;
+const POLL_MS = 500;
+
+/** Second key of a stream lock: 32 bits of a hash of "source/resource". */
+export function streamLockKey(source: string, resource: string): number {
+  return createHash('sha256').update(`${source}/${resource}`).digest().readInt32BE(0);
+}
+
+export function holderName(): string {
+  return `${hostname()}:${process.pid}`;
+}
+
+export class LockedError extends PmsyncError {
+  constructor(source: string, resource: string, waitedMs: number) {
+    super(
+      'LOCKED',
+      `${source}/${resource} is being synced by another pmsync process${waitedMs > 0 ? ` and was still busy after ${Math.round(waitedMs / 1000)} s` : ''}; ` +
+        'try again when its run ends (see "pmsync runs"), or wait longer with --wait SECONDS.',
+      { retryable: true },
+    );
+    this.name = 'LockedError';
+  }
+}
+
+export interface StreamLock {
+  /** Aborted if the lock's connection is lost while the run goes on: the run must stop. */
+  lost: AbortSignal;
+  release(): Promise<void>;
+}
+
+export interface AcquireOptions {
+  /** How long to wait for another holder; 0 tries once. */
+  waitMs?: number;
+  /** Stops waiting (e.g. shutdown). */
+  signal?: AbortSignal;
+  sleep?: (ms: number) => Promise<void>;
+}
+
+/** Takes the lock of one stream, or returns null when another process holds it past `waitMs`. */
+export async function acquireStreamLock(pool: Pool, source: string, resource: string, options: AcquireOptions = {}): Promise<StreamLock | null> {
+  const client = new pg.Client({ ...pool.options, application_name: `pmsync lock ${source}/${resource} ${holderName()}`.slice(0, 63) });
+  const lost = new AbortController();
+  client.on('error', () => lost.abort(new PmsyncError('DB_UNREACHABLE', `lost the database connection holding the lock of ${source}/${resource}`)));
+  await client.connect();
+  const key = streamLockKey(source, resource);
+  const sleep = options.sleep ?? ((ms: number) => new Promise((r) => setTimeout(r, ms)));
+  const deadline = Date.now() + (options.waitMs ?? 0);
+  try {
+    for (;;) {
+      const res = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1, $2) AS ok', [STREAM_LOCK_CLASS, key]);
+      if (res.rows[0]?.ok) break;
+      if (Date.now() >= deadline || options.signal?.aborted) {
+        await client.end();
+        return null;
+      }
+      await sleep(Math.min(POLL_MS, Math.max(0, deadline - Date.now())));
+    }
+  } catch (err) {
+    await client.end().catch(() => undefined);
+    throw err;
+  }
+  client.on('end', () => lost.abort());
+  let released = false;
+  return {
+    lost: lost.signal,
+    async release() {
+      if (released) return;
+      released = true;
+      // Ending the session releases the lock; an explicit unlock first keeps it short even if end() is slow.
+      await client.query('SELECT pg_advisory_unlock($1, $2)', [STREAM_LOCK_CLASS, key]).catch(() => undefined);
+      await client.end().catch(() => undefined);
+    },
+  };
+}
+
+/** The streams whose locks are held right now, with the holder's application_name. */
+export async function heldStreamLocks(db: Pick<Pool, 'query'>): Promise<Array<{ key: number; holder: string | null; since: Date | null }>> {
+  const res = await db.query<{ key: number; holder: string | null; since: Date | null }>(
+    `SELECT l.objid::int AS key, a.application_name AS holder, a.backend_start AS since
+     FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid
+     WHERE l.locktype = 'advisory' AND l.granted AND l.classid = $1::oid AND l.objsubid = 2 AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
+    [STREAM_LOCK_CLASS],
+  );
+  return res.rows;
+}
+
+export type Locked<T> = { ran: true; value: T } | { ran: false };
+
+/**
+ * Runs `body` holding the stream's lock, with a context whose signal also
+ * fires if the lock is lost; returns { ran: false } when another process holds
+ * it past `waitMs`.
+ */
+export async function withStreamLock<T>(
+  ctx: SyncContext,
+  source: string,
+  resource: string,
+  options: AcquireOptions,
+  body: (ctx: SyncContext) => Promise<T>,
+): Promise<Locked<T>> {
+  const lock = await acquireStreamLock(ctx.pool, source, resource, { signal: ctx.signal, ...options });
+  if (!lock) return { ran: false };
+  try {
+    return { ran: true, value: await body({ ...ctx, signal: AbortSignal.any([ctx.signal, lock.lost]) }) };
+  } finally {
+    await lock.release();
+  }
+}
