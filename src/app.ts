@@ -44,9 +44,10 @@ export function redactorFor(config: Config): Redactor {
     if (s.kind === 'pro') redactor.add(s.token);
     else redactor.add(s.apikey, s.password, basicValue(s.username, s.password));
   }
-  if (config.databaseUrl) {
+  for (const url of [config.databaseUrl, config.redisUrl]) {
+    if (!url) continue;
     try {
-      redactor.add(decodeURIComponent(new URL(config.databaseUrl).password));
+      redactor.add(decodeURIComponent(new URL(url).password));
     } catch {
       // an invalid URL was already reported by the config loader
     }
@@ -120,7 +121,7 @@ export async function openApp(config: Config, options: OpenOptions = {}): Promis
         redactor,
         logger,
         timeoutMs: source.requestTimeoutMs,
-        retry: options.retry,
+        retry: options.retry ?? (source.kind === 'pro' ? undefined : source.retry),
       });
       clients.set(source.name, client);
     }

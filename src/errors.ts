@@ -14,6 +14,7 @@ export type ErrorCode =
   | 'BAD_RESPONSE'
   | 'DB_UNREACHABLE'
   | 'API_UNREACHABLE'
+  | 'REDIS_UNREACHABLE'
   | 'LOCKED'
   | 'SHUTDOWN'
   | 'USAGE';
@@ -97,6 +98,7 @@ export function exitCodeFor(err: unknown): number {
       return EXIT.QUOTA;
     case 'DB_UNREACHABLE':
     case 'API_UNREACHABLE':
+    case 'REDIS_UNREACHABLE':
       return EXIT.UNREACHABLE;
     case 'SHUTDOWN':
       return EXIT.INTERRUPTED;

@@ -6,7 +6,7 @@
  * failure into a typed error whose message carries no secret.
  */
 import { Agent, request, type Dispatcher } from 'undici';
-import { HttpError, PmsyncError } from '../errors.ts';
+import { HttpError, PmsyncError, ShutdownError } from '../errors.ts';
 import { redactUrl, type Redactor } from '../redact.ts';
 import type { Logger } from '../log.ts';
 
@@ -21,10 +21,12 @@ export interface RequestBudget {
 }
 
 export interface RetryPolicy {
+  /** Attempts per request, the first included. */
   maxAttempts: number;
+  /** Backoff before retry n is drawn from [0, min(maxDelayMs, baseDelayMs * 2^(n-1))) ("full jitter"). */
   baseDelayMs: number;
   maxDelayMs: number;
-  /** Give up retrying once this much time has passed since the first attempt. */
+  /** No retry starts later than this after the first attempt; a Retry-After reaching past it ends the request. */
   maxElapsedMs: number;
 }
 
@@ -62,7 +64,7 @@ export interface ClientOptions {
   retry?: RetryPolicy;
   dispatcher?: Dispatcher;
   random?: () => number;
-  sleep?: (ms: number) => Promise<void>;
+  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
 }
 
 export interface GetOptions {
@@ -105,35 +107,41 @@ export class HttpClient {
     this.opts.auth.apply(url, headers);
     const shown = redactUrl(url);
     const started = Date.now();
-    const sleep = this.opts.sleep ?? ((ms: number) => new Promise((r) => setTimeout(r, ms)));
+    const sleep = this.opts.sleep ?? abortableSleep;
     const random = this.opts.random ?? Math.random;
+    const signal = options.signal;
 
     for (let attempt = 1; ; attempt++) {
-      if (options.signal?.aborted) throw new PmsyncError('SHUTDOWN', 'request cancelled by shutdown');
-      let retryAfterMs: number | undefined;
       try {
         // Redirects are never followed: undici's request() returns 3xx as is.
         return await this.opts.schedule(async () => {
+          // A shutdown while this attempt waited for the limiter: nothing is sent or counted.
+          if (signal?.aborted) throw new ShutdownError();
           await this.opts.budget.take(options.purpose ?? 'sync');
           if (options.stats) options.stats.requests += 1;
-          return this.attempt(method, url, headers, body, shown);
+          return this.attempt(method, url, headers, body, shown, signal);
         });
       } catch (err) {
+        if (signal?.aborted) throw new ShutdownError();
+        // 429 means the day's quota is gone: retrying would only be refused again until the reset.
         if (err instanceof HttpError && err.status === 429) throw await this.opts.budget.exhausted();
-        retryAfterMs = err instanceof RetryAfter ? err.ms : undefined;
+        const retryAfterMs = err instanceof RetryAfter ? err.ms : undefined;
         const final = err instanceof RetryAfter ? err.error : err;
         const retryable = final instanceof PmsyncError && final.retryable;
         const elapsed = Date.now() - started;
-        if (!retryable || attempt >= this.retry.maxAttempts || elapsed >= this.retry.maxElapsedMs) throw final;
+        if (!retryable || attempt >= this.retry.maxAttempts) throw final;
         const backoff = Math.min(this.retry.maxDelayMs, this.retry.baseDelayMs * 2 ** (attempt - 1));
-        const delay = Math.min(this.retry.maxElapsedMs - elapsed, Math.max(retryAfterMs ?? 0, Math.floor(random() * backoff)));
-        this.opts.logger.warn({ source: this.sourceName, url: shown, attempt, delayMs: delay, code: (final as PmsyncError).code }, 'request failed; retrying');
-        await sleep(Math.max(0, delay));
+        const delay = Math.max(retryAfterMs ?? 0, Math.floor(random() * backoff));
+        // Never retry earlier than the server asked, and never start a retry past the time bound.
+        if (elapsed + delay > this.retry.maxElapsedMs) throw final;
+        this.opts.logger.warn({ source: this.sourceName, url: shown, attempt, delayMs: delay, retryAfterMs, code: (final as PmsyncError).code }, 'request failed; retrying');
+        await sleep(delay, signal);
+        if (signal?.aborted) throw new ShutdownError();
       }
     }
   }
 
-  private async attempt(method: string, url: URL, headers: Record<string, string>, body: unknown, shown: string): Promise<HttpResponse> {
+  private async attempt(method: string, url: URL, headers: Record<string, string>, body: unknown, shown: string, signal?: AbortSignal): Promise<HttpResponse> {
     const sentAt = new Date();
     let res: Dispatcher.ResponseData<unknown>;
     try {
@@ -144,6 +152,7 @@ export class HttpClient {
         dispatcher: this.dispatcher,
         headersTimeout: this.opts.timeoutMs,
         bodyTimeout: this.opts.timeoutMs,
+        signal,
       });
     } catch (err) {
       throw this.networkError(err, shown);
@@ -199,6 +208,20 @@ export class HttpClient {
   }
 }
 
+/** Waits, but wakes early on shutdown so a long backoff does not hold the process. */
+function abortableSleep(ms: number, signal?: AbortSignal): Promise<void> {
+  if (ms <= 0 || signal?.aborted) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener('abort', done, { once: true });
+  });
+}
+
 class RetryAfter extends Error {
   readonly error: HttpError;
   readonly ms: number;
@@ -228,7 +251,9 @@ export function restAuth(s: { apikey: string; username: string; password: string
       if (s.credentialsIn === 'query') url.searchParams.set('api_key', basic);
       else headers.authorization = `Basic ${basic}`;
     },
-    hint: `Check the gateway apikey and the username/password pair configured for source "${s.name}" (the user must be active).`,
+    hint:
+      `Check the gateway apikey and the username/password pair configured for source "${s.name}" ` +
+      '(CORE_APIKEY, CORE_USERNAME and CORE_PASSWORD, or its apikey, username and password in the config file); the user must be active.',
   };
 }
 
@@ -238,7 +263,7 @@ export function proAuth(s: { token: string; name: string }): Auth {
     apply(_url, headers) {
       headers.authorization = s.token;
     },
-    hint: `Check the token configured for source "${s.name}".`,
+    hint: `Check the token configured for source "${s.name}" (its token in the config file).`,
   };
 }
 

@@ -1,43 +1,94 @@
 /**
  * One Bottleneck limiter per gateway key (concurrency and spacing). With a
- * Redis URL the limiters use Bottleneck's Redis datastore, so replicas on
- * several machines share them. The request count itself is kept by the quota
- * ledger in PostgreSQL, which every attempt passes before it is sent.
+ * Redis URL the limiters use Bottleneck's Redis datastore (ioredis), so
+ * replicas on several machines share one limiter per key: its id is derived
+ * from the key's fingerprint, and its settings live in Redis. The request
+ * count itself is kept by the quota ledger in PostgreSQL, which every attempt
+ * passes before it is sent.
  */
 import Bottleneck from 'bottleneck';
+import { PmsyncError } from '../errors.ts';
+import { redactUrl } from '../redact.ts';
 
 export interface LimiterSettings {
   maxConcurrent: number;
   minTimeMs: number;
 }
 
+export interface Limiter {
+  schedule<T>(fn: () => Promise<T>): Promise<T>;
+}
+
+/** How long to wait for Redis before saying it cannot be reached. */
+const REDIS_READY_TIMEOUT_MS = 10_000;
+/** Limiter state left in Redis by replicas that stopped expires after this much inactivity. */
+const REDIS_STATE_TTL_MS = 10 * 60_000;
+
+/** ioredis connection options from a redis:// or rediss:// URL. */
+export function redisOptions(url: string): Record<string, unknown> {
+  const u = new URL(url);
+  if (u.protocol !== 'redis:' && u.protocol !== 'rediss:') {
+    throw new PmsyncError('CONFIG_INVALID', `REDIS_URL must start with redis:// or rediss:// (got ${redactUrl(url)})`);
+  }
+  const db = u.pathname.replace(/^\//, '');
+  return {
+    host: u.hostname || '127.0.0.1',
+    port: u.port ? Number(u.port) : 6379,
+    ...(u.username ? { username: decodeURIComponent(u.username) } : {}),
+    ...(u.password ? { password: decodeURIComponent(u.password) } : {}),
+    ...(db ? { db: Number(db) } : {}),
+    ...(u.protocol === 'rediss:' ? { tls: {} } : {}),
+    connectTimeout: 5_000,
+  };
+}
+
 export class LimiterRegistry {
-  private readonly limiters = new Map<string, Bottleneck>();
+  private readonly limiters = new Map<string, { bottleneck: Bottleneck; ready: Promise<void> }>();
   private readonly redisUrl: string | undefined;
 
   constructor(redisUrl?: string) {
     this.redisUrl = redisUrl;
   }
 
-  get(keyId: string, settings: LimiterSettings): Bottleneck {
-    let limiter = this.limiters.get(keyId);
-    if (!limiter) {
-      limiter = new Bottleneck({
+  get(keyId: string, settings: LimiterSettings): Limiter {
+    let entry = this.limiters.get(keyId);
+    if (!entry) {
+      const bottleneck = new Bottleneck({
         id: `pmsync-${keyId}`,
         maxConcurrent: settings.maxConcurrent,
         minTime: settings.minTimeMs,
-        ...(this.redisUrl
-          ? { datastore: 'ioredis', clearDatastore: false, clientOptions: this.redisUrl, timeout: 60_000 }
-          : {}),
+        ...(this.redisUrl ? { datastore: 'ioredis', clearDatastore: false, clientOptions: redisOptions(this.redisUrl), timeout: REDIS_STATE_TTL_MS } : {}),
       });
-      limiter.on('error', () => undefined);
-      this.limiters.set(keyId, limiter);
+      // Connection errors surface through `ready` below; ioredis keeps reconnecting meanwhile.
+      bottleneck.on('error', () => undefined);
+      entry = { bottleneck, ready: this.redisUrl ? this.whenReady(bottleneck, this.redisUrl) : Promise.resolve() };
+      entry.ready.catch(() => undefined);
+      this.limiters.set(keyId, entry);
     }
-    return limiter;
+    const { bottleneck, ready } = entry;
+    return {
+      async schedule<T>(fn: () => Promise<T>): Promise<T> {
+        await ready;
+        return bottleneck.schedule(fn);
+      },
+    };
+  }
+
+  private whenReady(bottleneck: Bottleneck, url: string): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new PmsyncError('REDIS_UNREACHABLE', `Cannot reach Redis at ${redactUrl(url)} (REDIS_URL) within ${REDIS_READY_TIMEOUT_MS / 1000}s; it holds the request limiter shared by replicas.`)),
+        REDIS_READY_TIMEOUT_MS,
+      );
+    });
+    return Promise.race([bottleneck.ready().then(() => undefined), timeout]).finally(() => clearTimeout(timer));
   }
 
   async close(): Promise<void> {
-    await Promise.all([...this.limiters.values()].map((l) => l.disconnect(true)));
+    const all = [...this.limiters.values()];
     this.limiters.clear();
+    // A Redis that went away must not hold the process open.
+    await Promise.all(all.map(({ bottleneck }) => Promise.race([bottleneck.disconnect(true), new Promise((r) => setTimeout(r, 2_000).unref())]).catch(() => undefined)));
   }
 }

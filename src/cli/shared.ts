@@ -5,7 +5,7 @@
 import type { Command } from 'commander';
 import { openApp, type App, type OpenOptions } from '../app.ts';
 import { loadConfig, type Config } from '../config.ts';
-import { ConfigError, exitCodeFor } from '../errors.ts';
+import { ConfigError, EXIT, exitCodeFor } from '../errors.ts';
 
 export interface GlobalOptions {
   config?: string;
@@ -16,11 +16,27 @@ export function configFrom(cmd: Command): Config {
   return loadConfig({ configFile: opts.config });
 }
 
+/**
+ * PMSYNC_TEST_NOW (an ISO instant) freezes pmsync's clock so end-to-end tests
+ * can place runs on chosen quota days and compare cursors between runs. It is
+ * honoured only when NODE_ENV is "test"; operators never need it.
+ */
+export function testClock(env: NodeJS.ProcessEnv = process.env): (() => Date) | undefined {
+  if (env.NODE_ENV !== 'test' || !env.PMSYNC_TEST_NOW) return undefined;
+  const at = Date.parse(env.PMSYNC_TEST_NOW);
+  if (Number.isNaN(at)) throw new ConfigError([`PMSYNC_TEST_NOW: "${env.PMSYNC_TEST_NOW}" is not an ISO date-time`]);
+  return () => new Date(at);
+}
+
 /** Runs a command body with the app open, closing it whatever happens. */
 export async function withApp<T>(config: Config, body: (app: App) => Promise<T>, options: OpenOptions = {}): Promise<T> {
-  const app = await openApp(config, options);
+  const now = options.now ?? testClock();
+  const app = await openApp(config, { ...options, ...(now ? { now } : {}) });
   const onSignal = (signal: NodeJS.Signals) => {
-    if (app.abort.signal.aborted) return;
+    if (app.abort.signal.aborted) {
+      // A second signal: stop now. Every committed page kept its checkpoint; an open transaction rolls back.
+      process.exit(EXIT.INTERRUPTED);
+    }
     app.logger.warn({ signal }, 'shutdown requested: stopping at the next page boundary');
     app.abort.abort();
   };

@@ -7,6 +7,22 @@
 import { z } from 'zod';
 import { PmsyncError } from '../errors.ts';
 import type { Queryable } from '../db/pool.ts';
+import type { PagingState } from '../api/pager.ts';
+
+const count = z.number().int().min(0);
+
+/** The pager's position (src/api/pager.ts); absent in checkpoints written before it existed. */
+export const pagingState: z.ZodType<PagingState> = z.object({
+  order: z.enum(['start', 'forward', 'backward']),
+  nextPage: z.number().int().min(1),
+  rowsPerPage: z.number().int().min(1).nullable(),
+  lastTotal: count.nullable(),
+  totalPages: count.nullable(),
+  drift: z.boolean(),
+  pagesRead: count,
+  repairs: count,
+  unrepaired: count,
+});
 
 export const windowCheckpoint = z.object({
   mode: z.enum(['incremental', 'full']),
@@ -20,6 +36,9 @@ export const windowCheckpoint = z.object({
   startedAt: z.iso.datetime(),
   /** DataTotalRows seen on the window's first page, when the server sends it. */
   totalRows: z.number().int().nullable().default(null),
+  paging: pagingState.optional(),
+  /** Database time when a full pass opened: rows not seen since are marked not_seen_since at its end. */
+  seenSince: z.iso.datetime({ offset: true }).optional(),
   /** Stream-specific position (e.g. the Pro per-patient fan-out). */
   extra: z.record(z.string(), z.unknown()).optional(),
 });

@@ -64,9 +64,16 @@ export class QuotaLedger implements RequestBudget {
       [this.settings.keyId, qd.day, this.settings.dailyLimit, limit, now],
     );
     if (res.rowCount === 0) {
+      const snap = await this.snapshot();
+      if (snap.exhaustedUntil) {
+        throw new QuotaExhaustedError(
+          `The API answered 429 for ${this.settings.label} earlier on quota day ${qd.day}: nothing is sent until ${snap.exhaustedUntil.toISOString()}, when requests resume.`,
+          snap.exhaustedUntil,
+        );
+      }
       const reserve = purpose === 'sync' && this.settings.reservePercent > 0 ? ` (${this.settings.reservePercent}% is kept for webhook refreshes and resyncs)` : '';
       throw new QuotaExhaustedError(
-        `Daily quota for ${this.settings.label} is used up for ${qd.day}${reserve}; requests resume after ${qd.resetsAt.toISOString()}.`,
+        `Daily quota for ${this.settings.label} is used up for ${qd.day}: ${snap.used} of ${limit} requests${reserve}. Stopped at the last checkpoint; requests resume after ${qd.resetsAt.toISOString()}.`,
         qd.resetsAt,
       );
     }

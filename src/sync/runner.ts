@@ -4,15 +4,17 @@
  * A run reads one window: incremental streams from the stored cursor minus the
  * overlap to the run start minus the lag; full-refresh streams everything. The
  * window's filters never change while it is paged. After each page, the page's
- * rows and the checkpoint (next page) commit in one transaction, so a run
- * killed at any moment resumes at the next page with nothing lost or doubled.
- * The cursor moves to the window's end only when the window completes.
+ * rows and the checkpoint (the pager's position) commit in one transaction, so
+ * a run killed at any moment resumes at the next page with nothing lost or
+ * doubled. The cursor moves to the window's end only when the window completes.
+ * Pages are read in the order the pager chooses to survive rows moving between
+ * pages while the window is read (src/api/pager.ts).
  */
-import { pageByRows } from '../api/pager.ts';
+import { initialPaging, pageByRows } from '../api/pager.ts';
 import type { Purpose } from '../api/http.ts';
 import type { RestSourceConfig } from '../config.ts';
-import { PmsyncError, QuotaExhaustedError, ShutdownError } from '../errors.ts';
-import { withTransaction } from '../db/pool.ts';
+import { PmsyncError, ShutdownError } from '../errors.ts';
+import { withTransaction, type Queryable } from '../db/pool.ts';
 import { completeWindow, loadState, saveWindow, type WindowCheckpoint } from '../state/checkpoints.ts';
 import { addPage, closeAbandonedRuns, finishRun, startRun, type RunStatus } from '../state/runs.ts';
 import type { RestStream } from './streams/rest.ts';
@@ -69,6 +71,8 @@ export async function runRestStream(ctx: SyncContext, source: RestSourceConfig, 
       filters,
       startedAt: runStart.toISOString(),
       totalRows: null,
+      paging: initialPaging(),
+      ...(full ? { seenSince: await databaseNow(ctx.pool) } : {}),
     };
   }
 
@@ -101,9 +105,12 @@ export async function runRestStream(ctx: SyncContext, source: RestSourceConfig, 
   try {
     const pages = pageByRows(
       (page, rows) => client.get(stream.path, { ...current.filters, Page: page, Rows: rows }, { purpose: options.purpose, stats, signal: ctx.signal }),
-      { startPage: current.nextPage },
+      { state: current.paging ?? initialPaging(current.nextPage) },
     );
     for await (const page of pages) {
+      if (page.totalChange !== 0) {
+        log.info({ page: page.page, totalRows: page.totalRows, change: page.totalChange, nextPage: page.last ? null : page.state.nextPage }, 'rows entered or left the window while it was paged');
+      }
       const totals = await withTransaction(ctx.pool, async (tx) => {
         const t = await writePage(tx, stream, page.records, {
           source: source.name,
@@ -113,10 +120,11 @@ export async function runRestStream(ctx: SyncContext, source: RestSourceConfig, 
           idOf,
         });
         if (page.last) {
-          if (current.mode === 'full') await markNotSeen(tx, stream.table.name, source.name, new Date(current.startedAt));
+          if (current.mode === 'full') await markNotSeen(tx, stream.table.name, source.name, current.seenSince ?? current.startedAt);
           await completeWindow(tx, source.name, stream.resource, new Date(current.end));
         } else {
-          current.nextPage = page.page + 1;
+          current.nextPage = page.state.nextPage;
+          current.paging = page.state;
           if (current.totalRows === null) current.totalRows = page.totalRows;
           await saveWindow(tx, source.name, stream.resource, current);
         }
@@ -129,12 +137,16 @@ export async function runRestStream(ctx: SyncContext, source: RestSourceConfig, 
       summary.updated += totals.updated;
       summary.unchanged += totals.unchanged;
       summary.rejected += totals.rejected;
-      ctx.onProgress?.({ source: source.name, resource: stream.resource, page: page.page, totalPages: page.totalPages, rows: page.records.length });
+      if (page.last && page.state.unrepaired > 0) {
+        log.warn({ unrepaired: page.state.unrepaired, repairs: page.state.repairs }, 'rows kept entering the window while it was paged; some may be read only by the next pass');
+      }
+      ctx.onProgress?.({ source: source.name, resource: stream.resource, page: page.state.pagesRead, totalPages: page.state.totalPages, rows: page.records.length });
       if (!page.last && ctx.signal.aborted) throw new ShutdownError();
     }
     summary.status = 'succeeded';
   } catch (err) {
-    summary.status = err instanceof QuotaExhaustedError ? 'quota_exhausted' : err instanceof ShutdownError ? 'interrupted' : 'failed';
+    const code = err instanceof PmsyncError ? err.code : undefined;
+    summary.status = code === 'QUOTA_EXHAUSTED' ? 'quota_exhausted' : code === 'SHUTDOWN' ? 'interrupted' : 'failed';
     summary.error = (err as Error).message;
     summary.requests = stats.requests;
     await finishRun(ctx.pool, runId, summary.status, {
@@ -156,6 +168,15 @@ export async function runRestStream(ctx: SyncContext, source: RestSourceConfig, 
  * with not_seen_since. They are never deleted; a later pass that sees them
  * again clears the mark.
  */
-async function markNotSeen(tx: { query: (text: string, values: unknown[]) => Promise<unknown> }, table: string, source: string, passStartedAt: Date): Promise<void> {
+async function markNotSeen(tx: Queryable, table: string, source: string, passStartedAt: string): Promise<void> {
   await tx.query(`UPDATE "${table}" SET not_seen_since = now() WHERE source = $1 AND last_seen_at < $2 AND not_seen_since IS NULL`, [source, passStartedAt]);
+}
+
+/**
+ * last_seen_at is written with the database's clock, so the start of a full
+ * pass is taken from the same clock (pmsync's own may differ, or be injected).
+ */
+async function databaseNow(db: Queryable): Promise<string> {
+  const res = await db.query<{ now: Date }>('SELECT now() AS now');
+  return res.rows[0]!.now.toISOString();
 }

@@ -8,6 +8,7 @@ import { PmsyncError } from '../errors.ts';
 import type { SyncContext } from './context.ts';
 import { runRestStream, type RunOptions, type RunSummary } from './runner.ts';
 import { selectRestStreams } from './streams/index.ts';
+import { planOrder } from './planner.ts';
 import { withStreamLock } from '../scheduler/lock.ts';
 
 export interface SourceRunOptions extends RunOptions {
@@ -28,7 +29,7 @@ export interface SourceResult {
   locked?: string[];
 }
 
-const FATAL_CODES = new Set(['AUTH_FAILED', 'QUOTA_EXHAUSTED', 'SHUTDOWN', 'DB_UNREACHABLE', 'API_UNREACHABLE']);
+const FATAL_CODES = new Set(['AUTH_FAILED', 'QUOTA_EXHAUSTED', 'SHUTDOWN', 'DB_UNREACHABLE', 'API_UNREACHABLE', 'REDIS_UNREACHABLE']);
 
 export async function syncSource(ctx: SyncContext, source: SourceConfig, resources?: string[], options: SourceRunOptions = {}): Promise<SourceResult> {
   const result: SourceResult = { source: source.name, runs: [], failures: [] };
@@ -36,9 +37,8 @@ export async function syncSource(ctx: SyncContext, source: SourceConfig, resourc
     throw new PmsyncError('USAGE', `source "${source.name}": Pro sources are not supported by this build`);
   }
   const streams = selectRestStreams(source, resources);
-  // Incremental streams first: they are cheap and keep analysts' tables fresh even
-  // when a large full refresh later runs out of quota.
-  const ordered = [...streams.filter((s) => s.mode === 'incremental'), ...streams.filter((s) => s.mode !== 'incremental')];
+  // Caught-up incremental streams first, backfills after (see planner.ts).
+  const ordered = await planOrder(ctx, source, streams);
   for (const stream of ordered) {
     if (ctx.signal.aborted) break;
     try {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { pageByLimit, pageByRows, type FetchedPage } from '../../src/api/pager.ts';
+import { pageByLimit, pageByRows, pagesLeft, type FetchedPage } from '../../src/api/pager.ts';
 
 /** A list of `total` records served like the Core API: Rows clamped to 100, optional Data* headers. */
 function server(total: number, options: { headers?: boolean; clampTo?: number } = {}) {
@@ -31,10 +31,10 @@ async function collect(gen: AsyncGenerator<{ records: unknown[] }>): Promise<num
 }
 
 describe('pageByRows', () => {
-  it('stops on DataTotalPages, not on DataNextPage (which is clamped and never disappears)', async () => {
+  it('with Data* headers reads page 1, then the last page down to 2, and stops (DataNextPage is never a stop signal)', async () => {
     const s = server(250);
     expect(await collect(pageByRows(s.fetchPage))).toBe(250);
-    expect(s.requested.map((r) => r.page)).toEqual([1, 2, 3]);
+    expect(s.requested.map((r) => r.page)).toEqual([1, 3, 2]);
     expect(s.requested.every((r) => r.rows === 100)).toBe(true);
   });
 
@@ -68,10 +68,23 @@ describe('pageByRows', () => {
     expect(s.requested).toHaveLength(1);
   });
 
-  it('resumes from a given page', async () => {
+  it('resumes forward from a given page (checkpoints written before the pager kept its state)', async () => {
     const s = server(350);
     expect(await collect(pageByRows(s.fetchPage, { startPage: 3 }))).toBe(150);
     expect(s.requested.map((r) => r.page)).toEqual([3, 4]);
+  });
+
+  it('resumes from a saved state exactly where it stopped', async () => {
+    const s = server(450);
+    const gen = pageByRows(s.fetchPage);
+    await gen.next();
+    const second = await gen.next();
+    const saved = second.value!.state;
+    expect(saved).toMatchObject({ order: 'backward', nextPage: 4, totalPages: 5, pagesRead: 2 });
+    expect(pagesLeft(saved)).toBe(3);
+    const rest = server(450);
+    expect(await collect(pageByRows(rest.fetchPage, { state: saved }))).toBe(300);
+    expect(rest.requested.map((r) => r.page)).toEqual([4, 3, 2]);
   });
 
   it('refuses a body that is not an array', async () => {
