@@ -11,6 +11,7 @@ import { z } from 'zod';
 import { ConfigError } from './errors.ts';
 import { DEFAULT_RETRY } from './api/http.ts';
 import { isValidTimeZone } from './sync/window.ts';
+import { parseWebhookSettings, type WebhookSettings } from './webhooks/settings.ts';
 
 /** The standard plan's daily request budget per gateway key. */
 export const DEFAULT_DAILY_QUOTA = 1000;
@@ -91,6 +92,8 @@ const restFields = {
     .object({
       /** Expected TenantId on deliveries; checked when set. */
       tenantId: z.string().optional(),
+      /** How long the old secret token is still accepted after a rotation (default 3600, see docs/webhooks.md). */
+      secretGraceSeconds: z.number().int().min(0).max(30 * 86_400).optional(),
     })
     .prefault({}),
 };
@@ -138,6 +141,8 @@ export interface Config {
   logLevel: string;
   redisUrl: string | undefined;
   sources: SourceConfig[];
+  /** Webhook receiver and refresh queue settings (always set by loadConfig). */
+  webhooks?: WebhookSettings;
 }
 
 export interface LoadOptions {
@@ -175,6 +180,8 @@ export function loadConfig(options: LoadOptions = {}): Config {
     databaseUrl ??= parsed.data.databaseUrl;
     sources = parsed.data.sources.map((s, i) => resolveSecrets(s, `sources[${i}]`, env, problems) as SourceConfig);
   }
+
+  const webhooks = parseWebhookSettings(fileInput, configFile ?? 'config', problems);
 
   if (env.CORE_BASE_URL || env.CORE_APIKEY || env.CORE_USERNAME) {
     const fromEnv = coreSource.safeParse({
@@ -215,6 +222,7 @@ export function loadConfig(options: LoadOptions = {}): Config {
     logLevel: env.LOG_LEVEL ?? 'info',
     redisUrl: env.REDIS_URL || undefined,
     sources,
+    webhooks,
   };
 }
 

@@ -8,6 +8,7 @@ import { migrateCommand } from './commands/migrate.ts';
 import { simulateCommand } from './commands/simulate.ts';
 import { statusCommand } from './commands/status.ts';
 import { syncCommand } from './commands/sync.ts';
+import { webhooksCommand } from './commands/webhooks.ts';
 
 const program = new Command('pmsync')
   .description('Keeps PostgreSQL in sync with the practice-management Core, Subset and Pro APIs')
@@ -18,7 +19,8 @@ const program = new Command('pmsync')
   .addCommand(migrateCommand())
   .addCommand(demoCommand())
   .addCommand(simulateCommand())
-  .addCommand(dbCommand());
+  .addCommand(dbCommand())
+  .addCommand(webhooksCommand());
 
 program.exitOverride((err) => {
   process.exit(err.exitCode === 0 ? 0 : 2);

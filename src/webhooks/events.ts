@@ -1,0 +1,66 @@
+/**
+ * Glossary of the webhook side of pmsync (the sync words are in src/sync/types.ts).
+ *
+ * - event: one notification the API sends when a customer, appointment or
+ *   order is created or updated; named by its EventType, identified by its
+ *   EventId (the same on every retry of that notification).
+ * - delivery: one HTTP POST of an event to pmsync's receiver. A delivery whose
+ *   EventId was already received is a duplicate: acknowledged, not processed.
+ * - registration: one (EventType, WebhookUrl) pair stored at the API.
+ * - secret token: the random last path segment of the WebhookUrl pmsync
+ *   registers; only its SHA-256 hash is stored.
+ * - refresh: refetching the one record an event points to and writing it like
+ *   a page. Refreshes are queued per record; events for a record whose refresh
+ *   is still waiting are coalesced into it.
+ * - dead letter: a refresh that failed every attempt (or can never succeed),
+ *   kept for inspection and `pmsync webhooks redrive`.
+ */
+import { z } from 'zod';
+
+/** Path prefix of the receiver: POST /webhooks/<source>/<token>. */
+export const WEBHOOK_PATH_PREFIX = '/webhooks/';
+
+export const EVENT_NAMES = ['Patient.Created', 'Patient.Updated', 'Appointment.Created', 'Appointment.Updated', 'Order.Created', 'Order.Updated'] as const;
+export type EventName = (typeof EVENT_NAMES)[number];
+
+/** Resources a webhook can point to, each with a single-record endpoint. */
+export type RefreshResource = 'customers' | 'appointments' | 'orders';
+
+/** Which resource each event family's Url must point to (Patient events are about customers). */
+export const EVENT_RESOURCE: Record<string, RefreshResource> = {
+  patient: 'customers',
+  appointment: 'appointments',
+  order: 'orders',
+};
+
+/** The spec matches event names case-insensitively; pmsync stores the canonical spelling. */
+export function canonicalEventName(name: string): EventName | undefined {
+  const lower = name.trim().toLowerCase();
+  return EVENT_NAMES.find((e) => e.toLowerCase() === lower);
+}
+
+export function resourceOfEvent(event: EventName): RefreshResource {
+  return EVENT_RESOURCE[event.split('.')[0]!.toLowerCase()]!;
+}
+
+const text = (max: number) => z.string().min(1).max(max);
+
+/** The JSON body of one delivery (spec "Delivery"); unknown members are ignored. */
+export const deliverySchema = z.object({
+  Application: text(200),
+  TenantId: text(200),
+  /** A GUID in the spec; any short token without spaces or control characters is accepted. */
+  EventId: z.string().regex(/^[\x21-\x7e]{1,128}$/, 'must be 1 to 128 printable characters without spaces'),
+  EventType: z.string().transform((v, ctx) => {
+    const name = canonicalEventName(v);
+    if (!name) {
+      ctx.addIssue({ code: 'custom', message: `must be one of ${EVENT_NAMES.join(', ')}` });
+      return z.NEVER;
+    }
+    return name;
+  }),
+  EventTimestamp: z.string().max(64).refine((v) => !Number.isNaN(Date.parse(v)), 'must be an ISO 8601 date-time'),
+  Url: text(2048),
+});
+
+export type Delivery = z.infer<typeof deliverySchema>;

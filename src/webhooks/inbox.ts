@@ -1,0 +1,65 @@
+/**
+ * The inbox: every accepted delivery is a row of pmsync.webhook_events, keyed
+ * by (source, EventId). The row and the refresh job are written in ONE
+ * transaction that commits before the receiver answers 2xx, so an
+ * acknowledged event is never lost (a crash after the reply finds the job in
+ * the queue) and never refreshed twice (a retried delivery finds the row).
+ */
+import { withTransaction, type Pool, type Queryable } from '../db/pool.ts';
+import type { Delivery, RefreshResource } from './events.ts';
+import type { RefreshQueue } from './queue.ts';
+
+/**
+ * - queued: a refresh of the record was queued;
+ * - coalesced: a refresh of the record was already waiting and covers it;
+ * - rejected: the Url was not a record URL pmsync accepts; nothing is fetched;
+ * - duplicate: the EventId was received before (only a reply, never stored as such).
+ */
+export type InboxOutcome = 'queued' | 'coalesced' | 'rejected' | 'duplicate';
+
+export interface InboxEvent {
+  source: string;
+  delivery: Delivery;
+  /** The record to refresh, or why the Url was rejected. */
+  target: { resource: RefreshResource; id: string } | { reason: string };
+}
+
+export async function recordDelivery(pool: Pool, queue: Pick<RefreshQueue, 'enqueue'>, event: InboxEvent): Promise<InboxOutcome> {
+  const { source, delivery: d, target } = event;
+  const record = 'resource' in target ? target : null;
+  return withTransaction(pool, async (tx) => {
+    const inserted = await tx.query(
+      `INSERT INTO pmsync.webhook_events (source, event_id, event_type, tenant_id, application, event_timestamp, url, resource, record_id, outcome, reason)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+       ON CONFLICT (source, event_id) DO NOTHING`,
+      [
+        source,
+        d.EventId,
+        d.EventType,
+        d.TenantId,
+        d.Application,
+        new Date(d.EventTimestamp),
+        d.Url,
+        record?.resource ?? null,
+        record?.id ?? null,
+        record ? 'queued' : 'rejected',
+        'reason' in target ? target.reason : null,
+      ],
+    );
+    if (inserted.rowCount === 0) {
+      await tx.query('UPDATE pmsync.webhook_events SET duplicates = duplicates + 1, last_received_at = now() WHERE source = $1 AND event_id = $2', [source, d.EventId]);
+      return 'duplicate';
+    }
+    if (!record) return 'rejected';
+    const queued = await queue.enqueue({ source, resource: record.resource, id: record.id }, { db: tx });
+    if (queued) return 'queued';
+    await tx.query(`UPDATE pmsync.webhook_events SET outcome = 'coalesced' WHERE source = $1 AND event_id = $2`, [source, d.EventId]);
+    return 'coalesced';
+  });
+}
+
+/** Deletes events older than the retention; deduplication only needs the API's retry window (about 5 minutes). */
+export async function pruneEvents(db: Queryable, retentionDays: number): Promise<number> {
+  const res = await db.query(`DELETE FROM pmsync.webhook_events WHERE received_at < now() - make_interval(days => $1)`, [retentionDays]);
+  return res.rowCount ?? 0;
+}
