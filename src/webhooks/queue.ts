@@ -27,6 +27,10 @@ export const REFRESH_QUEUE = 'pmsync-refresh';
 export const DEAD_LETTER_QUEUE = 'pmsync-refresh-dead';
 /** Dead-lettered refreshes are kept this long for inspection and redrive. */
 const DEAD_LETTER_RETENTION_SECONDS = 30 * 86_400;
+/** Jobs one worker takes per fetch. */
+const WORKER_BATCH = 2;
+/** Retries and jobs held back until a quota reset are noticed this soon after they are due. */
+const POLL_SECONDS = 2;
 /** Longest pause between two retries. */
 const RETRY_DELAY_MAX_SECONDS = 3600;
 
@@ -52,7 +56,7 @@ export type RefreshHandler = (job: Job<RefreshJobData>) => Promise<JobResult>;
 export interface RefreshQueue {
   /** True when a job was queued; false when a waiting refresh of the same record already covers it. */
   enqueue(job: RefreshJobData, options?: EnqueueOptions): Promise<boolean>;
-  /** Starts `concurrency` local workers; resolves once they poll. */
+  /** Runs `handler` on up to `concurrency` jobs at once in this process; resolves once the workers poll. */
   work(concurrency: number, handler: RefreshHandler): Promise<void>;
   /** Stops the local workers after their current jobs. */
   stopWork(): Promise<void>;
@@ -112,10 +116,25 @@ export async function openRefreshQueue(deps: QueueDeps): Promise<RefreshQueue> {
       return id !== null;
     },
     async work(concurrency, handler) {
+      // Workers take jobs two at a time: pg-boss fetches again at once only
+      // after a full batch ("burst"), so a backlog drains without waiting out
+      // the polling interval between jobs. New jobs wake idle workers (NOTIFY).
+      const together = Math.min(concurrency, WORKER_BATCH);
       await boss.work<RefreshJobData>(
         REFRESH_QUEUE,
-        { perJobResults: true, batchSize: 1, localConcurrency: concurrency, pollingIntervalSeconds: 2 },
-        async (jobs) => Promise.all(jobs.map(handler)),
+        {
+          perJobResults: true,
+          batchSize: WORKER_BATCH,
+          burstWhenBatchFull: true,
+          localConcurrency: Math.ceil(concurrency / together),
+          pollingIntervalSeconds: POLL_SECONDS,
+          notifyPollingIntervalSeconds: POLL_SECONDS,
+        },
+        async (jobs) => {
+          const results: JobResult[] = [];
+          for (let i = 0; i < jobs.length; i += together) results.push(...(await Promise.all(jobs.slice(i, i + together).map(handler))));
+          return results;
+        },
       );
     },
     async stopWork() {
