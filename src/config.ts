@@ -100,6 +100,13 @@ const restFields = {
 
 const coreSource = z.object({ kind: z.literal('core'), ...restFields });
 const subsetSource = z.object({ kind: z.literal('subset'), ...restFields });
+/** Limit sent on Pro list calls. The spec shows no maximum; 100 is the Core/Subset maximum (see docs/pro-and-subset.md). */
+export const PRO_PAGE_LIMIT = 100;
+/** Re-read a full sweep of every patient's appointments at least this often (hours). */
+export const PRO_APPOINTMENT_SWEEP_HOURS = 24;
+/** Availability snapshots are taken at most this often (minutes). */
+export const PRO_AVAILABILITY_INTERVAL_MINUTES = 60;
+
 const proSource = z.object({
   kind: z.literal('pro'),
   name: sourceName,
@@ -107,15 +114,37 @@ const proSource = z.object({
   practiceId: z.number().int().positive(),
   token: secret,
   /** Limit sent on Pro list calls; the spec does not show a maximum. */
-  pageLimit: z.number().int().min(1).max(1000).default(100),
-  /** Parallel per-patient appointment requests. */
+  pageLimit: z.number().int().min(1).max(1000).default(PRO_PAGE_LIMIT),
+  /** Parallel per-patient appointment requests (and per-provider slot requests). */
   concurrency: z.number().int().min(1).max(32).default(4),
-  limiter: limiter,
+  /** Requests in flight are bounded by both this limiter and `concurrency`; its default matches `concurrency`'s. */
+  limiter: z
+    .object({
+      maxConcurrent: z.number().int().min(1).max(32).default(4),
+      minTimeMs: z.number().int().min(0).default(0),
+    })
+    .prefault({}),
   requestTimeoutMs: z.number().int().min(1000).default(30_000),
   streams: z.array(z.string()).optional(),
+  appointments: z
+    .object({
+      /**
+       * Between full sweeps only patients that are new or changed are re-read;
+       * every this many hours all of them are (0: every run).
+       */
+      fullSweepHours: z.number().min(0).max(24 * 90).default(PRO_APPOINTMENT_SWEEP_HOURS),
+    })
+    .prefault({}),
+  /**
+   * Waitlist entries to read besides those named by waitlist slots: the API has
+   * no list of waitlist entries, only GET /waitlist/{waitlistId}.
+   */
+  waitlistIds: z.array(z.number().int().positive()).default([]),
   availability: z
     .object({
       horizonDays: z.number().int().min(1).max(365).default(14),
+      /** A run takes a new snapshot only when the last one is at least this old. */
+      minIntervalMinutes: z.number().int().min(0).default(PRO_AVAILABILITY_INTERVAL_MINUTES),
     })
     .prefault({}),
 });
@@ -241,11 +270,19 @@ function checkSource(s: SourceConfig): string[] {
     if (url.search || url.username || url.password) problems.push('baseUrl must not carry a query string or credentials');
     const path = url.pathname.replace(/\/+$/, '');
     if (s.kind === 'core' && !/\/api\/v1$/.test(path)) problems.push('a core baseUrl ends in /api/v1 (e.g. https://host/api/v1)');
+    if (s.kind === 'core' && /\/CustomAPI\//i.test(path)) problems.push('this baseUrl is a Subset API path (/CustomAPI/...): set kind to "subset"');
+    if (s.kind === 'pro' && /\/practices(\/|$)/.test(path)) {
+      problems.push('a pro baseUrl stops before /practices: pmsync adds /practices/<practiceId> itself');
+    }
     if (s.kind === 'subset' && !/\/CustomAPI\/[^/]+\/api\/v1$/.test(path)) {
       problems.push('a subset baseUrl ends in /CustomAPI/<SUBSET_NAME>/api/v1');
     }
   }
   if (s.kind !== 'pro' && s.username.includes(':')) problems.push('username must not contain ":" (HTTP Basic cannot carry it)');
+  // The Pro token travels bare in Authorization; a scheme word in front of it is refused by the API.
+  if (s.kind === 'pro' && /^\s*(bearer|basic|token)\s+\S/i.test(s.token)) {
+    problems.push('token is sent bare in the Authorization header: write the token alone, without a scheme word such as "Bearer"');
+  }
   return problems;
 }
 

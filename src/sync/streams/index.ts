@@ -2,9 +2,16 @@
  * Every stream pmsync knows, by API kind. Adding a resource is adding one file
  * under streams/<kind>/ and one line here.
  */
-import type { SourceConfig } from '../../config.ts';
+import type { ProSourceConfig, SourceConfig } from '../../config.ts';
 import { ConfigError } from '../../errors.ts';
 import type { RestStream } from './rest.ts';
+import type { ProStream } from './pro/stream.ts';
+import proEventTypes from './pro/event-types.ts';
+import proPatients from './pro/patients.ts';
+import proAppointments from './pro/appointments.ts';
+import proWaitlistSlots from './pro/waitlist-slots.ts';
+import proWaitlist from './pro/waitlist.ts';
+import proAvailability from './pro/availability.ts';
 import companies from './core/companies.ts';
 import customers from './core/customers.ts';
 import appointments from './core/appointments.ts';
@@ -37,14 +44,38 @@ export function restStreamsFor(source: SourceConfig): RestStream[] {
 
 /** The streams a run reads: the source's configured list or all of its kind, optionally narrowed. */
 export function selectRestStreams(source: SourceConfig, resources?: string[]): RestStream[] {
-  const available = restStreamsFor(source);
+  return select(source, restStreamsFor(source), resources);
+}
+
+/**
+ * Pro streams, in the order a run reads them: appointments fan out over the
+ * stored patients and waitlist entries over the stored waitlist slots, so
+ * those lists come first. Patients lead: the longest list, its first page
+ * settles the server's page size for every list after it (src/sync/pro-pager.ts).
+ */
+export const PRO_STREAMS: ProStream[] = [proPatients, proEventTypes, proAppointments, proWaitlistSlots, proWaitlist, proAvailability];
+
+export function selectProStreams(source: ProSourceConfig, resources?: string[]): ProStream[] {
+  return select(source, PRO_STREAMS, resources);
+}
+
+/** Every resource of a source with the table it lands in (for status). */
+export function resourceTablesFor(source: SourceConfig): Array<{ resource: string; table: { name: string } }> {
+  return source.kind === 'pro' ? PRO_STREAMS : restStreamsFor(source);
+}
+
+function select<S extends { resource: string }>(source: SourceConfig, available: S[], resources?: string[]): S[] {
+  const unknownIn = (names: string[]) => names.filter((r) => !available.some((s) => s.resource === r));
+  const known = `known: ${available.map((s) => s.resource).join(', ')}`;
+  const badConfigured = unknownIn(source.streams ?? []);
+  if (badConfigured.length > 0) {
+    throw new ConfigError([`source "${source.name}" (${source.kind}): "streams" names ${badConfigured.map((u) => `"${u}"`).join(', ')}, which the ${source.kind} API does not serve; ${known}`]);
+  }
   const configured = source.streams ? available.filter((s) => source.streams!.includes(s.resource)) : available;
   if (!resources || resources.length === 0) return configured;
-  const unknown = resources.filter((r) => !available.some((s) => s.resource === r));
+  const unknown = unknownIn(resources);
   if (unknown.length > 0) {
-    throw new ConfigError([
-      `source "${source.name}" (${source.kind}) has no resource ${unknown.map((u) => `"${u}"`).join(', ')}; known: ${available.map((s) => s.resource).join(', ')}`,
-    ]);
+    throw new ConfigError([`source "${source.name}" (${source.kind}) has no resource ${unknown.map((u) => `"${u}"`).join(', ')}; ${known}`]);
   }
   return available.filter((s) => resources.includes(s.resource));
 }

@@ -1,0 +1,73 @@
+/**
+ * The shapes of Pro streams. Every Pro path is below /practices/{practiceId};
+ * the paths here start after it. Lists are `{ data: [...] }` paged by Page and
+ * Limit.
+ *
+ * - list: one list read whole on every run; rows it no longer returns are
+ *   marked not seen.
+ * - fan-out: one read per key (a patient's appointment list, one waitlist
+ *   entry), keys taken from rows already stored, in ascending order so the
+ *   checkpoint is simply "every key up to N is done".
+ * - snapshot: open capacity captured at one instant (availability).
+ */
+import type { z } from 'zod';
+import type { ProSourceConfig } from '../../../config.ts';
+import type { Queryable } from '../../../db/pool.ts';
+import type { MappedRow, StreamBase, TableDef } from '../../types.ts';
+
+export interface ProListStream<Raw extends Record<string, unknown> = Record<string, unknown>> extends StreamBase<Raw> {
+  kind: 'pro-list';
+  path: string;
+  idField: string;
+}
+
+export interface KeyQuery {
+  source: ProSourceConfig;
+  /** Only keys whose parent row changed since the key was last read (an incremental pass). */
+  changedOnly: boolean;
+  /** Only keys whose parent row was written after this instant (database clock); null for no bound. */
+  changedSince: Date | null;
+  /** Keys above this one (the checkpoint). */
+  after: number;
+  limit: number;
+}
+
+export interface ProFanOutStream<Raw extends Record<string, unknown> = Record<string, unknown>> extends StreamBase<Raw> {
+  kind: 'pro-fan-out';
+  idField: string;
+  /** What one key reads: every page of a list, or one record. A 404 reads as nothing. */
+  read: { list: (key: number) => string } | { record: (key: number) => string };
+  /**
+   * The next keys of a pass, ascending. Incremental streams honour
+   * `changedOnly` and `changedSince`; the others read every key on every pass.
+   */
+  keys: (db: Queryable, q: KeyQuery) => Promise<number[]>;
+  /** Whether a pass can be narrowed to changed keys (else every pass is full). */
+  incremental: boolean;
+  /** Records, in the batch's transaction, that these keys were read, so `changedOnly` passes skip them until they change. */
+  markRead?: (db: Queryable, source: ProSourceConfig, keys: number[]) => Promise<void>;
+  /**
+   * The column holding the key in the stream's table: after a key is read, its
+   * rows that were not returned are marked not seen.
+   */
+  keyColumn: string;
+}
+
+export interface ProSnapshotStream {
+  kind: 'pro-snapshot';
+  resource: string;
+  /** The table `pmsync status` counts. */
+  table: { name: string };
+}
+
+export type ProStream = ProListStream | ProFanOutStream | ProSnapshotStream;
+
+type Def<S extends z.ZodType<Record<string, unknown>>> = { raw: S; map: (raw: z.infer<S>) => MappedRow; table: TableDef };
+
+export function defineProList<S extends z.ZodType<Record<string, unknown>>>(def: Omit<ProListStream, 'kind' | 'raw' | 'map' | 'table'> & Def<S>): ProListStream {
+  return { kind: 'pro-list', ...def } as unknown as ProListStream;
+}
+
+export function defineProFanOut<S extends z.ZodType<Record<string, unknown>>>(def: Omit<ProFanOutStream, 'kind' | 'raw' | 'map' | 'table'> & Def<S>): ProFanOutStream {
+  return { kind: 'pro-fan-out', ...def } as unknown as ProFanOutStream;
+}
