@@ -3,11 +3,14 @@
  * others, except for failures that doom them all: bad credentials, an exhausted
  * quota, or a shutdown.
  */
-import type { SourceConfig } from '../config.ts';
+import type { ProSourceConfig, RestSourceConfig, SourceConfig } from '../config.ts';
 import { PmsyncError } from '../errors.ts';
 import type { SyncContext } from './context.ts';
+import { runProStream } from './pro-runner.ts';
+import { newProSession } from './pro-scope.ts';
 import { runRestStream, type RunOptions, type RunSummary } from './runner.ts';
-import { selectRestStreams } from './streams/index.ts';
+import { withAuthAdvice } from './source-kinds.ts';
+import { selectProStreams, selectRestStreams } from './streams/index.ts';
 import { planOrder } from './planner.ts';
 import { withStreamLock } from '../scheduler/lock.ts';
 
@@ -33,16 +36,11 @@ const FATAL_CODES = new Set(['AUTH_FAILED', 'QUOTA_EXHAUSTED', 'SHUTDOWN', 'DB_U
 
 export async function syncSource(ctx: SyncContext, source: SourceConfig, resources?: string[], options: SourceRunOptions = {}): Promise<SourceResult> {
   const result: SourceResult = { source: source.name, runs: [], failures: [] };
-  if (source.kind === 'pro') {
-    throw new PmsyncError('USAGE', `source "${source.name}": Pro sources are not supported by this build`);
-  }
-  const streams = selectRestStreams(source, resources);
-  // Caught-up incremental streams first, backfills after (see planner.ts).
-  const ordered = await planOrder(ctx, source, streams);
+  const ordered = source.kind === 'pro' ? proPlan(source, resources, options) : await restPlan(ctx, source, resources, options);
   for (const stream of ordered) {
     if (ctx.signal.aborted) break;
     try {
-      const locked = await withStreamLock(ctx, source.name, stream.resource, { waitMs: options.lockWaitMs ?? 0 }, (runCtx) => runRestStream(runCtx, source, stream, options));
+      const locked = await withStreamLock(ctx, source.name, stream.resource, { waitMs: options.lockWaitMs ?? 0 }, stream.run);
       if (locked.ran) result.runs.push(locked.value);
       else {
         ctx.logger.info({ source: source.name, resource: stream.resource }, 'another process is running this stream; skipped');
@@ -53,11 +51,35 @@ export async function syncSource(ctx: SyncContext, source: SourceConfig, resourc
     } catch (err) {
       const code = err instanceof PmsyncError ? err.code : undefined;
       if (code && FATAL_CODES.has(code)) {
-        result.fatal = err as PmsyncError;
+        result.fatal = withAuthAdvice(source, err) as PmsyncError;
         break;
       }
       result.failures.push({ resource: stream.resource, error: err as Error });
     }
   }
   return result;
+}
+
+/** One stream of a source, ready to run. */
+interface PlannedRun {
+  resource: string;
+  mode: string;
+  run: (runCtx: SyncContext) => Promise<RunSummary>;
+}
+
+async function restPlan(ctx: SyncContext, source: RestSourceConfig, resources: string[] | undefined, options: RunOptions): Promise<PlannedRun[]> {
+  const streams = selectRestStreams(source, resources);
+  // Caught-up incremental streams first, backfills after (see planner.ts).
+  const ordered = await planOrder(ctx, source, streams);
+  return ordered.map((stream): PlannedRun => ({ resource: stream.resource, mode: stream.mode, run: (runCtx) => runRestStream(runCtx, source, stream, options) }));
+}
+
+/** Pro streams in registry order (fan-outs read keys stored by the lists before them), sharing one session. */
+function proPlan(source: ProSourceConfig, resources: string[] | undefined, options: RunOptions): PlannedRun[] {
+  const session = newProSession(source);
+  return selectProStreams(source, resources).map((stream) => ({
+    resource: stream.resource,
+    mode: stream.kind === 'pro-snapshot' ? 'snapshot' : 'full',
+    run: (runCtx) => runProStream(runCtx, source, stream, { ...options, session }),
+  }));
 }

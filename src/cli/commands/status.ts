@@ -4,7 +4,9 @@ import { pagesLeft } from '../../api/pager.ts';
 import type { Config } from '../../config.ts';
 import { windowCheckpoint } from '../../state/checkpoints.ts';
 import { allowance } from '../../state/quota.ts';
-import { restStreamsFor } from '../../sync/streams/index.ts';
+import { describePosition } from '../../sync/pro-scope.ts';
+import { checkConnectivity } from '../../sync/source-kinds.ts';
+import { resourceTablesFor } from '../../sync/streams/index.ts';
 import { configFrom, fail, withApp } from '../shared.ts';
 
 export interface ResourceStatus {
@@ -12,7 +14,8 @@ export interface ResourceStatus {
   table: string;
   rows: number;
   cursor: string | null;
-  inWindow: { nextPage: number; end: string; estimate: WindowEstimate | null } | null;
+  /** `position` says where a Pro fan-out or capture resumes (its windows have no pages). */
+  inWindow: { nextPage: number; end: string; estimate: WindowEstimate | null; position?: string | null } | null;
   lastRun: { status: string; startedAt: string; endedAt: string | null; requests: number; inserted: number; updated: number; unchanged: number; rejected: number; error: string | null } | null;
   quarantined: number;
 }
@@ -44,12 +47,14 @@ export interface SourceStatus {
   kind: string;
   quota: { day: string; used: number; dailyLimit: number; exhaustedUntil: string | null; resetsAt: string } | null;
   resources: ResourceStatus[];
+  /** With --check: the answer to one connectivity request. */
+  connectivity?: { ok: true; checked: string } | { ok: false; error: string };
 }
 
-export async function collectStatus(app: App, config: Config): Promise<SourceStatus[]> {
+export async function collectStatus(app: App, config: Config, options: { check?: boolean } = {}): Promise<SourceStatus[]> {
   const out: SourceStatus[] = [];
   for (const source of config.sources) {
-    const streams = restStreamsFor(source);
+    const streams = resourceTablesFor(source);
     const resources: ResourceStatus[] = [];
     const snap = await app.ledgerFor(source).snapshot();
     const dailyAllowance = allowance(quotaSettingsFor(source), 'sync');
@@ -76,7 +81,7 @@ export async function collectStatus(app: App, config: Config): Promise<SourceSta
         table: s.table.name,
         rows: rows.rows[0]?.n ?? 0,
         cursor: st?.cursor?.toISOString() ?? null,
-        inWindow: win ? { nextPage: win.nextPage, end: win.end, estimate } : null,
+        inWindow: win ? { nextPage: win.nextPage, end: win.end, estimate, ...(source.kind === 'pro' ? { position: describePosition(win) } : {}) } : null,
         lastRun: r
           ? {
               status: r.status,
@@ -101,9 +106,19 @@ export async function collectStatus(app: App, config: Config): Promise<SourceSta
           ? null
           : { day: snap.day, used: snap.used, dailyLimit: snap.dailyLimit, exhaustedUntil: snap.exhaustedUntil?.toISOString() ?? null, resetsAt: snap.resetsAt.toISOString() },
       resources,
+      ...(options.check ? { connectivity: await connectivityOf(app, source) } : {}),
     });
   }
   return out;
+}
+
+async function connectivityOf(app: App, source: Config['sources'][number]): Promise<NonNullable<SourceStatus['connectivity']>> {
+  try {
+    const c = await checkConnectivity(app.ctx, source);
+    return { ok: true, checked: `GET ${c.checked}` };
+  } catch (err) {
+    return { ok: false, error: (err as Error).message };
+  }
 }
 
 export function printStatus(statuses: SourceStatus[]): void {
@@ -114,10 +129,14 @@ export function printStatus(statuses: SourceStatus[]): void {
         (q ? `: ${q.used}/${q.dailyLimit} requests used on quota day ${q.day}, resets ${q.resetsAt}${q.exhaustedUntil ? `, EXHAUSTED until ${q.exhaustedUntil}` : ''}` : '') +
         '\n',
     );
+    const c = s.connectivity;
+    if (c) process.stdout.write(c.ok ? `  connectivity ok (${c.checked})\n` : `  connectivity FAILED: ${c.error}\n`);
     for (const r of s.resources) {
       const run = r.lastRun ? `last run ${r.lastRun.status} at ${r.lastRun.startedAt} (${r.lastRun.requests} req)` : 'never run';
       const e = r.inWindow?.estimate;
-      const pos = r.inWindow
+      const pos = r.inWindow?.position
+        ? `, resumes ${r.inWindow.position}`
+        : r.inWindow
         ? `, resumes at page ${r.inWindow.nextPage}` +
           (e ? ` (${e.pagesLeft} of ${e.totalPages} pages left, about ${e.quotaDays} quota day(s) at ${e.dailyAllowance} requests a day)` : '')
         : '';
@@ -131,11 +150,12 @@ export function statusCommand(): Command {
   return new Command('status')
     .description('show, per source and resource: cursor, last run, rows, quarantined records and requests used today')
     .option('--json', 'print JSON')
-    .action(async (opts: { json?: boolean }, cmd: Command) => {
+    .option('--check', 'also send each source one connectivity request (Core: GET /status; Subset: one company; Pro: one event type)')
+    .action(async (opts: { json?: boolean; check?: boolean }, cmd: Command) => {
       try {
         const config = configFrom(cmd);
         await withApp(config, async (app) => {
-          const statuses = await collectStatus(app, config);
+          const statuses = await collectStatus(app, config, { check: opts.check });
           if (opts.json) process.stdout.write(`${JSON.stringify(statuses, null, 2)}\n`);
           else printStatus(statuses);
         });

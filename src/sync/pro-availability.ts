@@ -1,0 +1,250 @@
+/**
+ * Availability snapshots: open capacity as the Pro API shows it at one instant.
+ *
+ * A capture reads the event types, then per event type the providers offering
+ * it and, per provider, the open slots from today to today + horizonDays. Rows
+ * are appended, never updated: analysts compare captures to see capacity over
+ * time. pro_availability_captures has one row per capture; its completed_at is
+ * set once every event type is in, so partial captures are easy to leave out.
+ *
+ * Each event type commits in one transaction with the checkpoint (the event
+ * type list, frozen when the capture opens, and how many are done); a capture
+ * interrupted by a crash is finished by the next run under the same
+ * captured_at. A run takes a new capture only when the last one is at least
+ * `availability.minIntervalMinutes` old.
+ *
+ * Request cost of one capture: the event type list (1 request per page), one
+ * providers request per event type, one slots request per (event type,
+ * provider) pair.
+ */
+import pLimit from 'p-limit';
+import type pg from 'pg';
+import type { HttpClient } from '../api/http.ts';
+import type { ProSourceConfig } from '../config.ts';
+import { describeIssues } from '../mappers/common.ts';
+import { eventTypeRaw } from '../mappers/pro/event-types.ts';
+import { mapProviderEntry, mapSlotGroup, providerEntryRaw, slotGroupRaw, type ProviderEntryRow } from '../mappers/pro/availability.ts';
+import { completeWindow, loadState, saveWindow, type WindowCheckpoint } from '../state/checkpoints.ts';
+import { quarantine, type Rejected } from '../state/quarantine.ts';
+import { closeAbandonedRuns } from '../state/runs.ts';
+import type { Queryable } from '../db/pool.ts';
+import type { SyncContext } from './context.ts';
+import { idReader } from './page.ts';
+import { pageProList } from './pro-pager.ts';
+import { allSettledOrThrow, dbNow, NO_ROWS, practicePath, skippedSummary, withRun, type ProRunOptions, type ProSession, type RunScope } from './pro-scope.ts';
+import type { RunSummary } from './runner.ts';
+import type { ProSnapshotStream } from './streams/pro/stream.ts';
+import { dateInZone } from './window.ts';
+
+const DAY_MS = 86_400_000;
+
+interface CapturePosition {
+  /** Event types of this capture, frozen when it opened; null until read. */
+  eventTypeIds: number[] | null;
+  /** How many of them are committed. */
+  done: number;
+}
+
+/**
+ * The slots query's Start and End dates. The practice's time zone is not
+ * shown anywhere in the API, so "today" is the UTC date of the capture.
+ */
+export function horizon(capturedAt: Date, horizonDays: number): { start: string; end: string } {
+  return { start: dateInZone(capturedAt, 'UTC'), end: dateInZone(new Date(capturedAt.getTime() + horizonDays * DAY_MS), 'UTC') };
+}
+
+export async function runAvailability(ctx: SyncContext, source: ProSourceConfig, stream: ProSnapshotStream, options: ProRunOptions, session: ProSession): Promise<RunSummary> {
+  const client = ctx.clientFor(source);
+  await closeAbandonedRuns(ctx.pool, source.name, stream.resource);
+  const state = await loadState(ctx.pool, source.name, stream.resource);
+  const resumed = state.window !== null && !options.full;
+  let window: WindowCheckpoint;
+  if (resumed && state.window) {
+    window = state.window;
+  } else {
+    const now = await dbNow(ctx.pool);
+    const forced = options.full || options.since;
+    if (!forced && state.cursor && now.getTime() - state.cursor.getTime() < source.availability.minIntervalMinutes * 60_000) {
+      ctx.logger.info({ source: source.name, resource: stream.resource, lastCapture: state.cursor }, 'the last availability capture is recent enough; none taken');
+      return skippedSummary(source, stream.resource, 'snapshot');
+    }
+    const { start, end } = horizon(now, source.availability.horizonDays);
+    const position: CapturePosition = { eventTypeIds: null, done: 0 };
+    window = { mode: 'full', start: null, end: now.toISOString(), nextPage: 1, filters: { Start: start, End: end }, startedAt: now.toISOString(), totalRows: null, extra: { ...position } };
+  }
+  const capturedAt = new Date(window.end);
+  const position = (window.extra ?? { eventTypeIds: null, done: 0 }) as unknown as CapturePosition;
+  const save = (tx: pg.PoolClient) => saveWindow(tx, source.name, stream.resource, { ...window, extra: { ...position } });
+
+  return withRun(ctx, source, stream.resource, window, resumed, options, async (run) => {
+    if (position.eventTypeIds === null) {
+      const ids = await readEventTypeIds(client, source, session, run);
+      await run.commit(
+        async (tx) => {
+          await tx.query(
+            `INSERT INTO pro_availability_captures (source, captured_at, horizon_start, horizon_end, run_id) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING`,
+            [source.name, capturedAt, window.filters.Start, window.filters.End, run.runId],
+          );
+          position.eventTypeIds = ids;
+          await save(tx);
+          return NO_ROWS;
+        },
+        { page: 0, rows: ids.length },
+      );
+    }
+    const eventTypeIds = position.eventTypeIds ?? [];
+    const limit = pLimit(source.concurrency);
+    for (let i = position.done; i < eventTypeIds.length; i++) {
+      run.checkAbort();
+      const eventTypeId = eventTypeIds[i]!;
+      const read = await readEventType(client, source, session, run, window, eventTypeId, limit);
+      await run.commit(
+        async (tx) => {
+          const inserted = await insertEventType(tx, source.name, capturedAt, run.runId, eventTypeId, read);
+          await quarantine(tx, source.name, stream.resource, run.runId, read.rejected);
+          position.done = i + 1;
+          if (position.done === eventTypeIds.length) await finishCapture(tx, source.name, stream.resource, capturedAt);
+          else await save(tx);
+          return { inserted, updated: 0, unchanged: 0, rejected: read.rejected.length };
+        },
+        { page: i + 1, rows: read.providers.length },
+      );
+    }
+    if (eventTypeIds.length === 0) {
+      await finishCapture(ctx.pool, source.name, stream.resource, capturedAt);
+    }
+  });
+}
+
+async function finishCapture(db: Queryable, source: string, resource: string, capturedAt: Date): Promise<void> {
+  await db.query('UPDATE pro_availability_captures SET completed_at = now() WHERE source = $1 AND captured_at = $2', [source, capturedAt]);
+  await completeWindow(db, source, resource, capturedAt);
+}
+
+async function readEventTypeIds(client: HttpClient, source: ProSourceConfig, session: ProSession, run: RunScope): Promise<number[]> {
+  const ids = new Set<number>();
+  const pages = pageProList((page, limit) => client.get(practicePath(source, '/event-types'), { Page: page, Limit: limit }, run.get), {
+    limit: source.pageLimit,
+    sizes: session.pageSizes,
+    idOf: idReader('eventTypeId'),
+    warn: (message, details) => run.log.warn(details, message),
+  });
+  for await (const page of pages) {
+    session.practiceConfirmed = true;
+    for (const raw of page.records) {
+      const parsed = eventTypeRaw.safeParse(raw);
+      // An invalid event type is set aside by the event-types stream; the capture goes on without it.
+      if (parsed.success) ids.add(parsed.data.eventTypeId);
+    }
+  }
+  return [...ids].sort((a, b) => a - b);
+}
+
+interface ProviderRead extends ProviderEntryRow {
+  raw: unknown;
+  slotGroups: unknown[];
+  slots: string[];
+  fetchedAt: Date;
+}
+
+interface EventTypeRead {
+  providers: ProviderRead[];
+  rejected: Rejected[];
+}
+
+async function readAll(client: HttpClient, source: ProSourceConfig, session: ProSession, run: RunScope, path: string, query: Record<string, string | number>, idOf: (raw: unknown) => string | null) {
+  const records: unknown[] = [];
+  let sentAt: Date | null = null;
+  const pages = pageProList((page, limit) => client.get(practicePath(source, path), { ...query, Page: page, Limit: limit }, run.get), {
+    limit: source.pageLimit,
+    sizes: session.pageSizes,
+    idOf,
+    warn: (message, details) => run.log.warn(details, message),
+  });
+  for await (const page of pages) {
+    sentAt ??= page.sentAt;
+    records.push(...page.records);
+  }
+  return { records, sentAt: sentAt ?? new Date() };
+}
+
+const providerIdOf = (raw: unknown): string | null => idReader('providerId')((raw as { provider?: unknown } | null)?.provider ?? null);
+
+async function readEventType(
+  client: HttpClient,
+  source: ProSourceConfig,
+  session: ProSession,
+  run: RunScope,
+  window: WindowCheckpoint,
+  eventTypeId: number,
+  limit: ReturnType<typeof pLimit>,
+): Promise<EventTypeRead> {
+  const rejected: Rejected[] = [];
+  const entries = await readAll(client, source, session, run, '/scheduling/availability/providers', { EventTypeId: eventTypeId }, providerIdOf);
+  const providers = new Map<number, { row: ProviderEntryRow; raw: unknown }>();
+  for (const raw of entries.records) {
+    const parsed = providerEntryRaw.safeParse(raw);
+    if (!parsed.success) {
+      rejected.push({ recordId: `providers:${eventTypeId}:${providerIdOf(raw) ?? '?'}`, raw, reason: describeIssues(parsed.error) });
+      continue;
+    }
+    const row = mapProviderEntry(parsed.data);
+    providers.set(row.providerId, { row, raw });
+  }
+  const reads = await allSettledOrThrow(
+    [...providers.values()].map(({ row, raw }) =>
+      limit(async (): Promise<ProviderRead> => {
+        const query = { EventTypeId: eventTypeId, ProviderId: row.providerId, Start: window.filters.Start!, End: window.filters.End! };
+        const groups = await readAll(client, source, session, run, '/scheduling/availability/slots', query, idReader('providerId'));
+        const slots = new Set<string>();
+        const mine: unknown[] = [];
+        for (const group of groups.records) {
+          const parsed = slotGroupRaw.safeParse(group);
+          if (!parsed.success) {
+            rejected.push({ recordId: `slots:${eventTypeId}:${row.providerId}`, raw: group, reason: describeIssues(parsed.error) });
+            continue;
+          }
+          const mapped = mapSlotGroup(parsed.data);
+          // A group naming another provider belongs to that provider's own request.
+          if (mapped.providerId !== null && mapped.providerId !== row.providerId) continue;
+          mine.push(group);
+          for (const s of mapped.slots) slots.add(s);
+        }
+        return { ...row, raw, slotGroups: mine, slots: [...slots].sort(), fetchedAt: groups.sentAt };
+      }),
+    ),
+  );
+  return { providers: reads, rejected };
+}
+
+/** Appends one event type's rows to the capture; returns how many rows were added. */
+async function insertEventType(tx: pg.PoolClient, source: string, capturedAt: Date, runId: number, eventTypeId: number, read: EventTypeRead): Promise<number> {
+  const providerRows = read.providers.map((p) => ({
+    provider_id: p.providerId,
+    first_name: p.firstName,
+    last_name: p.lastName,
+    open_slots: p.slots.length,
+    raw: p.raw,
+    slots_raw: p.slotGroups,
+    fetched_at: p.fetchedAt.toISOString(),
+  }));
+  const slotRows = read.providers.flatMap((p) => p.slots.map((slot) => ({ provider_id: p.providerId, slot_at: slot })));
+  const a = await tx.query(
+    `INSERT INTO pro_availability_providers (source, captured_at, event_type_id, provider_id, first_name, last_name, open_slots, raw, slots_raw, fetched_at, run_id)
+     SELECT $1, $2, $3, r.provider_id, r.first_name, r.last_name, r.open_slots, r.raw, r.slots_raw, r.fetched_at, $4
+     FROM jsonb_to_recordset($5::jsonb) AS r(provider_id bigint, first_name text, last_name text, open_slots integer, raw jsonb, slots_raw jsonb, fetched_at timestamptz)
+     ON CONFLICT DO NOTHING`,
+    [source, capturedAt, eventTypeId, runId, JSON.stringify(providerRows)],
+  );
+  const b = await tx.query(
+    `INSERT INTO pro_availability_slots (source, captured_at, event_type_id, provider_id, slot_at, run_id)
+     SELECT $1, $2, $3, r.provider_id, r.slot_at, $4 FROM jsonb_to_recordset($5::jsonb) AS r(provider_id bigint, slot_at timestamp)
+     ON CONFLICT DO NOTHING`,
+    [source, capturedAt, eventTypeId, runId, JSON.stringify(slotRows)],
+  );
+  await tx.query(
+    `UPDATE pro_availability_captures SET event_types = event_types + 1, providers = providers + $3, slots = slots + $4 WHERE source = $1 AND captured_at = $2`,
+    [source, capturedAt, a.rowCount ?? 0, b.rowCount ?? 0],
+  );
+  return (a.rowCount ?? 0) + (b.rowCount ?? 0);
+}
