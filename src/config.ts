@@ -11,6 +11,7 @@ import { z } from 'zod';
 import { ConfigError } from './errors.ts';
 import { DEFAULT_RETRY } from './api/http.ts';
 import { isValidTimeZone } from './sync/window.ts';
+import { parseServeSettings, type ScheduleSettings, type ServeSettings } from './scheduler/settings.ts';
 import { parseWebhookSettings, type WebhookSettings } from './webhooks/settings.ts';
 
 /** The standard plan's daily request budget per gateway key. */
@@ -170,6 +171,10 @@ export interface Config {
   logLevel: string;
   redisUrl: string | undefined;
   sources: SourceConfig[];
+  /** Cron schedules of `pmsync serve` (always set by loadConfig). */
+  schedules?: ScheduleSettings;
+  /** HTTP port, shutdown and lock-wait settings of `serve` and `resync` (always set by loadConfig). */
+  serve?: ServeSettings;
   /** Webhook receiver and refresh queue settings (always set by loadConfig). */
   webhooks?: WebhookSettings;
 }
@@ -212,6 +217,8 @@ export function loadConfig(options: LoadOptions = {}): Config {
 
   const webhooks = parseWebhookSettings(fileInput, configFile ?? 'config', problems);
 
+  const { schedules, serve } = parseServeSettings(fileInput, env, configFile ?? 'config', problems);
+
   if (env.CORE_BASE_URL || env.CORE_APIKEY || env.CORE_USERNAME) {
     const fromEnv = coreSource.safeParse({
       kind: 'core',
@@ -251,6 +258,8 @@ export function loadConfig(options: LoadOptions = {}): Config {
     logLevel: env.LOG_LEVEL ?? 'info',
     redisUrl: env.REDIS_URL || undefined,
     sources,
+    schedules,
+    serve,
     webhooks,
   };
 }

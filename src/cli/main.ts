@@ -5,6 +5,9 @@ import { Command } from 'commander';
 import { dbCommand } from './commands/db.ts';
 import { demoCommand } from './commands/demo.ts';
 import { migrateCommand } from './commands/migrate.ts';
+import { resyncCommand } from './commands/resync.ts';
+import { runsCommand } from './commands/runs.ts';
+import { serveCommand } from './commands/serve.ts';
 import { simulateCommand } from './commands/simulate.ts';
 import { statusCommand } from './commands/status.ts';
 import { syncCommand } from './commands/sync.ts';
@@ -15,6 +18,9 @@ const program = new Command('pmsync')
   .option('-c, --config <file>', 'JSON config file with several sources (or set PMSYNC_CONFIG)')
   .showHelpAfterError()
   .addCommand(syncCommand())
+  .addCommand(serveCommand())
+  .addCommand(resyncCommand())
+  .addCommand(runsCommand())
   .addCommand(statusCommand())
   .addCommand(migrateCommand())
   .addCommand(demoCommand())

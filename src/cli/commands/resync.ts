@@ -1,0 +1,177 @@
+import { Command, InvalidArgumentError } from 'commander';
+import type { App } from '../../app.ts';
+import { findSource, type Config, type SourceConfig } from '../../config.ts';
+import { EXIT, PmsyncError } from '../../errors.ts';
+import { LockedError } from '../../scheduler/lock.ts';
+import { serveSchema } from '../../scheduler/settings.ts';
+import { loadState } from '../../state/checkpoints.ts';
+import { zonedToUtc } from '../../state/quota-day.ts';
+import { refreshRecord } from '../../sync/refresh.ts';
+import type { RunSummary } from '../../sync/runner.ts';
+import { restStreamsFor } from '../../sync/streams/index.ts';
+import { syncSource } from '../../sync/sync-source.ts';
+import { attachProgress } from '../progress.ts';
+import { configFrom, fail, requireSources, withApp } from '../shared.ts';
+
+interface ResyncCliOptions {
+  source?: string;
+  id?: string;
+  since?: string;
+  full?: boolean;
+  wait?: number;
+}
+
+const LOCAL_DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2}))?)?$/;
+
+/**
+ * The instant --since names. A date or date-time without a zone is wall-clock
+ * time in the source's time zone (the zone of its ModifiedOn values).
+ */
+export function parseSince(text: string, timeZone: string): Date {
+  const local = LOCAL_DATE_TIME.exec(text.trim());
+  if (local) {
+    const [, y, mo, d, h = '0', mi = '0', s = '0'] = local;
+    const base = zonedToUtc(Number(y), Number(mo), Number(d), Number(h), timeZone);
+    const at = new Date(base.getTime() + (Number(mi) * 60 + Number(s)) * 1000);
+    if (Number.isNaN(at.getTime()) || Number(mo) < 1 || Number(mo) > 12 || Number(d) < 1 || Number(d) > 31) throw new PmsyncError('USAGE', `--since ${text}: not a valid date`);
+    return at;
+  }
+  if (/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/.test(text.trim())) return new Date(text.trim());
+  throw new PmsyncError('USAGE', `--since ${text}: expected YYYY-MM-DD, YYYY-MM-DDThh:mm[:ss] (in the source's time zone) or an ISO instant with Z or an offset`);
+}
+
+function seconds(text: string): number {
+  if (!/^\d+$/.test(text)) throw new InvalidArgumentError('expected a number of seconds');
+  return Number(text);
+}
+
+/** Resources a source serves, for matching the argument and for messages. */
+function resourcesOf(source: SourceConfig): string[] {
+  return restStreamsFor(source).map((s) => s.resource);
+}
+
+function sourcesFor(config: Config, resource: string, name: string | undefined): SourceConfig[] {
+  const candidates = findSource(config, name);
+  const having = candidates.filter((s) => resourcesOf(s).includes(resource));
+  if (having.length === 0) {
+    const known = [...new Set(candidates.flatMap(resourcesOf))].join(', ');
+    throw new PmsyncError('USAGE', `${name ? `source "${name}"` : 'no configured source'} has ${name ? 'no ' : 'a '}resource "${resource}" (known: ${known || 'none'})`);
+  }
+  return having;
+}
+
+function describe(run: RunSummary): string {
+  return `${run.status}, ${run.mode}, ${run.pages} page(s), ${run.requests} request(s), ${run.inserted} inserted, ${run.updated} updated, ${run.unchanged} unchanged, ${run.rejected} rejected`;
+}
+
+async function markedNotSeen(app: App, source: SourceConfig, resource: string, runId: number): Promise<number> {
+  const table = restStreamsFor(source).find((s) => s.resource === resource)?.table.name;
+  if (!table) return 0;
+  const res = await app.pool.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM "${table}" WHERE source = $1 AND not_seen_since >= (SELECT started_at FROM pmsync.runs WHERE id = $2)`,
+    [source.name, runId],
+  );
+  return res.rows[0]?.n ?? 0;
+}
+
+/**
+ * A since-window ends by moving the stream's cursor to its end, so it must not
+ * start after the cursor: changes between the cursor and a later --since would
+ * never be read. Such a --since reads from the cursor instead.
+ */
+async function boundedSince(app: App, source: SourceConfig, resource: string, since: Date): Promise<Date> {
+  const stream = restStreamsFor(source).find((s) => s.resource === resource);
+  if (!stream || stream.mode === 'full' || (source.kind !== 'pro' && source.fullRefresh.includes(resource))) return since;
+  const state = await loadState(app.pool, source.name, resource);
+  let bound = state.cursor;
+  if (state.window?.mode === 'incremental' && state.window.start) {
+    const start = new Date(state.window.start);
+    if (!bound || start < bound) bound = start;
+  }
+  if (!bound) {
+    throw new PmsyncError(
+      'USAGE',
+      `${source.name}/${resource} has not finished its first pass yet, so there is nothing to re-read since a date: run "pmsync sync --source ${source.name} --resource ${resource}" (it resumes the first pass) or "pmsync resync ${resource} --full"`,
+    );
+  }
+  if (since <= bound) return since;
+  process.stderr.write(`${source.name}/${resource}: the stream has read changes only up to ${bound.toISOString()}; reading from there instead of ${since.toISOString()}\n`);
+  return bound;
+}
+
+async function resyncWindow(app: App, source: SourceConfig, resource: string, opts: ResyncCliOptions, waitMs: number): Promise<number> {
+  let since = opts.since ? parseSince(opts.since, 'timeZone' in source ? source.timeZone : 'UTC') : undefined;
+  if (since && since.getTime() > app.ctx.now().getTime()) throw new PmsyncError('USAGE', `--since ${opts.since} is in the future`);
+  if (since) since = await boundedSince(app, source, resource, since);
+  const result = await syncSource(app.ctx, source, [resource], { since, full: opts.full, purpose: 'priority', lockWaitMs: waitMs });
+  if (result.locked?.includes(resource)) throw new LockedError(source.name, resource, waitMs);
+  if (result.fatal) throw result.fatal;
+  const failure = result.failures.find((f) => f.resource === resource);
+  if (failure) throw failure.error;
+  const run = result.runs.find((r) => r.resource === resource);
+  if (!run) return EXIT.INTERRUPTED;
+  let line = `${source.name}/${resource}: ${describe(run)}`;
+  if (run.mode === 'full' && run.runId !== null && run.status === 'succeeded') {
+    line += `; ${await markedNotSeen(app, source, resource, run.runId)} row(s) no longer returned by the API marked not_seen_since`;
+  }
+  process.stdout.write(`${line}\n`);
+  return EXIT.OK;
+}
+
+export function resyncCommand(): Command {
+  return new Command('resync')
+    .description('re-read one resource now: one record (--id), everything changed since a date (--since), or all of it (--full)')
+    .argument('<resource>', 'resource name, e.g. customers')
+    .option('-s, --source <name>', 'only this source (required for --id when several sources have the resource)')
+    .option('--id <id>', 'refetch one record by its id, exactly as the API gives it')
+    .option('--since <date>', "re-read records modified since DATE (YYYY-MM-DD or date-time, in the source's time zone)")
+    .option('--full', 'read the whole resource and mark rows the API no longer returns with not_seen_since (never deleted)')
+    .option('--wait <seconds>', 'how long to wait while a scheduled run of the same stream is going (default serve.lockWaitSeconds, 120)', seconds)
+    .addHelpText(
+      'after',
+      `
+Resyncs spend the quota reserve kept for webhook refreshes and resyncs (quota.reservePercent).
+--since and --full take the same per-stream lock as the scheduler: they are safe while
+"pmsync serve" runs and wait for a run in progress (exit 1 with a clear message when it
+does not end in time). --since never moves the stream's cursor backwards or skips a change:
+a date later than the cursor reads from the cursor. Exit codes as for "pmsync sync".`,
+    )
+    .action(async (resource: string, opts: ResyncCliOptions, cmd: Command) => {
+      try {
+        const chosen = [opts.id !== undefined, opts.since !== undefined, opts.full === true].filter(Boolean).length;
+        if (chosen !== 1) throw new PmsyncError('USAGE', 'give exactly one of --id ID, --since DATE or --full');
+        const config = configFrom(cmd);
+        requireSources(config);
+        const sources = sourcesFor(config, resource, opts.source);
+        const waitMs = (opts.wait ?? (config.serve ?? serveSchema.parse({})).lockWaitSeconds) * 1000;
+        process.exitCode = await withApp(config, async (app) => {
+          if (opts.id !== undefined) {
+            if (sources.length > 1) throw new PmsyncError('USAGE', `several sources have ${resource} (${sources.map((s) => s.name).join(', ')}): add --source NAME`);
+            const source = sources[0]!;
+            const stream = source.kind === 'pro' ? undefined : restStreamsFor(source).find((s) => s.resource === resource);
+            if (!stream || source.kind === 'pro') throw new PmsyncError('USAGE', `source "${source.name}" cannot refetch single ${resource} records; use --since or --full`);
+            const outcome = await refreshRecord(app.ctx, source, stream, opts.id, 'priority');
+            process.stdout.write(
+              outcome.status === 'written'
+                ? `${source.name}/${resource} ${opts.id}: ${outcome.totals.inserted ? 'inserted' : outcome.totals.updated ? 'updated' : outcome.totals.rejected ? 'rejected (see pmsync.quarantine)' : 'unchanged'}\n`
+                : `${source.name}/${resource} ${opts.id}: the API answered 404 (deleted or not visible to this user); the row, if any, is kept and marked not_seen_since\n`,
+            );
+            return EXIT.OK;
+          }
+          const detach = attachProgress(app);
+          try {
+            let code: number = EXIT.OK;
+            for (const source of sources) {
+              if (app.ctx.signal.aborted) return EXIT.INTERRUPTED;
+              code = Math.max(code, await resyncWindow(app, source, resource, opts, waitMs));
+            }
+            return code;
+          } finally {
+            detach();
+          }
+        });
+      } catch (err) {
+        fail(err);
+      }
+    });
+}

@@ -1,0 +1,64 @@
+import { Command, InvalidArgumentError } from 'commander';
+import { EXIT } from '../../errors.ts';
+import { serveSchema } from '../../scheduler/settings.ts';
+import { startServe } from '../../serve/serve.ts';
+import { configFrom, fail, requireSources, withApp } from '../shared.ts';
+
+interface ServeCliOptions {
+  port?: number;
+  host?: string;
+  catchUp: boolean;
+}
+
+function port(text: string): number {
+  if (!/^\d+$/.test(text) || Number(text) > 65_535) throw new InvalidArgumentError('expected a port number (0 picks a free one)');
+  return Number(text);
+}
+
+export function serveCommand(): Command {
+  return new Command('serve')
+    .description('keep every source in sync on its schedules, receive webhooks, and answer /healthz, /readyz and /metrics until SIGTERM')
+    .option('-p, --port <n>', 'HTTP port (default: serve.port, PMSYNC_PORT or PORT, else 8080)', port)
+    .option('--host <host>', 'interface to listen on (default 0.0.0.0)')
+    .option('--no-catch-up', 'do not run, at start-up, the fires missed while no process was up')
+    .addHelpText(
+      'after',
+      `
+Schedules: incremental streams every 15 minutes, full-refresh streams nightly at 02:00
+in the source's time zone, unless the config file's "schedules" section says otherwise
+(see docs/operations.md). Several serve processes may share one database: each stream
+runs in one of them at a time.
+
+On SIGTERM or SIGINT: stops taking work, lets the pages in flight commit, and exits 0
+within serve.shutdownTimeoutSeconds (default 30), or 1 if runs were still going then
+(their checkpoints are saved; the next start resumes them). A second signal exits at once.`,
+    )
+    .action(async (opts: ServeCliOptions, cmd: Command) => {
+      try {
+        const loaded = configFrom(cmd);
+        requireSources(loaded);
+        const serve = { ...(loaded.serve ?? serveSchema.parse({})) };
+        if (opts.port !== undefined) serve.port = opts.port;
+        if (opts.host !== undefined) serve.host = opts.host;
+        const schedules = loaded.schedules ? { ...loaded.schedules, catchUp: loaded.schedules.catchUp && opts.catchUp } : undefined;
+        const config = { ...loaded, serve, schedules };
+        process.exitCode = await withApp(config, async (app) => {
+          const running = await startServe(app, config);
+          await new Promise<void>((resolve) => app.abort.signal.addEventListener('abort', () => resolve(), { once: true }));
+          const again = () => process.exit(EXIT.INTERRUPTED);
+          process.once('SIGINT', again);
+          process.once('SIGTERM', again);
+          // Closing the pool can hang on a query that never returns; the shutdown timeout bounds the whole exit.
+          const hard = setTimeout(() => {
+            app.logger.error('shutdown timeout reached; exiting');
+            process.exit(EXIT.FAILED);
+          }, (serve.shutdownTimeoutSeconds + 2) * 1000);
+          hard.unref();
+          const drained = await running.stop();
+          return drained ? EXIT.OK : EXIT.FAILED;
+        });
+      } catch (err) {
+        fail(err);
+      }
+    });
+}

@@ -1,0 +1,64 @@
+/**
+ * The HTTP side of `pmsync serve` (node:http): /healthz, /readyz, /metrics,
+ * and the webhook receiver under /webhooks/ when it is enabled.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Readiness } from './readiness.ts';
+
+export const WEBHOOK_PREFIX = '/webhooks/';
+
+export interface HttpDeps {
+  /** False once shutdown began: /readyz answers 503 and new webhook deliveries are refused. */
+  accepting(): boolean;
+  readiness(): Promise<Readiness>;
+  metrics(): Promise<{ contentType: string; body: string }>;
+  /** Handles requests under /webhooks/; absent when no receiver runs. */
+  webhooks?: (req: IncomingMessage, res: ServerResponse) => void;
+  onError?: (err: unknown) => void;
+}
+
+function json(res: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text), 'cache-control': 'no-store' });
+  res.end(text);
+}
+
+export function createServeHttp(deps: HttpDeps): Server {
+  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const path = (req.url ?? '/').split('?')[0]!;
+    if (path.startsWith(WEBHOOK_PREFIX)) {
+      if (!deps.webhooks) return json(res, 404, { error: 'the webhook receiver is not enabled on this server' });
+      // The API retries a refused delivery 30 s later, when another replica (or this one, restarted) takes it.
+      if (!deps.accepting()) return json(res, 503, { error: 'shutting down' });
+      return deps.webhooks(req, res);
+    }
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      res.setHeader('allow', 'GET, HEAD');
+      return json(res, 405, { error: 'method not allowed' });
+    }
+    if (path === '/healthz') return json(res, 200, { status: 'ok' });
+    if (path === '/readyz') {
+      if (!deps.accepting()) return json(res, 503, { status: 'stopping' });
+      const r = await deps.readiness();
+      return json(res, r.ready ? 200 : 503, r.ready ? { status: 'ready' } : { status: 'not ready', problems: r.problems });
+    }
+    if (path === '/metrics') {
+      const m = await deps.metrics();
+      res.writeHead(200, { 'content-type': m.contentType, 'cache-control': 'no-store' });
+      res.end(m.body);
+      return;
+    }
+    json(res, 404, { error: 'not found', paths: ['/healthz', '/readyz', '/metrics', `${WEBHOOK_PREFIX}...`] });
+  };
+  const server = createServer((req, res) => {
+    handle(req, res).catch((err) => {
+      deps.onError?.(err);
+      if (!res.headersSent) json(res, 500, { error: 'internal error' });
+      else res.destroy();
+    });
+  });
+  // Probes and scrapes are short; a slow client must not pin a socket for ever.
+  server.requestTimeout = 30_000;
+  server.headersTimeout = 10_000;
+  return server;
+}

@@ -1,0 +1,138 @@
+/**
+ * `pmsync serve` as a child process against the simulator and a real
+ * PostgreSQL: endpoints, replicas sharing a database, and a SIGTERM mid-run.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
+import { createTestDatabase, type TestDatabase } from '../support/db.ts';
+import { cliEnv, writeConfig } from '../support/cli.ts';
+import { eventually, kill, startServeCli, type ServeProcess } from './support.ts';
+
+const TENANT = { apikey: 'serve-key-K2', username: 'serve.user', password: 'serve-pass-Q8', variant: 'core' as const };
+const SIZES = { customers: 1_500, companies: 2, appointments: 200, orders: 150, memberships: 40, membershipprograms: 4, giftcertificates: 30, products: 10, services: 8, employees: 5 };
+const STREAMS = 10;
+
+let sim: Simulator;
+let db: TestDatabase;
+const started: ServeProcess[] = [];
+
+/**
+ * Yearly schedules: no timer fires while a test runs, so every run seen comes
+ * from the start-up catch-up (a schedule never fired counts as missed).
+ */
+function configFile(overrides: unknown[] = []): string {
+  return writeConfig({
+    sources: [{ name: 'clinic', kind: 'core', baseUrl: sim.coreBaseUrl(), apikey: TENANT.apikey, username: TENANT.username, password: TENANT.password, lagSeconds: 0 }],
+    schedules: { incremental: '@yearly', full: '@yearly', overrides },
+  });
+}
+
+async function serve(config: string, url = db.url): Promise<ServeProcess> {
+  const p = await startServeCli(['--config', config], cliEnv({ DATABASE_URL: url }));
+  started.push(p);
+  return p;
+}
+
+async function runsOf(resource?: string) {
+  const res = await db.pool.query<{ resource: string; status: string; pages: number; started_at: Date; ended_at: Date | null }>(
+    `SELECT resource, status, pages, started_at, ended_at FROM pmsync.runs WHERE source = 'clinic' AND ($1::text IS NULL OR resource = $1) ORDER BY id`,
+    [resource ?? null],
+  );
+  return res.rows;
+}
+
+beforeAll(async () => {
+  sim = await startSimulator({ seed: 11, tenants: [{ ...TENANT, sizes: SIZES }] });
+});
+afterAll(async () => {
+  await sim?.close();
+});
+afterEach(async () => {
+  for (const p of started.splice(0)) {
+    kill(p.child, 'SIGKILL');
+    await p.exited;
+  }
+  sim.setFaults({});
+  await db?.drop();
+});
+
+describe('pmsync serve', () => {
+  it('answers /healthz, /readyz and /metrics with the named series, and exits 0 on SIGTERM', async () => {
+    db = await createTestDatabase();
+    const p = await serve(configFile());
+    expect(await (await fetch(`${p.url}/healthz`)).json()).toEqual({ status: 'ok' });
+    expect(await (await fetch(`${p.url}/readyz`)).json()).toEqual({ status: 'ready' });
+    // A first start loads every stream at once (each schedule's missed first fire).
+    await eventually(async () => ((await runsOf()).filter((r) => r.status === 'succeeded').length === STREAMS ? true : undefined), 'the first runs');
+    const res = await fetch(`${p.url}/metrics`);
+    expect(res.headers.get('content-type')).toMatch(/^text\/plain/);
+    const text = await res.text();
+    for (const series of [
+      /^pmsync_requests_total\{source="clinic",resource="customers"\} \d+$/m,
+      /^pmsync_quota_remaining\{source="clinic"\} \d+$/m,
+      /^pmsync_quota_used\{source="clinic"\} [1-9]\d*$/m,
+      /^pmsync_rows_total\{source="clinic",resource="customers",outcome="inserted"\} 1500$/m,
+      /^pmsync_rows_total\{source="clinic",resource="customers",outcome="unchanged"\} 0$/m,
+      /^pmsync_rows_total\{source="clinic",resource="customers",outcome="rejected"\} 0$/m,
+      /^pmsync_run_duration_seconds_count\{source="clinic",resource="customers",mode="incremental",status="succeeded"\} 1$/m,
+      /^pmsync_runs_total\{source="clinic",resource="companies",status="succeeded"\} 1$/m,
+      /^pmsync_schedule_ticks_total\{source="clinic",resource="orders",outcome="queued"\} 1$/m,
+      /^pmsync_last_success_timestamp_seconds\{source="clinic",resource="orders"\} \d+/m,
+      /^# TYPE pmsync_errors_total counter$/m,
+      /^# TYPE pmsync_runs_in_progress gauge$/m,
+    ]) {
+      expect(text).toMatch(series);
+    }
+    expect((await fetch(`${p.url}/nope`)).status).toBe(404);
+    expect((await fetch(`${p.url}/webhooks/clinic/x`, { method: 'POST' })).status).toBe(404);
+
+    kill(p.child);
+    const result = await p.exited;
+    expect(result.code).toBe(0);
+    expect(result.stderr).toMatch(/"msg":"stopped"/);
+  });
+
+  it('with two replicas on one database, runs each fire once and never one stream twice at a time', async () => {
+    db = await createTestDatabase();
+    const config = configFile();
+    const [a, b] = await Promise.all([serve(config), serve(config)]);
+    await eventually(async () => ((await runsOf()).filter((r) => r.status === 'succeeded').length >= STREAMS ? true : undefined), 'the first runs');
+    const runs = await runsOf();
+    const perStream = new Map<string, number>();
+    for (const r of runs) perStream.set(r.resource, (perStream.get(r.resource) ?? 0) + 1);
+    expect([...perStream.values()]).toEqual(Array(STREAMS).fill(1));
+    for (const p of [a!, b!]) kill(p.child);
+    expect((await a!.exited).code).toBe(0);
+    expect((await b!.exited).code).toBe(0);
+  });
+
+  it('stops at a page boundary on SIGTERM and resumes the run where it stopped on the next start', async () => {
+    db = await createTestDatabase();
+    // Only customers, read in small pages slowly enough to be caught mid-run.
+    const config = configFile([{ cron: 'off' }, { resource: 'customers', cron: '@yearly' }]);
+    sim.setFaults({ slowMs: 150 });
+    const first = await serve(config);
+    await eventually(async () => ((await runsOf('customers'))[0]?.pages ?? 0) >= 2 || undefined, 'two committed pages');
+    kill(first.child);
+    const stopped = await first.exited;
+    expect(stopped.code).toBe(0);
+    const [interrupted] = await runsOf('customers');
+    expect(interrupted!.status).toBe('interrupted');
+    const state = await db.pool.query<{ window: { nextPage: number } | null }>(`SELECT "window" FROM pmsync.sync_state WHERE source = 'clinic' AND resource = 'customers'`);
+    expect(state.rows[0]!.window).not.toBeNull();
+    const stored = (await db.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM customers`)).rows[0]!.n;
+    expect(stored).toBe(interrupted!.pages * 100);
+
+    sim.setFaults({});
+    const second = await serve(config);
+    await eventually(async () => ((await runsOf('customers'))[1]?.status === 'succeeded' ? true : undefined), 'the resumed run');
+    expect(second.child.output.stderr).toMatch(/"msg":"resuming a run stopped part-way"/);
+    const runs = await runsOf('customers');
+    expect(runs.length).toBe(2);
+    // Every page was read exactly once across the two runs.
+    expect(runs[0]!.pages + runs[1]!.pages).toBe(Math.ceil(SIZES.customers / 100));
+    expect((await db.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM customers`)).rows[0]!.n).toBe(SIZES.customers);
+    kill(second.child);
+    expect((await second.exited).code).toBe(0);
+  });
+});
