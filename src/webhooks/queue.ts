@@ -85,15 +85,17 @@ export function queueOptions(settings: WebhookSettings) {
 
 /** Connects to PostgreSQL, installs or migrates pg-boss's schema when needed, and makes sure both queues exist. */
 export async function openRefreshQueue(deps: QueueDeps): Promise<RefreshQueue> {
+  const sweep = Math.max(1, Math.min(60, Math.ceil(deps.settings.expireSeconds / 4)));
   const boss = new PgBoss({
     connectionString: deps.databaseUrl,
     schema: PGBOSS_SCHEMA,
     application_name: 'pmsync-webhooks',
     max: 4,
     schedule: false,
-    // Expired claims are found by this sweep: run it often enough that a dead
-    // worker's refresh is retried soon after it expires.
-    superviseIntervalSeconds: Math.max(1, Math.min(60, Math.ceil(deps.settings.expireSeconds / 4))),
+    // Expired claims are found by the monitor pass of this sweep: run both
+    // often enough that a dead worker's refresh is retried soon after it expires.
+    superviseIntervalSeconds: sweep,
+    monitorIntervalSeconds: sweep,
     useListenNotify: true,
   });
   boss.on('error', (err: Error) => deps.logger.warn({ err }, 'refresh queue: database error (pg-boss retries on its own)'));
@@ -183,6 +185,16 @@ export async function refreshQueueCounts(db: Queryable): Promise<RefreshQueueCou
     [REFRESH_QUEUE, DEAD_LETTER_QUEUE],
   );
   return res.rows[0]!;
+}
+
+/** One status line, e.g. "webhook refreshes: 3 waiting (1 until the quota resets), 1 retrying, 2 running, 0 dead-lettered". */
+export function describeRefreshCounts(c: RefreshQueueCounts): string {
+  const waiting = c.ready + c.deferred;
+  return (
+    `webhook refreshes: ${waiting} waiting${c.deferred > 0 ? ` (${c.deferred} until the quota resets)` : ''}, ` +
+    `${c.retrying} retrying, ${c.active} running, ${c.deadLettered} dead-lettered` +
+    (c.deadLettered > 0 ? ' (see "pmsync webhooks dead-letters")' : '')
+  );
 }
 
 export interface DeadLetter {

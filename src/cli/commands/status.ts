@@ -8,6 +8,7 @@ import { describePosition } from '../../sync/pro-scope.ts';
 import { checkConnectivity } from '../../sync/source-kinds.ts';
 import { resourceTablesFor } from '../../sync/streams/index.ts';
 import { configFrom, fail, withApp } from '../shared.ts';
+import { describeRefreshCounts, refreshQueueCounts } from '../../webhooks/queue.ts';
 
 export interface ResourceStatus {
   resource: string;
@@ -157,7 +158,10 @@ export function statusCommand(): Command {
         await withApp(config, async (app) => {
           const statuses = await collectStatus(app, config, { check: opts.check });
           if (opts.json) process.stdout.write(`${JSON.stringify(statuses, null, 2)}\n`);
-          else printStatus(statuses);
+          else {
+            printStatus(statuses);
+            if (config.sources.some((s) => s.kind === 'core')) process.stdout.write(`${describeRefreshCounts(await refreshQueueCounts(app.pool))}\n`);
+          }
         });
       } catch (err) {
         fail(err);
