@@ -121,6 +121,8 @@ export function planRegistration(input: PlanInput): RegistrationPlan {
   const keep: Owned[] = [];
   const remove: RegistrationPlan['remove'] = [];
   const covered = new Set<EventName>();
+  // The spec does not show what the API does with a pair registered twice;
+  // pmsync keeps the oldest and deletes the others.
   for (const r of [...owned].sort((a, b) => a.Id - b.Id)) {
     const e = canonicalEventName(r.EventType);
     if (r.WebhookUrl !== url || !e) remove.push({ ...r, why: r.base === input.publicBase ? 'an older secret token' : 'another URL' });
