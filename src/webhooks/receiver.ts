@@ -88,7 +88,9 @@ export function createWebhookReceiver(deps: ReceiverDeps): WebhookReceiver {
 
   function refuse(res: ServerResponse, status: number, error: string, counter: 'unauthorized' | 'invalid', headers: Record<string, string> = {}): void {
     counts[counter] += 1;
-    reply(res, status, { error }, headers);
+    // Refused before its body was read: close rather than read an unwanted body to keep the connection.
+    const unread = !res.req.complete;
+    reply(res, status, { error }, unread ? { connection: 'close', ...headers } : headers);
   }
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -111,7 +113,7 @@ export function createWebhookReceiver(deps: ReceiverDeps): WebhookReceiver {
     const body = await readBody(req, settings.maxBodyBytes);
     if (body === 'aborted') return;
     if (body === 'too_large') {
-      refuse(res, 413, `the body exceeds ${settings.maxBodyBytes} bytes`, 'invalid', { connection: 'close' });
+      refuse(res, 413, `the body exceeds ${settings.maxBodyBytes} bytes`, 'invalid');
       res.on('finish', () => req.destroy());
       return;
     }
