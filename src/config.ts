@@ -150,9 +150,11 @@ const proSource = z.object({
     .prefault({}),
 });
 
+const sourceSchema = z.discriminatedUnion('kind', [coreSource, subsetSource, proSource]);
+
 const fileSchema = z.object({
   databaseUrl: z.string().optional(),
-  sources: z.array(z.discriminatedUnion('kind', [coreSource, subsetSource, proSource])).default([]),
+  sources: z.array(sourceSchema).default([]),
 });
 
 type SecretKey = 'apikey' | 'password' | 'token';
@@ -206,10 +208,11 @@ export function loadConfig(options: LoadOptions = {}): Config {
   }
 
   const parsed = fileSchema.safeParse(fileInput);
-  let sources: SourceConfig[] = [];
+  let sources: SourceConfig[];
   let databaseUrl = env.DATABASE_URL || undefined;
   if (!parsed.success) {
     for (const issue of parsed.error.issues) problems.push(`${configFile ?? 'config'}: ${formatPath(issue.path)}: ${issue.message}`);
+    sources = salvageSources(fileInput, env, problems);
   } else {
     databaseUrl ??= parsed.data.databaseUrl;
     sources = parsed.data.sources.map((s, i) => resolveSecrets(s, `sources[${i}]`, env, problems) as SourceConfig);
@@ -293,6 +296,33 @@ function checkSource(s: SourceConfig): string[] {
     problems.push('token is sent bare in the Authorization header: write the token alone, without a scheme word such as "Bearer"');
   }
   return problems;
+}
+
+/**
+ * When the file fails its schema, the source entries are still checked one by
+ * one (secrets from the environment, URLs, usernames), so a single run lists
+ * every problem instead of the first layer of them. Entries that pass are
+ * returned for the checks that follow.
+ */
+function salvageSources(fileInput: unknown, env: NodeJS.ProcessEnv, problems: string[]): SourceConfig[] {
+  const entries = (fileInput as { sources?: unknown } | null)?.sources;
+  if (!Array.isArray(entries)) return [];
+  const valid: SourceConfig[] = [];
+  entries.forEach((entry, i) => {
+    if (!entry || typeof entry !== 'object') return;
+    const resolved = resolveSecrets(entry as Record<string, unknown>, `sources[${i}]`, env, problems);
+    const one = sourceSchema.safeParse(resolved);
+    if (one.success) {
+      valid.push(resolveSecrets(one.data, `sources[${i}]`, env, []) as SourceConfig);
+      return;
+    }
+    const raw = resolved as { name?: unknown; kind?: unknown; baseUrl?: unknown; username?: unknown };
+    if (typeof raw.baseUrl === 'string' && (raw.kind === 'pro' || typeof raw.username === 'string')) {
+      const where = `source "${typeof raw.name === 'string' ? raw.name : '?'}" (sources[${i}])`;
+      problems.push(...checkSource(raw as SourceConfig).map((p) => `${where}: ${p}`));
+    }
+  });
+  return valid;
 }
 
 function resolveSecrets(source: Record<string, unknown>, where: string, env: NodeJS.ProcessEnv, problems: string[]): Record<string, unknown> {

@@ -74,15 +74,22 @@ export class LimiterRegistry {
     };
   }
 
+  /** Resolves once Redis answers; the first connection error (or silence) before that is fatal. */
   private whenReady(bottleneck: Bottleneck, url: string): Promise<void> {
+    const unreachable = (detail: string) =>
+      new PmsyncError('REDIS_UNREACHABLE', `Cannot reach Redis at ${redactUrl(url)} (REDIS_URL): ${detail}. It holds the request limiter shared by replicas.`);
     let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new PmsyncError('REDIS_UNREACHABLE', `Cannot reach Redis at ${redactUrl(url)} (REDIS_URL) within ${REDIS_READY_TIMEOUT_MS / 1000}s; it holds the request limiter shared by replicas.`)),
-        REDIS_READY_TIMEOUT_MS,
-      );
+    let settled = false;
+    const failure = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(unreachable(`no answer within ${REDIS_READY_TIMEOUT_MS / 1000}s`)), REDIS_READY_TIMEOUT_MS);
+      bottleneck.on('error', (err: Error) => {
+        if (!settled) reject(unreachable(err?.message || String(err)));
+      });
     });
-    return Promise.race([bottleneck.ready().then(() => undefined), timeout]).finally(() => clearTimeout(timer));
+    return Promise.race([bottleneck.ready().then(() => undefined), failure]).finally(() => {
+      settled = true;
+      clearTimeout(timer);
+    });
   }
 
   async close(): Promise<void> {

@@ -1,0 +1,161 @@
+/**
+ * What an operator sees when something is wrong, through the CLI: which
+ * credentials to check after a 401, every configuration problem at once, which
+ * service could not be reached and where, when a spent quota resumes, and
+ * never a configured secret, in any output line or any database column.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
+import { createTestDatabase, type TestDatabase } from '../support/db.ts';
+import { cliEnv, runCli, writeConfig, type CliResult } from '../support/cli.ts';
+import { coreEntry, TestClock } from '../support/harness.ts';
+
+const TENANT = { apikey: 'Apikey-Secret-7731', username: 'sec.user', password: 'Pw-Secret-4482', variant: 'core' as const };
+const WRONG_PASSWORD = 'Pw-Wrong-5531';
+const DOWN_APIKEY = 'Apikey-Down-2207';
+const PRO = { token: 'ProToken-Secret-9920', practiceId: 77 };
+const SECRETS = [TENANT.apikey, TENANT.password, WRONG_PASSWORD, DOWN_APIKEY, PRO.token, ...[TENANT.password, WRONG_PASSWORD].map((p) => Buffer.from(`${TENANT.username}:${p}`).toString('base64'))];
+const NOW = '2026-03-02T10:00:00.000Z';
+const RETRY = { maxAttempts: 3, baseDelayMs: 5, maxDelayMs: 20, maxElapsedMs: 5_000 };
+
+let sim: Simulator;
+let db: TestDatabase;
+let config: string;
+const outputs: CliResult[] = [];
+
+beforeAll(async () => {
+  sim = await startSimulator({ seed: 12, now: new TestClock(NOW).now, tenants: [{ ...TENANT, dailyQuota: 0, sizes: { customers: 900, orders: 150 } }], practices: [PRO] });
+  db = await createTestDatabase();
+  config = writeConfig({
+    sources: [
+      coreEntry(sim, 'clinic', TENANT, { retry: RETRY, streams: ['customers', 'orders', 'companies'] }),
+      coreEntry(sim, 'wrongpw', { ...TENANT, password: WRONG_PASSWORD }, { retry: RETRY }),
+      { ...coreEntry(sim, 'down', { ...TENANT, apikey: DOWN_APIKEY }, { retry: RETRY }), baseUrl: 'http://127.0.0.1:1/api/v1' },
+      { name: 'pro', kind: 'pro', baseUrl: sim.proBaseUrl(), practiceId: PRO.practiceId, token: PRO.token },
+    ],
+  });
+});
+afterAll(async () => {
+  await sim?.close();
+  await db?.drop();
+});
+
+async function cli(args: string[], extra: Record<string, string> = {}): Promise<CliResult> {
+  const res = await runCli(['--config', config, ...args], cliEnv({ DATABASE_URL: db.url, NODE_ENV: 'test', PMSYNC_TEST_NOW: NOW, LOG_LEVEL: 'debug', ...extra }));
+  outputs.push(res);
+  return res;
+}
+
+describe('clear errors from the CLI', () => {
+  it('a 401 exits 4, names the source and the credential pair to check', async () => {
+    const res = await cli(['sync', '--source', 'wrongpw', '--resource', 'customers']);
+    expect(res.code).toBe(4);
+    expect(res.stdout + res.stderr).toMatch(/source "wrongpw".*401 Unauthorized.*apikey and the username\/password pair configured for source "wrongpw"/);
+  });
+
+  it('with CORE_* variables, the 401 message names those variables', async () => {
+    const res = await runCli(['sync', '--resource', 'customers'], cliEnv({
+      DATABASE_URL: db.url,
+      CORE_BASE_URL: sim.coreBaseUrl(),
+      CORE_APIKEY: TENANT.apikey,
+      CORE_USERNAME: TENANT.username,
+      CORE_PASSWORD: WRONG_PASSWORD,
+    }));
+    outputs.push(res);
+    expect(res.code).toBe(4);
+    expect(res.stderr + res.stdout).toMatch(/source "core".*CORE_APIKEY, CORE_USERNAME and CORE_PASSWORD/);
+  });
+
+  it('an unreachable API exits 6 and says which source and where', async () => {
+    const res = await cli(['sync', '--source', 'down', '--resource', 'customers']);
+    expect(res.code).toBe(6);
+    expect(res.stdout + res.stderr).toMatch(/source "down": cannot reach http:\/\/127\.0\.0\.1:1\/api\/v1\/customers\?\S*apikey=\[REDACTED\] \(ECONNREFUSED/);
+  });
+
+  it('an unreachable database exits 6 and says where, without its password', async () => {
+    const res = await runCli(['--config', config, 'status'], cliEnv({ DATABASE_URL: 'postgres://pmsync:Db-Secret-6610@127.0.0.1:1/pmsync' }));
+    outputs.push(res);
+    expect(res.code).toBe(6);
+    expect(res.stderr).toMatch(/Cannot reach PostgreSQL at postgres:\/\/127\.0\.0\.1:1\/pmsync: .*ECONNREFUSED/);
+    expect(res.stderr).not.toContain('Db-Secret-6610');
+  });
+
+  it('a configuration error lists every problem at once and exits 3', async () => {
+    const bad = writeConfig({
+      sources: [
+        { name: 'Bad Name', kind: 'core', baseUrl: 'ftp://example.com/api/v1', apikey: { env: 'PMSYNC_TEST_UNSET_KEY' }, username: 'a:b', password: 'Pw-Secret-4482' },
+        { name: 'sub', kind: 'subset', baseUrl: 'https://example.com/api/v1', apikey: 'k', username: 'u', password: 'p', dailyQuota: 0 },
+      ],
+    });
+    const res = await runCli(['--config', bad, 'sync'], cliEnv({ DATABASE_URL: 'mysql://nope' }));
+    outputs.push(res);
+    expect(res.code).toBe(3);
+    const lines = res.stderr.split('\n').filter((l) => l.startsWith('  - '));
+    expect(lines).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/sources\[0\]\.name: use lowercase letters/),
+        expect.stringMatching(/sources\[1\]\.dailyQuota: Too small/),
+        expect.stringMatching(/sources\[0\]\.apikey: environment variable PMSYNC_TEST_UNSET_KEY is not set/),
+        expect.stringMatching(/source "Bad Name" \(sources\[0\]\): baseUrl must use https:\/\//),
+        expect.stringMatching(/source "Bad Name" \(sources\[0\]\): username must not contain ":"/),
+        expect.stringMatching(/DATABASE_URL: must start with postgres:\/\//),
+      ]),
+    );
+  });
+
+  it('a spent quota exits 5 and says when requests resume; the next run sends nothing', async () => {
+    sim.setFaults({ quotaExhaustAfter: 3 });
+    const res = await cli(['sync', '--source', 'clinic']);
+    expect(res.code).toBe(5);
+    expect(res.stdout + res.stderr).toMatch(/answered 429 for source "clinic".*checkpoint saved; requests resume after 2026-03-03T00:00:00.000Z/);
+    const before = sim.stats().requests.length;
+    const again = await cli(['sync', '--source', 'clinic']);
+    expect(again.code).toBe(5);
+    expect(again.stdout + again.stderr).toMatch(/nothing is sent until 2026-03-03T00:00:00.000Z/);
+    expect(sim.stats().requests.length).toBe(before);
+    const status = await cli(['status']);
+    expect(status.stdout).toMatch(/EXHAUSTED until 2026-03-03T00:00:00.000Z/);
+    sim.setFaults({});
+  });
+});
+
+describe('secrets', () => {
+  it('never appear in any output line or any text or jsonb column after whole CLI runs', async () => {
+    // A full sync the next day with retries, a quarantined record, and status.
+    const tenant = sim.tenant(TENANT.apikey);
+    const [bad] = tenant.touch('customers', 1);
+    tenant.update('customers', String(bad!.CustomerId), { IsActive: 'yes' as unknown as boolean });
+    sim.setFaults({ errorRate: 0.1 });
+    const next = { PMSYNC_TEST_NOW: '2026-03-03T10:00:00.000Z' };
+    const res = await cli(['sync', '--source', 'clinic'], next);
+    sim.setFaults({});
+    expect([0, 7]).toContain(res.code);
+    expect(res.stderr).toMatch(/request failed; retrying/);
+    expect(res.stdout).toMatch(/clinic\/customers: succeeded/);
+    await cli(['status', '--json'], next);
+
+    const out = outputs.map((o) => o.stdout + o.stderr).join('\n');
+    expect(outputs.length).toBeGreaterThanOrEqual(9);
+    for (const secret of SECRETS) {
+      expect(out, secret).not.toContain(secret);
+      expect(out, secret).not.toContain(encodeURIComponent(secret));
+    }
+
+    const columns = await db.pool.query<{ table_schema: string; table_name: string; column_name: string }>(
+      `SELECT c.table_schema, c.table_name, c.column_name FROM information_schema.columns c
+       JOIN information_schema.tables t USING (table_schema, table_name)
+       WHERE t.table_type = 'BASE TABLE' AND c.table_schema NOT IN ('pg_catalog', 'information_schema')
+         AND c.data_type IN ('text', 'character varying', 'character', 'json', 'jsonb')`,
+    );
+    expect(columns.rows.length).toBeGreaterThan(50);
+    const stored = await db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM pmsync.runs WHERE error_message IS NOT NULL');
+    expect(stored.rows[0]!.n).toBeGreaterThan(0);
+    const leaks: string[] = [];
+    for (const c of columns.rows) {
+      const ident = `"${c.table_schema}"."${c.table_name}"`;
+      const res = await db.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${ident} WHERE "${c.column_name}"::text LIKE ANY($1)`, [SECRETS.map((s) => `%${s}%`)]);
+      if (res.rows[0]!.n > 0) leaks.push(`${ident}.${c.column_name}`);
+    }
+    expect(leaks).toEqual([]);
+  });
+});

@@ -1,0 +1,93 @@
+/**
+ * SIGTERM and SIGINT to a running `pmsync sync`: it stops at a page boundary
+ * with that page's checkpoint committed, exits 130, and the next run resumes
+ * from there. A request hanging at the moment of the signal does not hold the
+ * process until its timeout.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
+import { createTestDatabase, type TestDatabase } from '../support/db.ts';
+import { cliEnv, runCli, spawnCli, waitExit, writeConfig } from '../support/cli.ts';
+import { coreEntry } from '../support/harness.ts';
+
+const TENANT = { apikey: 'stop-key-W2', username: 'stop.user', password: 'stop-pass-Y5', variant: 'core' as const };
+const ROWS = 10_000;
+
+let sim: Simulator;
+let db: TestDatabase;
+let config: string;
+
+beforeAll(async () => {
+  sim = await startSimulator({ seed: 6, tenants: [{ ...TENANT, dailyQuota: 0, sizes: { customers: ROWS } }] });
+  db = await createTestDatabase();
+  const entry = (name: string) => coreEntry(sim, name, TENANT, { streams: ['customers'], lagSeconds: 0 });
+  config = writeConfig({ sources: [entry('term'), entry('int'), entry('hung')] });
+});
+afterAll(async () => {
+  await sim?.close();
+  await db?.drop();
+});
+
+const env = () => cliEnv({ DATABASE_URL: db.url, LOG_LEVEL: 'info' });
+
+async function progress(source: string): Promise<{ rows: number; pagesRead: number | null; runs: string[] }> {
+  const rows = await db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM customers WHERE source = $1', [source]);
+  const st = await db.pool.query<{ window: { paging?: { pagesRead: number } } | null }>('SELECT "window" FROM pmsync.sync_state WHERE source = $1', [source]);
+  const runs = await db.pool.query<{ status: string }>('SELECT status FROM pmsync.runs WHERE source = $1 ORDER BY id', [source]);
+  return { rows: rows.rows[0]!.n, pagesRead: st.rows[0]?.window?.paging?.pagesRead ?? null, runs: runs.rows.map((r) => r.status) };
+}
+
+async function until(check: () => Promise<boolean>, what: string): Promise<void> {
+  for (let i = 0; i < 600; i++) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+describe('shutdown signals', () => {
+  for (const [signal, source] of [['SIGTERM', 'term'], ['SIGINT', 'int']] as const) {
+    it(`${signal} stops at a page boundary with the checkpoint committed, exits 130, and the next run resumes`, async () => {
+      sim.setFaults({ slowMs: 25 });
+      const child = spawnCli(['--config', config, 'sync', '--source', source], env());
+      const exited = waitExit(child);
+      await until(async () => ((await progress(source)).pagesRead ?? 0) >= 3, 'three committed pages');
+      child.kill(signal);
+      const res = await exited;
+      expect(res.code).toBe(130);
+      expect(res.stderr).toMatch(/shutdown requested: stopping at the next page boundary/);
+      expect(res.stdout).toMatch(new RegExp(`${source}: stopped: Stopped by a shutdown signal at a page boundary; the checkpoint is saved`));
+
+      const stopped = await progress(source);
+      expect(stopped.pagesRead).not.toBeNull();
+      expect(stopped.rows).toBe(100 * stopped.pagesRead!);
+      expect(stopped.rows).toBeLessThan(ROWS);
+      expect(stopped.runs).toEqual(['interrupted']);
+
+      sim.setFaults({});
+      const resumed = await runCli(['--config', config, 'sync', '--source', source], env());
+      expect(resumed.code).toBe(0);
+      const done = await progress(source);
+      expect(done).toMatchObject({ rows: ROWS, pagesRead: null, runs: ['interrupted', 'succeeded'] });
+      expect(resumed.stdout).toMatch(new RegExp(`${source}/customers: succeeded, incremental, ${ROWS / 100 - stopped.pagesRead!} page\\(s\\)`));
+    });
+  }
+
+  it('a signal during a hanging request ends that request instead of waiting for its timeout', async () => {
+    const child = spawnCli(['--config', config, 'sync', '--source', 'hung'], env());
+    const exited = waitExit(child);
+    await until(async () => ((await progress('hung')).pagesRead ?? 0) >= 2, 'two committed pages');
+    sim.setFaults({ slowMs: 5, timeoutRate: 1, hangMs: 120_000 });
+    await new Promise((r) => setTimeout(r, 500));
+    child.kill('SIGTERM');
+    // The client's own timeout is 30 s; ending the request must be much faster.
+    const res = await Promise.race([exited, new Promise<null>((r) => setTimeout(() => r(null), 10_000))]);
+    sim.setFaults({});
+    expect(res).not.toBeNull();
+    expect(res!.code).toBe(130);
+    // The simulator logs a request when its connection closes: the hanging one was cut short.
+    await until(async () => sim.stats().requests.some((r) => r.fault === 'timeout'), 'the hanging request to close');
+    const stopped = await progress('hung');
+    expect(stopped.rows).toBe(100 * stopped.pagesRead!);
+  });
+});

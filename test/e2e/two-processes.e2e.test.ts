@@ -1,0 +1,66 @@
+/**
+ * Two `pmsync sync` processes on one database and one gateway key, started
+ * together: the ledger's conditional upsert decides every request, so
+ * together they send no more than the configured quota. With a local Redis
+ * they also share the key's limiter through it (REDIS_URL).
+ */
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
+import { createTestDatabase, type TestDatabase } from '../support/db.ts';
+import { cliEnv, spawnCli, waitExit, writeConfig } from '../support/cli.ts';
+import { coreEntry, requestsPerDay, TestClock } from '../support/harness.ts';
+
+const TENANT = { apikey: 'pair-key-N4', username: 'pair.user', password: 'pair-pass-B7', variant: 'core' as const };
+const QUOTA = 120;
+const NOW = '2026-03-02T10:00:00.000Z';
+
+let sim: Simulator;
+let db: TestDatabase;
+let config: string;
+let redisUrl: string | undefined;
+
+async function localRedis(): Promise<string | undefined> {
+  const url = process.env.REDIS_URL || 'redis://127.0.0.1:6379';
+  const client = new Redis(url, { lazyConnect: true, connectTimeout: 1_000, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  client.on('error', () => undefined);
+  try {
+    await client.connect();
+    return (await client.ping()) === 'PONG' ? url : undefined;
+  } catch {
+    return undefined;
+  } finally {
+    client.disconnect();
+  }
+}
+
+beforeAll(async () => {
+  sim = await startSimulator({ seed: 8, now: new TestClock(NOW).now, tenants: [{ ...TENANT, dailyQuota: 0, sizes: { customers: 30_000, orders: 6_000, appointments: 4_000 } }] });
+  db = await createTestDatabase();
+  config = writeConfig({ sources: [coreEntry(sim, 'clinic', TENANT, { dailyQuota: QUOTA, quota: { reservePercent: 0 }, streams: ['customers', 'orders', 'appointments'] })] });
+  redisUrl = await localRedis();
+  if (!redisUrl) console.warn('two-processes: no Redis answers; the processes share only the PostgreSQL ledger');
+});
+afterAll(async () => {
+  await sim?.close();
+  await db?.drop();
+});
+
+describe('two processes, one key', () => {
+  it('together stay within the configured quota, every request counted once', async () => {
+    const env = cliEnv({ DATABASE_URL: db.url, NODE_ENV: 'test', PMSYNC_TEST_NOW: NOW, REDIS_URL: redisUrl });
+    const children = [spawnCli(['--config', config, 'sync'], env), spawnCli(['--config', config, 'sync'], env)];
+    const results = await Promise.all(children.map(waitExit));
+    for (const r of results) expect([0, 5], r.stderr).toContain(r.code);
+    expect(results.some((r) => r.code === 5)).toBe(true);
+    expect(results.map((r) => r.stdout).join('')).toMatch(/Daily quota for source "clinic" is used up for 2026-03-02: 120 of 120 requests/);
+
+    const seen = requestsPerDay(sim, TENANT.apikey).get('2026-03-02') ?? 0;
+    const ledger = await db.pool.query<{ used: number }>(`SELECT used FROM pmsync.quota_usage WHERE quota_day = '2026-03-02'`);
+    expect(ledger.rows[0]!.used).toBe(QUOTA);
+    expect(seen).toBe(QUOTA);
+    // Both processes did send requests: the quota was shared, not used by one alone.
+    const runs = await db.pool.query<{ n: number }>(`SELECT count(DISTINCT resource)::int AS n FROM pmsync.runs WHERE source = 'clinic' AND requests > 0`);
+    expect(runs.rows[0]!.n).toBeGreaterThanOrEqual(2);
+  });
+});
