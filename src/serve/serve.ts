@@ -145,7 +145,7 @@ export async function startServe(app: App, config: Config, options: ServeOptions
       server.close();
       server.closeIdleConnections();
       const drained = await scheduler.stop(Math.max(0, deadline - Date.now()));
-      if (webhooks) await Promise.race([webhooks.stop(), new Promise((r) => setTimeout(r, Math.max(0, deadline - Date.now())))]);
+      if (webhooks) await within(webhooks.stop(), deadline - Date.now());
       server.closeAllConnections();
       if (drained) log.info('stopped');
       else log.error({ running: scheduler.running() }, 'shutdown timeout reached with runs still going; their checkpoints are saved and the next start resumes them');
@@ -153,4 +153,14 @@ export async function startServe(app: App, config: Config, options: ServeOptions
     })());
 
   return { url, port: address.port, server, scheduler, metrics, schedules: plan.schedules, stop };
+}
+
+/** Waits for `work` at most `ms`; the timer never outlives it. */
+async function within(work: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([work.catch(() => undefined), new Promise((resolve) => (timer = setTimeout(resolve, Math.max(0, ms))))]);
+  } finally {
+    clearTimeout(timer);
+  }
 }

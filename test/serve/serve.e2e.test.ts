@@ -4,6 +4,7 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
+import { activateSecret, addProvisionalSecret, hashToken, newToken } from '../../src/webhooks/secrets.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { cliEnv, writeConfig } from '../support/cli.ts';
 import { eventually, kill, startServeCli, type ServeProcess } from './support.ts';
@@ -27,8 +28,8 @@ function configFile(overrides: unknown[] = []): string {
   });
 }
 
-async function serve(config: string, url = db.url): Promise<ServeProcess> {
-  const p = await startServeCli(['--config', config], cliEnv({ DATABASE_URL: url }));
+async function serve(config: string, args: string[] = []): Promise<ServeProcess> {
+  const p = await startServeCli(['--config', config, ...args], cliEnv({ DATABASE_URL: db.url }));
   started.push(p);
   return p;
 }
@@ -57,7 +58,7 @@ afterEach(async () => {
 });
 
 describe('pmsync serve', () => {
-  it('answers /healthz, /readyz and /metrics with the named series, and exits 0 on SIGTERM', async () => {
+  it('answers /healthz, /readyz and /metrics with the named series, refreshes records on webhooks, and exits 0 on SIGTERM', async () => {
     db = await createTestDatabase();
     const p = await serve(configFile());
     expect(await (await fetch(`${p.url}/healthz`)).json()).toEqual({ status: 'ok' });
@@ -80,11 +81,38 @@ describe('pmsync serve', () => {
       /^pmsync_last_success_timestamp_seconds\{source="clinic",resource="orders"\} \d+/m,
       /^# TYPE pmsync_errors_total counter$/m,
       /^# TYPE pmsync_runs_in_progress gauge$/m,
+      /^pmsync_webhook_backlog 0$/m,
+      /^pmsync_webhook_dead_letters 0$/m,
     ]) {
       expect(text).toMatch(series);
     }
     expect((await fetch(`${p.url}/nope`)).status).toBe(404);
-    expect((await fetch(`${p.url}/webhooks/clinic/x`, { method: 'POST' })).status).toBe(404);
+
+    // The webhook receiver is mounted and its refresh worker runs in the same process.
+    const token = newToken();
+    await addProvisionalSecret(db.pool, 'clinic', hashToken(token), new Date());
+    await activateSecret(db.pool, 'clinic', hashToken(token), new Date(), new Date());
+    expect((await fetch(`${p.url}/webhooks/clinic/${newToken()}`, { method: 'POST' })).status).toBe(401);
+    const tenant = sim.tenant(TENANT.apikey);
+    const [target] = tenant.list('customers', { limit: 1 }) as Array<{ CustomerId: string }>;
+    tenant.update('customers', target!.CustomerId, { FirstName: 'Hooked' });
+    const delivery = await fetch(`${p.url}/webhooks/clinic/${token}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        Application: 'test',
+        TenantId: 'node1_clinic',
+        EventId: 'evt-serve-1',
+        EventType: 'Patient.Updated',
+        EventTimestamp: new Date().toISOString(),
+        Url: `${sim.coreBaseUrl()}/customers/${target!.CustomerId}`,
+      }),
+    });
+    expect(delivery.status).toBe(200);
+    await eventually(
+      async () => ((await db.pool.query<{ first_name: string }>('SELECT first_name FROM customers WHERE id = $1', [target!.CustomerId])).rows[0]?.first_name === 'Hooked' ? true : undefined),
+      'the webhook refresh',
+    );
 
     kill(p.child);
     const result = await p.exited;
@@ -95,7 +123,8 @@ describe('pmsync serve', () => {
   it('with two replicas on one database, runs each fire once and never one stream twice at a time', async () => {
     db = await createTestDatabase();
     const config = configFile();
-    const [a, b] = await Promise.all([serve(config), serve(config)]);
+    const [a, b] = await Promise.all([serve(config), serve(config, ['--no-webhooks'])]);
+    expect((await fetch(`${b!.url}/webhooks/clinic/x`, { method: 'POST' })).status).toBe(404);
     await eventually(async () => ((await runsOf()).filter((r) => r.status === 'succeeded').length >= STREAMS ? true : undefined), 'the first runs');
     const runs = await runsOf();
     const perStream = new Map<string, number>();

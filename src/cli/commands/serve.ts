@@ -2,12 +2,14 @@ import { Command, InvalidArgumentError } from 'commander';
 import { EXIT } from '../../errors.ts';
 import { serveSchema } from '../../scheduler/settings.ts';
 import { startServe } from '../../serve/serve.ts';
+import { mountWebhooks } from '../../serve/webhooks.ts';
 import { configFrom, fail, requireSources, withApp } from '../shared.ts';
 
 interface ServeCliOptions {
   port?: number;
   host?: string;
   catchUp: boolean;
+  webhooks: boolean;
 }
 
 function port(text: string): number {
@@ -21,6 +23,7 @@ export function serveCommand(): Command {
     .option('-p, --port <n>', 'HTTP port (default: serve.port, PMSYNC_PORT or PORT, else 8080)', port)
     .option('--host <host>', 'interface to listen on (default 0.0.0.0)')
     .option('--no-catch-up', 'do not run, at start-up, the fires missed while no process was up')
+    .option('--no-webhooks', 'do not receive webhooks or run the refresh worker here (another process does)')
     .addHelpText(
       'after',
       `
@@ -43,7 +46,7 @@ within serve.shutdownTimeoutSeconds (default 30), or 1 if runs were still going 
         const schedules = loaded.schedules ? { ...loaded.schedules, catchUp: loaded.schedules.catchUp && opts.catchUp } : undefined;
         const config = { ...loaded, serve, schedules };
         process.exitCode = await withApp(config, async (app) => {
-          const running = await startServe(app, config);
+          const running = await startServe(app, config, { webhooks: opts.webhooks ? mountWebhooks : undefined });
           await new Promise<void>((resolve) => app.abort.signal.addEventListener('abort', () => resolve(), { once: true }));
           const again = () => process.exit(EXIT.INTERRUPTED);
           process.once('SIGINT', again);

@@ -1,0 +1,21 @@
+/**
+ * The webhook side of `serve`: the receiver mounted under /webhooks/ and the
+ * refresh worker (src/webhooks), started only when a Core source is configured
+ * (only the Core API sends webhooks).
+ */
+import type { App } from '../app.ts';
+import { startWebhooks } from '../webhooks/index.ts';
+import type { WebhookMount } from './serve.ts';
+
+export async function mountWebhooks(app: App): Promise<WebhookMount | null> {
+  if (!app.config.sources.some((s) => s.kind === 'core')) return null;
+  const webhooks = await startWebhooks(app);
+  return {
+    handler: (req, res) => webhooks.receiver.handler(req, res),
+    async counts() {
+      const c = await webhooks.counts();
+      return { backlog: c.ready + c.deferred + c.retrying + c.active, deadLetters: c.deadLettered };
+    },
+    stop: () => webhooks.stop(),
+  };
+}
