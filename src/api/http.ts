@@ -232,7 +232,11 @@ class RetryAfter extends Error {
   }
 }
 
-/** Retry-After in seconds or as an HTTP date; capped so a hostile value cannot stall a run for days. */
+/**
+ * Retry-After in seconds or as an HTTP date; capped so a hostile value cannot
+ * stall a run for days. The spec does not say the API sends it; when it does,
+ * pmsync never retries earlier.
+ */
 export function parseRetryAfter(value: string | string[] | undefined, now = Date.now()): number | undefined {
   const v = Array.isArray(value) ? value[0] : value;
   if (!v) return undefined;

@@ -109,7 +109,9 @@ function repairBudget(state: PagingState): number {
  * pages already read; those pages are read again, up to a budget, since a
  * window whose end is in the past should never grow. Changes that cancel out
  * between two responses cannot be seen; without Data* headers nothing can be
- * seen at all (see docs/quota-and-recovery.md).
+ * seen at all (see docs/quota-and-recovery.md). The spec does not say lists
+ * keep a stable order; pmsync assumes they do (rows only move as others leave
+ * or enter).
  */
 export function advance(state: PagingState, page: number, records: unknown[], totalRows: number | null, totalPages: number | null, served: number): { state: PagingState; last: boolean; totalChange: number } {
   const next: PagingState = { ...state, pagesRead: state.pagesRead + 1 };

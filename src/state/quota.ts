@@ -79,6 +79,10 @@ export class QuotaLedger implements RequestBudget {
     }
   }
 
+  /**
+   * The spec does not say when a 429 window ends; the configured quota day's
+   * reset is used, so nothing is sent for this key until then.
+   */
   async exhausted(): Promise<Error> {
     const now = this.now();
     const qd = quotaDayOf(now, this.settings);
