@@ -1,0 +1,137 @@
+/**
+ * Part 3, end to end: `pmsync sync --resource customers` as an operator runs
+ * it, against `pmsync simulate --customers N --quota 0` in another process,
+ * with the source's daily quota set out of the way. Measured: rows per second
+ * of the run (pmsync.runs start to end) and of the whole process (start-up and
+ * migration check included), and the pmsync process's peak resident memory
+ * (VmHWM from /proc), with RSS sampled over the run to show it stays flat.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DEMO_CORE } from '../src/simulator/index.ts';
+import { createBenchDatabase, type BenchServer } from './support/db.ts';
+import { cliEnv, runCliMeasured, startSimulatorProcess, type MemorySample } from './support/proc.ts';
+import { fmtInt, fmtMb, fmtNum, median, spread, table } from './support/stats.ts';
+
+export interface EndToEndOptions {
+  sizes: number[];
+  reps: number;
+  log: (line: string) => void;
+}
+
+/** The budget the memory target sets for the pmsync process. */
+export const RSS_TARGET_BYTES = 256 * 1024 * 1024;
+
+interface Trial {
+  rows: number;
+  runSeconds: number;
+  wallSeconds: number;
+  runRowsPerSecond: number;
+  wallRowsPerSecond: number;
+  peakRssBytes: number;
+  /** Largest RSS seen in each quarter of the process's life. */
+  quarterRss: number[];
+}
+
+function quarters(samples: MemorySample[], wallMs: number): number[] {
+  const out = [0, 0, 0, 0];
+  for (const s of samples) {
+    const q = Math.min(3, Math.floor((s.atMs / wallMs) * 4));
+    out[q] = Math.max(out[q]!, s.rssBytes);
+  }
+  return out;
+}
+
+async function trial(server: BenchServer, simUrl: string, rows: number): Promise<Trial> {
+  const db = await createBenchDatabase(server);
+  const dir = mkdtempSync(join(tmpdir(), 'pmsync-bench-e2e-'));
+  try {
+    const configFile = join(dir, 'pmsync.json');
+    writeFileSync(
+      configFile,
+      JSON.stringify({
+        sources: [
+          {
+            kind: 'core',
+            name: 'bench',
+            baseUrl: `${simUrl}/api/v1`,
+            apikey: DEMO_CORE.apikey,
+            username: DEMO_CORE.username,
+            password: DEMO_CORE.password,
+            dailyQuota: 1_000_000_000,
+          },
+        ],
+      }),
+    );
+    const result = await runCliMeasured(['--config', configFile, 'sync', '--resource', 'customers'], cliEnv({ DATABASE_URL: db.url, PMSYNC_DATA_DIR: dir }));
+    if (result.code !== 0) throw new Error(`pmsync sync exited with ${result.code ?? result.signal}: ${result.stderr.slice(-2000)}`);
+    const run = await db.pool.query<{ seconds: number; inserted: number; stored: number }>(
+      `SELECT extract(epoch FROM ended_at - started_at)::float8 AS seconds, inserted, (SELECT count(*) FROM customers)::int AS stored
+       FROM pmsync.runs WHERE resource = 'customers' AND status = 'succeeded' ORDER BY id DESC LIMIT 1`,
+    );
+    const r = run.rows[0];
+    if (!r || r.stored !== rows) throw new Error(`expected ${rows} customers stored, found ${r?.stored ?? 0}`);
+    return {
+      rows,
+      runSeconds: r.seconds,
+      wallSeconds: result.wallMs / 1000,
+      runRowsPerSecond: rows / r.seconds,
+      wallRowsPerSecond: rows / (result.wallMs / 1000),
+      peakRssBytes: result.peakRssBytes,
+      quarterRss: quarters(result.samples, result.wallMs),
+    };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+    await db.drop();
+  }
+}
+
+export async function runEndToEnd(server: BenchServer, options: EndToEndOptions): Promise<{ markdown: string; data: unknown }> {
+  const bySize: Array<{ rows: number; trials: Trial[] }> = [];
+  for (const rows of options.sizes) {
+    options.log(`e2e: starting the simulator with ${fmtInt(rows)} customers`);
+    const sim = await startSimulatorProcess(['--customers', String(rows), '--quota', '0']);
+    try {
+      const trials: Trial[] = [];
+      for (let rep = 0; rep < options.reps; rep++) {
+        const t = await trial(server, sim.url, rows);
+        trials.push(t);
+        options.log(`e2e ${fmtInt(rows)} rep ${rep + 1}: ${fmtInt(t.runRowsPerSecond)} rows/s (run), ${fmtInt(t.wallRowsPerSecond)} rows/s (process), peak RSS ${fmtMb(t.peakRssBytes)}, RSS by quarter ${t.quarterRss.map(fmtMb).join(' / ')}`);
+      }
+      bySize.push({ rows, trials });
+    } finally {
+      await sim.stop();
+    }
+  }
+  const rowsOut = bySize.map(({ rows, trials }) => {
+    const peak = Math.max(...trials.map((t) => t.peakRssBytes));
+    const last = trials.at(-1)!;
+    return [
+      fmtInt(rows),
+      String(trials.length),
+      fmtInt(median(trials.map((t) => t.runRowsPerSecond))),
+      fmtInt(median(trials.map((t) => t.wallRowsPerSecond))),
+      fmtNum(median(trials.map((t) => t.wallSeconds))),
+      `${fmtMb(median(trials.map((t) => t.peakRssBytes)))} (max ${fmtMb(peak)})`,
+      last.quarterRss.map(fmtMb).join(' / '),
+      peak < RSS_TARGET_BYTES ? 'yes' : 'NO',
+    ];
+  });
+  const small = bySize[0];
+  const big = bySize.at(-1);
+  const flat =
+    small && big && small !== big
+      ? `Peak RSS at ${fmtInt(big.rows)} rows is ${fmtNum(median(big.trials.map((t) => t.peakRssBytes)) / median(small.trials.map((t) => t.peakRssBytes)), 2)}x the peak at ${fmtInt(small.rows)} rows (10x the rows).`
+      : '';
+  const markdown = [
+    `\`pmsync sync --resource customers\` (its own process, embedded-free: DATABASE_URL points at the bench PostgreSQL) against \`pmsync simulate --customers N --quota 0\` (another process), source dailyQuota 1,000,000,000. "run" rows/s is measured from the run's own start and end in pmsync.runs; "process" includes Node start-up and the migration check. Peak RSS is the kernel's VmHWM of the pmsync process.`,
+    '',
+    table(['customers', 'runs', 'rows/s (run, median)', 'rows/s (process, median)', 'process seconds', 'peak RSS (median)', 'RSS by quarter of the run (last run)', 'under 256 MB'], rowsOut),
+    '',
+    flat,
+    '',
+    `Each run: ${bySize.map(({ rows, trials }) => `${fmtInt(rows)}: ${spread(trials.map((t) => t.runRowsPerSecond))} rows/s`).join('; ')}.`,
+  ].join('\n');
+  return { markdown, data: bySize };
+}

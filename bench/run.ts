@@ -1,0 +1,107 @@
+/**
+ * Runs the benchmarks and writes their report (see bench/RESULTS.md for what
+ * each part proves and how to run it).
+ *
+ *   node bench/run.ts --quick            every part, small sizes (under two minutes)
+ *   node bench/run.ts --full             every part at full size
+ *   node bench/run.ts --full --only write,e2e
+ *
+ * The report goes to stdout and to bench/out/<mode>-<timestamp>.md, with the
+ * raw figures beside it as .json. Everything talks to loopback only.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { cpus, totalmem } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { startBenchServer } from './support/db.ts';
+
+const PARTS = ['economy', 'write', 'e2e', 'webhooks'] as const;
+type Part = (typeof PARTS)[number];
+
+const { values } = parseArgs({
+  options: {
+    quick: { type: 'boolean', default: false },
+    full: { type: 'boolean', default: false },
+    only: { type: 'string' },
+  },
+});
+const full = values.full === true;
+const mode = full ? 'full' : 'quick';
+const only = values.only ? values.only.split(',').map((s) => s.trim()) : [...PARTS];
+for (const p of only) {
+  if (!(PARTS as readonly string[]).includes(p)) {
+    process.stderr.write(`unknown part "${p}"; parts: ${PARTS.join(', ')}\n`);
+    process.exit(2);
+  }
+}
+const selected = (p: Part) => only.includes(p);
+
+const log = (line: string) => process.stderr.write(`[bench ${((performance.now() - started) / 1000).toFixed(0)}s] ${line}\n`);
+const started = performance.now();
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const command = `npm run ${full ? 'bench:full' : 'bench'}${values.only ? ` -- --only ${values.only}` : ''}`;
+
+const server = await startBenchServer();
+log(`PostgreSQL: ${server.label}`);
+const sections: string[] = [];
+const data: Record<string, unknown> = {};
+try {
+  if (selected('economy')) {
+    const { runEconomy } = await import('./economy.ts');
+    const r = await runEconomy(server, { rows: full ? 100_000 : 10_000, log });
+    sections.push(`## 1. Request economy\n\n${r.markdown}`);
+    data.economy = r.data;
+  }
+  if (selected('write')) {
+    const { runWrite } = await import('./write.ts');
+    const r = await runWrite(server, {
+      sizes: full ? [10_000, 100_000, 1_000_000] : [10_000],
+      reps: (size) => (size >= 1_000_000 ? 3 : size >= 100_000 ? 3 : 5),
+      batches: [100, 500, 1000, 5000],
+      curveSize: full ? 100_000 : 10_000,
+      prismaSample: full ? 5_000 : 1_000,
+      log,
+    });
+    sections.push(`## 2. Write throughput\n\n${r.markdown}`);
+    data.write = r.data;
+  }
+  if (selected('e2e')) {
+    const { runEndToEnd } = await import('./e2e.ts');
+    const r = await runEndToEnd(server, { sizes: full ? [100_000, 1_000_000] : [100_000], reps: full ? 3 : 1, log });
+    sections.push(`## 3. End to end\n\n${r.markdown}`);
+    data.e2e = r.data;
+  }
+  if (selected('webhooks')) {
+    const { runWebhooks } = await import('./webhooks.ts');
+    const r = await runWebhooks(server, { ackSeconds: full ? 30 : 5, burst: 1000, concurrencies: full ? [2, 8] : [2], log });
+    sections.push(`## 4. Webhooks\n\n${r.markdown}`);
+    data.webhooks = r.data;
+  }
+} finally {
+  await server.stop();
+}
+
+const cpuModel = cpus()[0]?.model ?? 'unknown CPU';
+const header = [
+  `# pmsync benchmarks (${mode})`,
+  '',
+  `- Command: \`${command}\``,
+  `- Date: ${new Date().toISOString()}`,
+  `- Machine: ${cpus().length} cores (${cpuModel}), ${(totalmem() / 1024 ** 3).toFixed(1)} GiB memory, ${process.platform} ${process.arch}, Node ${process.version}`,
+  `- PostgreSQL: ${server.label}; ${Object.entries(server.settings)
+    .filter(([k]) => k !== 'server_version')
+    .map(([k, v]) => `${k}=${v}`)
+    .join(', ')}`,
+  `- Wall time: ${((performance.now() - started) / 1000).toFixed(0)} s`,
+  '',
+].join('\n');
+const markdown = `${header}\n${sections.join('\n\n')}\n`;
+const outDir = join(ROOT, 'bench', 'out');
+mkdirSync(outDir, { recursive: true });
+const stamp = new Date().toISOString().replace(/[:.]/g, '-');
+writeFileSync(join(outDir, `${mode}-${stamp}.md`), markdown);
+writeFileSync(join(outDir, `${mode}-${stamp}.json`), JSON.stringify({ mode, command, server: server.label, settings: server.settings, data }, null, 2));
+process.stdout.write(markdown);
+log(`report written to bench/out/${mode}-${stamp}.md`);

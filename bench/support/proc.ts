@@ -1,0 +1,117 @@
+/**
+ * Child processes for the end-to-end parts: the pmsync CLI and the simulator,
+ * each in its own process, with the child's memory sampled from /proc.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+export const CLI = `${ROOT}src/cli/main.ts`;
+
+export interface MemorySample {
+  /** Milliseconds since the child started. */
+  atMs: number;
+  rssBytes: number;
+}
+
+export interface ChildResult {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+  wallMs: number;
+  /** VmHWM: the kernel's own peak resident set size of the child, last read before it exited. */
+  peakRssBytes: number;
+  samples: MemorySample[];
+}
+
+/** Reads VmRSS and VmHWM (bytes) of a live process; null once it is gone. */
+export function readMemory(pid: number): { rss: number; hwm: number } | null {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const kb = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? Number.NaN) * 1024;
+    return { rss: kb('VmRSS'), hwm: kb('VmHWM') };
+  } catch {
+    return null;
+  }
+}
+
+export function cliEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
+  return { PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: 'warn', NO_COLOR: '1', ...extra };
+}
+
+/** Runs the pmsync CLI to completion, sampling its memory every `sampleMs`. */
+export function runCliMeasured(args: string[], env: NodeJS.ProcessEnv, options: { sampleMs?: number; nodeArgs?: string[] } = {}): Promise<ChildResult> {
+  const started = performance.now();
+  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), CLI, ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d) => (stdout += String(d)));
+  child.stderr.on('data', (d) => (stderr += String(d)));
+  const samples: MemorySample[] = [];
+  let peak = 0;
+  const sample = () => {
+    if (child.pid === undefined) return;
+    const m = readMemory(child.pid);
+    if (m === null) return;
+    if (Number.isFinite(m.hwm)) peak = Math.max(peak, m.hwm);
+    if (!Number.isFinite(m.rss)) return;
+    samples.push({ atMs: performance.now() - started, rssBytes: m.rss });
+  };
+  const timer = setInterval(sample, options.sampleMs ?? 50);
+  return new Promise((resolve, reject) => {
+    child.once('error', (err) => {
+      clearInterval(timer);
+      reject(err);
+    });
+    child.once('close', (code, signal) => {
+      clearInterval(timer);
+      resolve({ code, signal, stdout, stderr, wallMs: performance.now() - started, peakRssBytes: peak, samples });
+    });
+  });
+}
+
+export interface RunningSimulator {
+  url: string;
+  child: ChildProcess;
+  stop(): Promise<void>;
+}
+
+/** Starts `pmsync simulate` on a free loopback port and waits until it listens. */
+export async function startSimulatorProcess(args: string[], options: { timeoutMs?: number; nodeArgs?: string[] } = {}): Promise<RunningSimulator> {
+  const timeoutMs = options.timeoutMs ?? 120_000;
+  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), CLI, 'simulate', '--host', '127.0.0.1', '--port', '0', ...args], {
+    cwd: ROOT,
+    env: cliEnv({}),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  child.stderr.on('data', (d) => (err += String(d)));
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`simulator did not start in ${timeoutMs} ms: ${err}`)), timeoutMs);
+    child.stdout.on('data', (d) => {
+      out += String(d);
+      const m = /listening on (http:\/\/[^\s]+)/.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]!);
+      }
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`simulator exited with ${code}: ${err}`));
+    });
+  });
+  return {
+    url,
+    child,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null || child.signalCode !== null) return resolve();
+        child.once('exit', () => resolve());
+        child.kill('SIGTERM');
+      }),
+  };
+}

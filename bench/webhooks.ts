@@ -1,0 +1,281 @@
+/**
+ * Part 4, webhooks: `pmsync webhooks receive` (receiver and refresh worker in
+ * one process, as an operator runs it) against a simulator.
+ *
+ * - Acknowledgement latency: autocannon POSTs valid deliveries, each with a
+ *   distinct EventId and pointing to one of the simulator's customers, at a
+ *   fixed 200 per second; latency is the client's, request sent to 2xx read.
+ * - Delivery to row visible: records are changed at the simulator, then a
+ *   burst of deliveries (700 distinct events over 500 distinct records, plus
+ *   300 re-sends of those EventIds: 30% duplicates) is posted as fast as 16
+ *   connections allow. A record is visible when its row in PostgreSQL shows
+ *   the change; latency runs from its first delivery being sent. The
+ *   simulator counts the single-record fetches the worker makes.
+ *
+ * The receiver's secret token is stored the way registration stores it (a
+ * SHA-256 hash in pmsync.webhook_secrets), without registering at the
+ * simulator, so the simulator sends no deliveries of its own.
+ */
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { spawn } from 'node:child_process';
+import autocannon, { type Result as AutocannonResult } from 'autocannon';
+import { DEMO_CORE, startSimulator } from '../src/simulator/index.ts';
+import { activateSecret, addProvisionalSecret, hashToken, newToken } from '../src/webhooks/secrets.ts';
+import { createBenchDatabase, type BenchDatabase, type BenchServer } from './support/db.ts';
+import { CLI, cliEnv, ROOT } from './support/proc.ts';
+import { fmtInt, fmtMs, percentile, table } from './support/stats.ts';
+
+export interface WebhookOptions {
+  /** Seconds of deliveries at 200 per second. */
+  ackSeconds: number;
+  /** Deliveries in the burst (30% of them duplicates). */
+  burst: number;
+  /** Refresh worker concurrencies to measure the burst with (the first is pmsync's default). */
+  concurrencies: number[];
+  log: (line: string) => void;
+}
+
+const SOURCE = 'bench';
+const RATE = 200;
+const BURST_CONNECTIONS = 16;
+const ACK_TARGET_MS = 20;
+const VISIBLE_TARGET_MS = 1000;
+
+function delivery(coreBase: string, id: string, eventId: string, type = 'Patient.Updated'): string {
+  return JSON.stringify({ Application: 'pm-simulator', TenantId: 'sim01_1000', EventId: eventId, EventType: type, EventTimestamp: new Date().toISOString(), Url: `${coreBase}/customers/${id}` });
+}
+
+interface Receiver {
+  url: string;
+  stop(): Promise<void>;
+}
+
+async function startReceiver(configFile: string, db: BenchDatabase): Promise<Receiver> {
+  const child = spawn(process.execPath, [CLI, '--config', configFile, 'webhooks', 'receive', '--port', '0'], {
+    cwd: ROOT,
+    env: cliEnv({ DATABASE_URL: db.url }),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  child.stderr.on('data', (d) => (err += String(d)));
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`the receiver did not start: ${err}`)), 60_000);
+    child.stdout.on('data', (d) => {
+      out += String(d);
+      const m = /listening on (http:\/\/[\d.]+:\d+)/.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]!);
+      }
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`the receiver exited with ${code}: ${err}`));
+    });
+  });
+  return {
+    url,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null) return resolve();
+        child.once('exit', () => resolve());
+        child.kill('SIGTERM');
+      }),
+  };
+}
+
+async function queueIdle(db: BenchDatabase, timeoutMs: number): Promise<boolean> {
+  const until = Date.now() + timeoutMs;
+  while (Date.now() < until) {
+    const r = await db.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM pgboss.job WHERE name = 'pmsync-refresh' AND state IN ('created', 'retry', 'active')`);
+    if (r.rows[0]!.n === 0) return true;
+    await new Promise((res) => setTimeout(res, 50));
+  }
+  return false;
+}
+
+interface BurstResult {
+  concurrency: number;
+  deliveries: number;
+  duplicates: number;
+  events: number;
+  records: number;
+  visible: number;
+  p50: number;
+  p99: number;
+  max: number;
+  fetches: number;
+  sendMs: number;
+}
+
+export async function runWebhooks(server: BenchServer, options: WebhookOptions): Promise<{ markdown: string; data: unknown }> {
+  const ackCount = RATE * options.ackSeconds;
+  const burstRecords = Math.round(options.burst * 0.5);
+  const burstEvents = Math.round(options.burst * 0.7);
+  const customers = ackCount + burstRecords * options.concurrencies.length + 10;
+  const sim = await startSimulator({ tenants: [{ ...DEMO_CORE, sizes: { customers }, dailyQuota: 0 }], practices: [], requestLogLimit: 1_000_000 });
+  const tenant = sim.tenant(DEMO_CORE.apikey);
+  const ids = tenant.list('customers').map((r) => String(r.CustomerId));
+  const dir = mkdtempSync(join(tmpdir(), 'pmsync-bench-wh-'));
+  const ackRows: string[][] = [];
+  const bursts: BurstResult[] = [];
+  let ack: AutocannonResult | undefined;
+  try {
+    for (const [round, concurrency] of options.concurrencies.entries()) {
+      const db = await createBenchDatabase(server);
+      const token = newToken();
+      const now = new Date();
+      await addProvisionalSecret(db.pool, SOURCE, hashToken(token), now);
+      await activateSecret(db.pool, SOURCE, hashToken(token), now, now);
+      const configFile = join(dir, `pmsync-${concurrency}.json`);
+      writeFileSync(
+        configFile,
+        JSON.stringify({
+          sources: [{ kind: 'core', name: SOURCE, baseUrl: sim.coreBaseUrl(), apikey: DEMO_CORE.apikey, username: DEMO_CORE.username, password: DEMO_CORE.password, dailyQuota: 1_000_000_000 }],
+          webhooks: { concurrency },
+        }),
+      );
+      const receiver = await startReceiver(configFile, db);
+      const target = `${receiver.url}/webhooks/${SOURCE}/${token}`;
+      try {
+        if (round === 0) {
+          options.log(`webhooks: ${fmtInt(ackCount)} deliveries at ${RATE}/s`);
+          let n = 0;
+          ack = await autocannon({
+            url: target,
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            connections: 10,
+            overallRate: RATE,
+            amount: ackCount,
+            timeout: 10,
+            requests: [{ setupRequest: (req) => ({ ...req, body: delivery(sim.coreBaseUrl(), ids[n++ % ackCount]!, randomUUID()) }) }],
+          });
+          ackRows.push([
+            `${RATE}/s for ${options.ackSeconds} s`,
+            fmtInt(ack.requests.total),
+            fmtInt(ack['2xx']),
+            fmtInt(ack.non2xx + ack.errors + ack.timeouts),
+            fmtMs(ack.latency.p50),
+            fmtMs(ack.latency.p99),
+            fmtMs(ack.latency.max),
+            ack.latency.p99 < ACK_TARGET_MS ? 'yes' : 'NO',
+          ]);
+          options.log(`webhooks: ack p50 ${fmtMs(ack.latency.p50)}, p99 ${fmtMs(ack.latency.p99)}; waiting for the refreshes to finish`);
+          if (!(await queueIdle(db, 300_000))) throw new Error('the refresh queue did not drain within 5 minutes');
+        }
+        bursts.push(await burst(sim.coreBaseUrl(), target, db, ids.slice(ackCount + round * burstRecords, ackCount + (round + 1) * burstRecords), burstEvents, options.burst, concurrency, sim, tenant));
+        const b = bursts.at(-1)!;
+        options.log(`webhooks burst (worker concurrency ${concurrency}): visible p50 ${fmtMs(b.p50)}, p99 ${fmtMs(b.p99)}, ${b.fetches} fetches for ${b.records} records`);
+      } finally {
+        await receiver.stop();
+        await db.drop();
+      }
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+    await sim.close();
+  }
+  const markdown = [
+    '`pmsync webhooks receive` in its own process (receiver and refresh worker; PostgreSQL inbox and pg-boss queue on the bench PostgreSQL), the simulator in the benchmark process.',
+    '',
+    'Acknowledgement latency (autocannon, 10 connections, valid deliveries with distinct EventIds, each accepted delivery stored and its refresh queued before the reply):',
+    '',
+    table(['load', 'sent', '2xx', 'errors', 'p50', 'p99', 'max', `p99 under ${ACK_TARGET_MS} ms`], ackRows),
+    '',
+    `Delivery to row visible, burst of ${fmtInt(options.burst)} deliveries (${fmtInt(burstEvents)} distinct events over ${fmtInt(burstRecords)} distinct records, ${fmtInt(options.burst - burstEvents)} duplicate re-sends), ${BURST_CONNECTIONS} connections:`,
+    '',
+    table(
+      ['worker concurrency', 'burst sent in', 'records visible', 'p50', 'p99', 'max', 'record fetches (distinct records)', `p99 under ${VISIBLE_TARGET_MS} ms`, 'fetches <= records'],
+      bursts.map((b) => [
+        `${b.concurrency}${b.concurrency === options.concurrencies[0] ? ' (default)' : ''}`,
+        fmtMs(b.sendMs),
+        `${fmtInt(b.visible)} of ${fmtInt(b.records)}`,
+        fmtMs(b.p50),
+        fmtMs(b.p99),
+        fmtMs(b.max),
+        `${fmtInt(b.fetches)} (${fmtInt(b.records)})`,
+        b.p99 < VISIBLE_TARGET_MS && b.visible === b.records ? 'yes' : 'NO',
+        b.fetches <= b.records ? 'yes' : 'NO',
+      ]),
+    ),
+  ].join('\n');
+  return { markdown, data: { ack: ack ? { latency: ack.latency, total: ack.requests.total, non2xx: ack.non2xx, errors: ack.errors } : null, bursts } };
+}
+
+async function burst(
+  coreBase: string,
+  target: string,
+  db: BenchDatabase,
+  recordIds: string[],
+  eventCount: number,
+  total: number,
+  concurrency: number,
+  sim: Awaited<ReturnType<typeof startSimulator>>,
+  tenant: ReturnType<Awaited<ReturnType<typeof startSimulator>>['tenant']>,
+): Promise<BurstResult> {
+  const marker = `Burst${concurrency}`;
+  for (const id of recordIds) tenant.update('customers', id, { FirstName: marker });
+  // Every record gets one event; the rest of the events go to records already named.
+  const events = Array.from({ length: eventCount }, (_, i) => ({ id: recordIds[i % recordIds.length]!, eventId: randomUUID() }));
+  const sends = [...events.map((e) => ({ ...e, duplicate: false }))];
+  for (let i = 0; i < total - eventCount; i++) {
+    const original = events[(i * 7) % events.length]!;
+    // A re-send lands after its original, somewhere later in the burst.
+    const at = Math.min(sends.length, sends.findIndex((s) => s.eventId === original.eventId) + 1 + ((i * 13) % 200));
+    sends.splice(at, 0, { ...original, duplicate: true });
+  }
+  const firstSent = new Map<string, number>();
+  const visibleAt = new Map<string, number>();
+  const logStart = sim.stats().requests.length + sim.stats().requestsDropped;
+  let polling = true;
+  const poller = (async () => {
+    while (polling) {
+      const pending = recordIds.filter((id) => !visibleAt.has(id) && firstSent.has(id));
+      if (pending.length > 0) {
+        const r = await db.pool.query<{ id: string }>('SELECT id FROM customers WHERE source = $1 AND id = ANY($2::text[]) AND first_name = $3', [SOURCE, pending, marker]);
+        const at = performance.now();
+        for (const row of r.rows) visibleAt.set(row.id, at);
+      }
+      await new Promise((res) => setTimeout(res, 10));
+    }
+  })();
+  const t0 = performance.now();
+  let next = 0;
+  const senders = Array.from({ length: BURST_CONNECTIONS }, async () => {
+    while (next < sends.length) {
+      const s = sends[next++]!;
+      if (!firstSent.has(s.id)) firstSent.set(s.id, performance.now());
+      const res = await fetch(target, { method: 'POST', headers: { 'content-type': 'application/json' }, body: delivery(coreBase, s.id, s.eventId) });
+      await res.arrayBuffer();
+      if (!res.ok) throw new Error(`delivery answered ${res.status}`);
+    }
+  });
+  await Promise.all(senders);
+  const sendMs = performance.now() - t0;
+  const until = Date.now() + 120_000;
+  while (visibleAt.size < recordIds.length && Date.now() < until) await new Promise((res) => setTimeout(res, 20));
+  await queueIdle(db, 60_000);
+  polling = false;
+  await poller;
+  const stats = sim.stats();
+  const fetches = stats.requests.slice(logStart - stats.requestsDropped).filter((r) => r.path.startsWith('/api/v1/customers/')).length;
+  const latencies = recordIds.filter((id) => visibleAt.has(id)).map((id) => visibleAt.get(id)! - firstSent.get(id)!);
+  return {
+    concurrency,
+    deliveries: sends.length,
+    duplicates: sends.filter((s) => s.duplicate).length,
+    events: eventCount,
+    records: recordIds.length,
+    visible: visibleAt.size,
+    p50: percentile(latencies, 50),
+    p99: percentile(latencies, 99),
+    max: Math.max(...latencies),
+    fetches,
+    sendMs,
+  };
+}
