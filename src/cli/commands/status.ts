@@ -8,6 +8,7 @@ import { describePosition } from '../../sync/pro-scope.ts';
 import { checkConnectivity } from '../../sync/source-kinds.ts';
 import { resourceTablesFor } from '../../sync/streams/index.ts';
 import { configFrom, fail, withApp } from '../shared.ts';
+import { describeSchedule, streamScheduleStatus, type StreamScheduleStatus } from '../../scheduler/status.ts';
 import { describeRefreshCounts, refreshQueueCounts } from '../../webhooks/queue.ts';
 
 export interface ResourceStatus {
@@ -19,6 +20,8 @@ export interface ResourceStatus {
   inWindow: { nextPage: number; end: string; estimate: WindowEstimate | null; position?: string | null } | null;
   lastRun: { status: string; startedAt: string; endedAt: string | null; requests: number; inserted: number; updated: number; unchanged: number; rejected: number; error: string | null } | null;
   quarantined: number;
+  /** Its schedule in `pmsync serve` and the process running it now, if any. */
+  schedule?: StreamScheduleStatus | null;
 }
 
 /**
@@ -54,6 +57,7 @@ export interface SourceStatus {
 
 export async function collectStatus(app: App, config: Config, options: { check?: boolean } = {}): Promise<SourceStatus[]> {
   const out: SourceStatus[] = [];
+  const schedules = await streamScheduleStatus(app.pool, config, app.ctx.now());
   for (const source of config.sources) {
     const streams = resourceTablesFor(source);
     const resources: ResourceStatus[] = [];
@@ -97,6 +101,7 @@ export async function collectStatus(app: App, config: Config, options: { check?:
             }
           : null,
         quarantined: q.rows[0]?.n ?? 0,
+        schedule: schedules.get(`${source.name}/${s.resource}`) ?? null,
       });
     }
     out.push({
@@ -142,7 +147,7 @@ export function printStatus(statuses: SourceStatus[]): void {
           (e ? ` (${e.pagesLeft} of ${e.totalPages} pages left, about ${e.quotaDays} quota day(s) at ${e.dailyAllowance} requests a day)` : '')
         : '';
       const quarantined = r.quarantined > 0 ? `, ${r.quarantined} quarantined` : '';
-      process.stdout.write(`  ${r.resource.padEnd(20)} ${String(r.rows).padStart(8)} rows  cursor ${r.cursor ?? '-'}${pos}  ${run}${quarantined}\n`);
+      process.stdout.write(`  ${r.resource.padEnd(20)} ${String(r.rows).padStart(8)} rows  cursor ${r.cursor ?? '-'}${pos}  ${run}${quarantined}${describeSchedule(r.schedule)}\n`);
     }
   }
 }
