@@ -1,0 +1,37 @@
+# pmsync image: `pmsync serve` by default (scheduler, webhook receiver, /healthz, /readyz, /metrics).
+#   docker build -t pmsync .
+#   docker run --env-file .env -p 8080:8080 pmsync            # serve
+#   docker run --env-file .env pmsync sync                    # one pass, then exit
+# The Node major matches package.json ("engines" and the pinned "node" devDependency).
+ARG NODE_IMAGE=node:24-bookworm-slim
+
+# ---- dependencies: production packages only, exactly as locked ----
+FROM ${NODE_IMAGE} AS deps
+WORKDIR /app
+COPY package.json package-lock.json ./
+# Left out: dev tools, optional and peer packages (the embedded PostgreSQL binaries, the Prisma
+# CLI): a container always uses DATABASE_URL and applies migrations with pmsync's own migrator.
+# Install scripts are skipped: pmsync's own only generates a Prisma client that tests use.
+RUN npm ci --omit=dev --omit=optional --omit=peer --ignore-scripts --no-audit --no-fund \
+ && npm cache clean --force
+
+# ---- runtime: source files and production dependencies, run as the unprivileged "node" user ----
+FROM ${NODE_IMAGE} AS runtime
+ENV NODE_ENV=production \
+    PMSYNC_DATA_DIR=/home/node/.pmsync \
+    PMSYNC_HOST=0.0.0.0 \
+    PMSYNC_PORT=8080
+WORKDIR /app
+COPY --from=deps /app/node_modules ./node_modules
+COPY package.json package-lock.json ./
+COPY bin ./bin
+COPY prisma ./prisma
+COPY src ./src
+USER node
+EXPOSE 8080
+# Liveness only (the process answers); readiness (database, migrations) is /readyz.
+HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PMSYNC_PORT || 8080) + '/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+# Node is PID 1 and handles SIGTERM itself: in-flight pages commit, then it exits (serve.shutdownTimeoutSeconds).
+ENTRYPOINT ["node", "bin/pmsync.js"]
+CMD ["serve"]
