@@ -115,6 +115,8 @@ describe('clear errors from the CLI', () => {
     expect(sim.stats().requests.length).toBe(before);
     const status = await cli(['status']);
     expect(status.stdout).toMatch(/EXHAUSTED until 2026-03-03T00:00:00.000Z/);
+    // companies (1 page) finished; customers read page 1 and page 9 of 9 before the 429.
+    expect(status.stdout).toMatch(/customers .*resumes at page 8 \(7 of 9 pages left, about 1 quota day\(s\) at 900 requests a day\)/);
     sim.setFaults({});
   });
 });
