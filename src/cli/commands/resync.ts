@@ -8,7 +8,7 @@ import { loadState } from '../../state/checkpoints.ts';
 import { zonedToUtc } from '../../state/quota-day.ts';
 import { refreshRecord } from '../../sync/refresh.ts';
 import type { RunSummary } from '../../sync/runner.ts';
-import { restStreamsFor } from '../../sync/streams/index.ts';
+import { resourceTablesFor, restStreamsFor } from '../../sync/streams/index.ts';
 import { syncSource } from '../../sync/sync-source.ts';
 import { attachProgress } from '../progress.ts';
 import { configFrom, fail, requireSources, withApp } from '../shared.ts';
@@ -47,7 +47,17 @@ function seconds(text: string): number {
 
 /** Resources a source serves, for matching the argument and for messages. */
 function resourcesOf(source: SourceConfig): string[] {
-  return restStreamsFor(source).map((s) => s.resource);
+  return resourceTablesFor(source).map((s) => s.resource);
+}
+
+/**
+ * The Pro API has no modification filter and no single-record endpoint for its
+ * lists, so a Pro resync is always a full pass of the resource.
+ */
+function refuseForPro(source: SourceConfig, resource: string, opts: ResyncCliOptions): void {
+  if (source.kind !== 'pro' || opts.full) return;
+  const what = opts.id !== undefined ? 'single records by id' : 'changes since a date';
+  throw new PmsyncError('USAGE', `source "${source.name}" is a Pro source: the Pro API cannot list ${what} for ${resource}; use "pmsync resync ${resource} --source ${source.name} --full"`);
 }
 
 function sourcesFor(config: Config, resource: string, name: string | undefined): SourceConfig[] {
@@ -64,9 +74,11 @@ function describe(run: RunSummary): string {
   return `${run.status}, ${run.mode}, ${run.pages} page(s), ${run.requests} request(s), ${run.inserted} inserted, ${run.updated} updated, ${run.unchanged} unchanged, ${run.rejected} rejected`;
 }
 
-async function markedNotSeen(app: App, source: SourceConfig, resource: string, runId: number): Promise<number> {
-  const table = restStreamsFor(source).find((s) => s.resource === resource)?.table.name;
-  if (!table) return 0;
+async function markedNotSeen(app: App, source: SourceConfig, resource: string, runId: number): Promise<number | null> {
+  const entry = resourceTablesFor(source).find((s) => s.resource === resource);
+  // Snapshot tables (Pro availability) keep every capture; nothing in them is "not seen".
+  if (!entry || ('kind' in entry && entry.kind === 'pro-snapshot')) return null;
+  const table = entry.table.name;
   const res = await app.pool.query<{ n: number }>(
     `SELECT count(*)::int AS n FROM "${table}" WHERE source = $1 AND not_seen_since >= (SELECT started_at FROM pmsync.runs WHERE id = $2)`,
     [source.name, runId],
@@ -112,7 +124,8 @@ async function resyncWindow(app: App, source: SourceConfig, resource: string, op
   if (!run) return EXIT.INTERRUPTED;
   let line = `${source.name}/${resource}: ${describe(run)}`;
   if (run.mode === 'full' && run.runId !== null && run.status === 'succeeded') {
-    line += `; ${await markedNotSeen(app, source, resource, run.runId)} row(s) no longer returned by the API marked not_seen_since`;
+    const marked = await markedNotSeen(app, source, resource, run.runId);
+    if (marked !== null) line += `; ${marked} row(s) no longer returned by the API marked not_seen_since`;
   }
   process.stdout.write(`${line}\n`);
   return EXIT.OK;
@@ -143,6 +156,7 @@ a date later than the cursor reads from the cursor. Exit codes as for "pmsync sy
         const config = configFrom(cmd);
         requireSources(config);
         const sources = sourcesFor(config, resource, opts.source);
+        for (const source of sources) refuseForPro(source, resource, opts);
         const waitMs = (opts.wait ?? (config.serve ?? serveSchema.parse({})).lockWaitSeconds) * 1000;
         process.exitCode = await withApp(config, async (app) => {
           if (opts.id !== undefined) {
