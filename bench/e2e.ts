@@ -16,7 +16,9 @@ import { fmtInt, fmtMb, fmtNum, median, spread, table } from './support/stats.ts
 
 export interface EndToEndOptions {
   sizes: number[];
-  reps: number;
+  reps: (rows: number) => number;
+  /** NODE_OPTIONS of the pmsync process to compare, side by side; '' is Node's defaults. */
+  nodeOptions: string[];
   log: (line: string) => void;
 }
 
@@ -24,6 +26,7 @@ export interface EndToEndOptions {
 export const RSS_TARGET_BYTES = 256 * 1024 * 1024;
 
 interface Trial {
+  nodeOptions: string;
   rows: number;
   runSeconds: number;
   wallSeconds: number;
@@ -43,7 +46,7 @@ function quarters(samples: MemorySample[], wallMs: number): number[] {
   return out;
 }
 
-async function trial(server: BenchServer, simUrl: string, rows: number): Promise<Trial> {
+async function trial(server: BenchServer, simUrl: string, rows: number, nodeOptions: string): Promise<Trial> {
   const db = await createBenchDatabase(server);
   const dir = mkdtempSync(join(tmpdir(), 'pmsync-bench-e2e-'));
   try {
@@ -64,7 +67,8 @@ async function trial(server: BenchServer, simUrl: string, rows: number): Promise
         ],
       }),
     );
-    const result = await runCliMeasured(['--config', configFile, 'sync', '--resource', 'customers'], cliEnv({ DATABASE_URL: db.url, PMSYNC_DATA_DIR: dir }));
+    const env = cliEnv({ DATABASE_URL: db.url, PMSYNC_DATA_DIR: dir, ...(nodeOptions ? { NODE_OPTIONS: nodeOptions } : {}) });
+    const result = await runCliMeasured(['--config', configFile, 'sync', '--resource', 'customers'], env);
     if (result.code !== 0) throw new Error(`pmsync sync exited with ${result.code ?? result.signal}: ${result.stderr.slice(-2000)}`);
     const run = await db.pool.query<{ seconds: number; inserted: number; stored: number }>(
       `SELECT extract(epoch FROM ended_at - started_at)::float8 AS seconds, inserted, (SELECT count(*) FROM customers)::int AS stored
@@ -73,6 +77,7 @@ async function trial(server: BenchServer, simUrl: string, rows: number): Promise
     const r = run.rows[0];
     if (!r || r.stored !== rows) throw new Error(`expected ${rows} customers stored, found ${r?.stored ?? 0}`);
     return {
+      nodeOptions,
       rows,
       runSeconds: r.seconds,
       wallSeconds: result.wallMs / 1000,
@@ -88,27 +93,31 @@ async function trial(server: BenchServer, simUrl: string, rows: number): Promise
 }
 
 export async function runEndToEnd(server: BenchServer, options: EndToEndOptions): Promise<{ markdown: string; data: unknown }> {
-  const bySize: Array<{ rows: number; trials: Trial[] }> = [];
+  const groups: Array<{ rows: number; nodeOptions: string; trials: Trial[] }> = [];
   for (const rows of options.sizes) {
     options.log(`e2e: starting the simulator with ${fmtInt(rows)} customers`);
     const sim = await startSimulatorProcess(['--customers', String(rows), '--quota', '0']);
     try {
-      const trials: Trial[] = [];
-      for (let rep = 0; rep < options.reps; rep++) {
-        const t = await trial(server, sim.url, rows);
-        trials.push(t);
-        options.log(`e2e ${fmtInt(rows)} rep ${rep + 1}: ${fmtInt(t.runRowsPerSecond)} rows/s (run), ${fmtInt(t.wallRowsPerSecond)} rows/s (process), peak RSS ${fmtMb(t.peakRssBytes)}, RSS by quarter ${t.quarterRss.map(fmtMb).join(' / ')}`);
+      const mine = options.nodeOptions.map((nodeOptions) => ({ rows, nodeOptions, trials: [] as Trial[] }));
+      groups.push(...mine);
+      // Settings alternate within each repetition, so a noisy neighbour slows them alike.
+      for (let rep = 0; rep < options.reps(rows); rep++) {
+        for (const group of mine) {
+          const t = await trial(server, sim.url, rows, group.nodeOptions);
+          group.trials.push(t);
+          options.log(`e2e ${fmtInt(rows)} ${label(group.nodeOptions)} rep ${rep + 1}: ${fmtInt(t.runRowsPerSecond)} rows/s (run), ${fmtInt(t.wallRowsPerSecond)} rows/s (process), peak RSS ${fmtMb(t.peakRssBytes)}, RSS by quarter ${t.quarterRss.map(fmtMb).join(' / ')}`);
+        }
       }
-      bySize.push({ rows, trials });
     } finally {
       await sim.stop();
     }
   }
-  const rowsOut = bySize.map(({ rows, trials }) => {
+  const rowsOut = groups.map(({ rows, nodeOptions, trials }) => {
     const peak = Math.max(...trials.map((t) => t.peakRssBytes));
     const last = trials.at(-1)!;
     return [
       fmtInt(rows),
+      label(nodeOptions),
       String(trials.length),
       fmtInt(median(trials.map((t) => t.runRowsPerSecond))),
       fmtInt(median(trials.map((t) => t.wallRowsPerSecond))),
@@ -118,20 +127,27 @@ export async function runEndToEnd(server: BenchServer, options: EndToEndOptions)
       peak < RSS_TARGET_BYTES ? 'yes' : 'NO',
     ];
   });
-  const small = bySize[0];
-  const big = bySize.at(-1);
-  const flat =
-    small && big && small !== big
-      ? `Peak RSS at ${fmtInt(big.rows)} rows is ${fmtNum(median(big.trials.map((t) => t.peakRssBytes)) / median(small.trials.map((t) => t.peakRssBytes)), 2)}x the peak at ${fmtInt(small.rows)} rows (10x the rows).`
-      : '';
+  const flat = options.nodeOptions
+    .map((nodeOptions) => {
+      const mine = groups.filter((g) => g.nodeOptions === nodeOptions);
+      const small = mine[0];
+      const big = mine.at(-1);
+      if (!small || !big || small === big) return '';
+      const ratio = median(big.trials.map((t) => t.peakRssBytes)) / median(small.trials.map((t) => t.peakRssBytes));
+      return `- ${label(nodeOptions)}: peak RSS at ${fmtInt(big.rows)} rows is ${fmtNum(ratio, 2)}x the peak at ${fmtInt(small.rows)} rows.`;
+    })
+    .filter(Boolean);
   const markdown = [
-    `\`pmsync sync --resource customers\` (its own process, embedded-free: DATABASE_URL points at the bench PostgreSQL) against \`pmsync simulate --customers N --quota 0\` (another process), source dailyQuota 1,000,000,000. "run" rows/s is measured from the run's own start and end in pmsync.runs; "process" includes Node start-up and the migration check. Peak RSS is the kernel's VmHWM of the pmsync process.`,
+    `\`pmsync sync --resource customers\` in its own process (DATABASE_URL points at the bench PostgreSQL) against \`pmsync simulate --customers N --quota 0\` in another, source dailyQuota 1,000,000,000. "run" rows/s is measured from the run's own start and end in pmsync.runs; "process" includes Node start-up and the migration check. Peak RSS is the kernel's VmHWM of the pmsync process; RSS by quarter is the largest RSS sampled (every 50 ms) in each quarter of the process's life.`,
     '',
-    table(['customers', 'runs', 'rows/s (run, median)', 'rows/s (process, median)', 'process seconds', 'peak RSS (median)', 'RSS by quarter of the run (last run)', 'under 256 MB'], rowsOut),
+    table(['customers', 'NODE_OPTIONS', 'runs', 'rows/s (run, median)', 'rows/s (process, median)', 'process seconds (median)', 'peak RSS (median)', 'RSS by quarter (last run)', 'under 256 MB'], rowsOut),
     '',
-    flat,
-    '',
-    `Each run: ${bySize.map(({ rows, trials }) => `${fmtInt(rows)}: ${spread(trials.map((t) => t.runRowsPerSecond))} rows/s`).join('; ')}.`,
+    ...(flat.length > 0 ? ['Growth of the peak with 10x the rows:', '', ...flat, ''] : []),
+    `Each run (rows/s): ${groups.map(({ rows, nodeOptions, trials }) => `${fmtInt(rows)} ${label(nodeOptions)}: ${spread(trials.map((t) => t.runRowsPerSecond))}`).join('; ')}.`,
   ].join('\n');
-  return { markdown, data: bySize };
+  return { markdown, data: groups };
+}
+
+function label(nodeOptions: string): string {
+  return nodeOptions ? `\`${nodeOptions}\`` : 'Node defaults';
 }

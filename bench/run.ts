@@ -69,7 +69,7 @@ try {
   }
   if (selected('e2e')) {
     const { runEndToEnd } = await import('./e2e.ts');
-    const r = await runEndToEnd(server, { sizes: full ? [100_000, 1_000_000] : [100_000], reps: full ? 3 : 1, log });
+    const r = await runEndToEnd(server, { sizes: full ? [100_000, 1_000_000] : [100_000], reps: (rows) => (!full ? 1 : rows >= 1_000_000 ? 2 : 3), nodeOptions: ['', '--max-semi-space-size=8'], log });
     sections.push(`## 3. End to end\n\n${r.markdown}`);
     data.e2e = r.data;
   }

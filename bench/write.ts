@@ -13,7 +13,7 @@ import { createHash } from 'node:crypto';
 import { PrismaPg } from '@prisma/adapter-pg';
 import { PrismaClient } from '../src/generated/prisma/client.ts';
 import { withTransaction } from '../src/db/pool.ts';
-import { upsertPage } from '../src/db/upsert.ts';
+import { buildPageUpsert, upsertPage } from '../src/db/upsert.ts';
 import { DEMO_CORE, startSimulator } from '../src/simulator/index.ts';
 import type { Simulator } from '../src/simulator/index.ts';
 import customers from '../src/sync/streams/core/customers.ts';
@@ -135,6 +135,77 @@ async function prismaPass(prisma: PrismaClient, sim: Simulator, size: number, pa
   return (size / (performance.now() - t0)) * 1000;
 }
 
+/**
+ * Where the time of a 100-row insert page goes: each step adds one cost to the
+ * one before, so the drop between two rows is that cost. Timed on pages of
+ * fresh rows (an empty table), like the insert pass.
+ */
+const BREAKDOWN: Array<{ step: string; run: (db: BenchDatabase, pages: Row[][]) => Promise<void> }> = [
+  {
+    step: 'build the statement in Node (JSON encoding)',
+    run: async (_db, pages) => {
+      for (const p of pages) buildPageUpsert(customers.table, p, { source: SOURCE, runId: 1, fetchedAt: new Date() });
+    },
+  },
+  {
+    step: '+ decode the page on the server (jsonb_to_recordset, md5), nothing written',
+    run: async (db, pages) => {
+      for (const p of pages) {
+        const q = buildPageUpsert(customers.table, p, { source: SOURCE, runId: 1, fetchedAt: new Date() });
+        await db.pool.query('SELECT count(md5(r.raw::text)) FROM jsonb_to_recordset($1::jsonb) AS r(id text, raw jsonb)', [q.values[0]]);
+      }
+    },
+  },
+  {
+    step: '+ plain INSERT of the decoded rows (no ON CONFLICT), one commit per page',
+    run: async (db, pages) => {
+      for (const p of pages) {
+        const q = buildPageUpsert(customers.table, p, { source: SOURCE, runId: 1, fetchedAt: new Date() });
+        await db.pool.query(q.text.replace(/\n\s*ON CONFLICT[\s\S]*?RETURNING/, '\n  RETURNING'), q.values);
+      }
+    },
+  },
+  {
+    step: '+ ON CONFLICT DO UPDATE ... WHERE (the upsert statement alone, one commit per page)',
+    run: async (db, pages) => {
+      for (const p of pages) await db.pool.query(buildPageUpsert(customers.table, p, { source: SOURCE, runId: 1, fetchedAt: new Date() }));
+    },
+  },
+  {
+    step: '+ BEGIN, SAVEPOINT, RELEASE, COMMIT around it (upsertPage as a sync runs it)',
+    run: async (db, pages) => {
+      for (const p of pages) await withTransaction(db.pool, (tx) => upsertPage(tx, customers.table, p, { source: SOURCE, runId: 1, fetchedAt: new Date() }));
+    },
+  },
+  {
+    step: 'for reference: COPY of 100-row batches, one commit per batch',
+    run: async (db, pages) => {
+      const client = await db.pool.connect();
+      try {
+        for (const p of pages) await copyFrom(client, COPY_SQL, [copyChunk(p, new Date().toISOString())]);
+      } finally {
+        client.release();
+      }
+    },
+  },
+];
+
+async function breakdown(db: BenchDatabase, sim: Simulator, size: number, reps: number): Promise<Array<{ step: string; rates: number[] }>> {
+  const rows = loadRows(sim, 0, size, false);
+  const pages: Row[][] = [];
+  for (let i = 0; i < rows.length; i += PRODUCTION_PAGE) pages.push(rows.slice(i, i + PRODUCTION_PAGE));
+  const out = BREAKDOWN.map((b) => ({ step: b.step, rates: [] as number[] }));
+  for (let rep = 0; rep < reps; rep++) {
+    for (const [i, b] of BREAKDOWN.entries()) {
+      await truncate(db);
+      const t0 = performance.now();
+      await b.run(db, pages);
+      out[i]!.rates.push((size / (performance.now() - t0)) * 1000);
+    }
+  }
+  return out;
+}
+
 async function truncate(db: BenchDatabase): Promise<void> {
   await db.pool.query('TRUNCATE customers, bench_copy');
   await db.pool.query('CHECKPOINT').catch(() => undefined);
@@ -171,6 +242,9 @@ export async function runWrite(server: BenchServer, options: WriteOptions): Prom
       options.log(`write curve ${batch}-row pages: insert ${fmtInt(insert)}/s, unchanged ${fmtInt(unchanged)}/s, update ${fmtInt(update)}/s`);
     }
 
+    const steps = await breakdown(db, sim, options.curveSize, 3);
+    options.log(`write breakdown: ${steps.map((b) => fmtInt(median(b.rates))).join(' / ')} rows/s`);
+
     await truncate(db);
     const perRow = {
       insert: await prismaPass(prisma, sim, options.prismaSample, 'insert'),
@@ -179,7 +253,7 @@ export async function runWrite(server: BenchServer, options: WriteOptions): Prom
     };
     options.log(`write Prisma per-row (${options.prismaSample} rows): insert ${fmtInt(perRow.insert)}/s, unchanged ${fmtInt(perRow.unchanged)}/s, update ${fmtInt(perRow.update)}/s`);
 
-    return { markdown: report(options, bySize, curve, perRow), data: { bySize, curve, perRow, prismaSample: options.prismaSample } };
+    return { markdown: report(options, bySize, curve, perRow, steps), data: { bySize, curve, perRow, steps, prismaSample: options.prismaSample } };
   } finally {
     await prisma.$disconnect();
     await db.drop();
@@ -192,6 +266,7 @@ function report(
   bySize: Array<{ size: number; copy: number[]; insert: number[]; update: number[]; unchanged: number[] }>,
   curve: Array<{ batch: number; insert: number; update: number; unchanged: number }>,
   perRow: Record<Pass, number>,
+  steps: Array<{ step: string; rates: number[] }>,
 ): string {
   const rows: string[][] = [];
   for (const e of bySize) {
@@ -220,5 +295,9 @@ function report(
     `Page size curve at ${fmtInt(options.curveSize)} rows (one run each):`,
     '',
     curveTable,
+    '',
+    `What bounds a 100-row insert page (${fmtInt(options.curveSize)} rows, median of 3 runs each; every step includes the ones above it):`,
+    '',
+    table(['step', 'rows/s', 'each run'], steps.map((b) => [b.step, fmtInt(median(b.rates)), spread(b.rates)])),
   ].join('\n');
 }
