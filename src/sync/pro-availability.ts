@@ -31,8 +31,8 @@ import type { Queryable } from '../db/pool.ts';
 import type { SyncContext } from './context.ts';
 import { idReader } from './page.ts';
 import { pageProList } from './pro-pager.ts';
-import { allSettledOrThrow, dbNow, NO_ROWS, practicePath, skippedSummary, withRun, type ProRunOptions, type ProSession, type RunScope } from './pro-scope.ts';
-import type { RunSummary } from './runner.ts';
+import { allSettledOrThrow, practicePath, type ProRunOptions, type ProSession } from './pro-scope.ts';
+import { dbNow, NO_ROWS, skippedSummary, withRun, type RunScope, type RunSummary } from './run-scope.ts';
 import type { ProSnapshotStream } from './streams/pro/stream.ts';
 import { dateInZone } from './window.ts';
 

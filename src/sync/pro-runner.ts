@@ -23,8 +23,8 @@ import type { SyncContext } from './context.ts';
 import { idReader, writePage } from './page.ts';
 import { runAvailability } from './pro-availability.ts';
 import { listRecords, pageProList } from './pro-pager.ts';
-import { allSettledOrThrow, dbNow, newProSession, practicePath, withRun, type ProRunOptions, type ProSession, type RunScope } from './pro-scope.ts';
-import type { RunSummary } from './runner.ts';
+import { allSettledOrThrow, newProSession, practicePath, type ProRunOptions, type ProSession } from './pro-scope.ts';
+import { dbNow, markNotSeen, withRun, type RunScope, type RunSummary } from './run-scope.ts';
 import type { ProFanOutStream, ProListStream, ProStream } from './streams/pro/stream.ts';
 
 /** Keys read per committed batch: what a crash can cost in repeated requests. */
@@ -88,10 +88,7 @@ async function runList(ctx: SyncContext, source: ProSourceConfig, stream: ProLis
         async (tx) => {
           const totals = await writePage(tx, stream, page.records, { source: source.name, runId: run.runId, sentAt: page.sentAt, markSeen: true, idOf });
           if (page.last) {
-            await tx.query(`UPDATE "${stream.table.name}" SET not_seen_since = now() WHERE source = $1 AND last_seen_at < $2 AND not_seen_since IS NULL`, [
-              source.name,
-              new Date(window.startedAt),
-            ]);
+            await markNotSeen(tx, stream.table.name, source.name, new Date(window.startedAt));
             await completeWindow(tx, source.name, stream.resource, new Date(window.end));
           } else {
             window.nextPage = page.page + 1;
