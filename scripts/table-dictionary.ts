@@ -16,33 +16,13 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import wasm from '@prisma/prisma-schema-wasm';
+import { readModels, type DmmfField } from './prisma-dmmf.ts';
 import pg from 'pg';
 import type { Queryable } from '../src/db/pool.ts';
 import { PRO_STREAMS, REST_STREAMS } from '../src/sync/streams/index.ts';
 
 export const SCHEMA_FILE = fileURLToPath(new URL('../prisma/schema.prisma', import.meta.url));
 export const DICTIONARY_FILE = fileURLToPath(new URL('../docs/tables.md', import.meta.url));
-
-interface DmmfField {
-  name: string;
-  dbName?: string | null;
-  kind: string;
-  type: string;
-  isRequired: boolean;
-  isId: boolean;
-  nativeType?: [string, string[]] | null;
-  documentation?: string;
-}
-
-interface DmmfModel {
-  name: string;
-  dbName: string | null;
-  schema: string | null;
-  fields: DmmfField[];
-  primaryKey: { fields: string[] } | null;
-  documentation?: string;
-}
 
 export interface Column {
   name: string;
@@ -112,8 +92,8 @@ export function originOf(table: string): string {
 
 /** Tables from the Prisma schema, parsed by Prisma's own parser. */
 export function tablesFromSchema(schemaText: string): Relation[] {
-  const dmmf = JSON.parse(wasm.get_dmmf(JSON.stringify({ prismaSchema: [['schema.prisma', schemaText]] }))) as { datamodel: { models: DmmfModel[] } };
-  return dmmf.datamodel.models.map((m) => {
+  const models = readModels(schemaText);
+  return models.map((m) => {
     const scalars = m.fields.filter((f) => f.kind === 'scalar');
     const dbName = (name: string) => scalars.find((f) => f.name === name)?.dbName ?? name;
     const pk = m.primaryKey?.fields ?? scalars.filter((f) => f.isId).map((f) => f.name);

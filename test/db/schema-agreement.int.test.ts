@@ -5,30 +5,13 @@
  * the schema. The DMMF comes from Prisma's own schema parser (WebAssembly).
  */
 import { readFileSync } from 'node:fs';
-import wasm from '@prisma/prisma-schema-wasm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { REST_STREAMS } from '../../src/sync/streams/index.ts';
-
-interface DmmfField {
-  name: string;
-  dbName?: string | null;
-  kind: string;
-  type: string;
-  isRequired: boolean;
-  isId: boolean;
-  nativeType?: [string, string[]] | null;
-}
-interface DmmfModel {
-  name: string;
-  dbName: string | null;
-  schema: string | null;
-  fields: DmmfField[];
-  primaryKey: { fields: string[] } | null;
-}
+import { readModels, type DmmfField } from '../../scripts/prisma-dmmf.ts';
 
 const schema = readFileSync(new URL('../../prisma/schema.prisma', import.meta.url), 'utf8');
-const dmmf = JSON.parse(wasm.get_dmmf(JSON.stringify({ prismaSchema: [['schema.prisma', schema]] }))) as { datamodel: { models: DmmfModel[] } };
+const models = readModels(schema);
 
 function expectedType(f: DmmfField): string {
   const native = f.nativeType?.[0];
@@ -53,7 +36,7 @@ describe('schema.prisma and the migrations', () => {
     );
     const actual = new Map(rows.map((r) => [`${r.table_schema}.${r.table_name}.${r.column_name}`, { type: r.data_type, nullable: r.is_nullable === 'YES' }]));
     const expected = new Map<string, { type: string; nullable: boolean }>();
-    for (const m of dmmf.datamodel.models) {
+    for (const m of models) {
       for (const f of m.fields.filter((x) => x.kind === 'scalar')) {
         expected.set(`${m.schema}.${m.dbName ?? m.name}.${f.dbName ?? f.name}`, { type: expectedType(f), nullable: !f.isRequired });
       }
@@ -70,7 +53,7 @@ describe('schema.prisma and the migrations', () => {
     );
     const actual = Object.fromEntries(rows.map((r) => [r.tbl, r.cols]));
     const expected: Record<string, string[]> = {};
-    for (const m of dmmf.datamodel.models) {
+    for (const m of models) {
       const col = (name: string) => m.fields.find((f) => f.name === name)!;
       const pk = m.primaryKey?.fields ?? m.fields.filter((f) => f.isId).map((f) => f.name);
       expected[`${m.schema}.${m.dbName ?? m.name}`] = pk.map((n) => col(n).dbName ?? n);
