@@ -58,7 +58,7 @@ try {
     const { runWrite } = await import('./write.ts');
     const r = await runWrite(server, {
       sizes: full ? [10_000, 100_000, 1_000_000] : [10_000],
-      reps: (size) => (size >= 1_000_000 ? 3 : size >= 100_000 ? 3 : 5),
+      reps: (size) => (!full || size >= 100_000 ? 3 : 5),
       batches: [100, 500, 1000, 5000],
       curveSize: full ? 100_000 : 10_000,
       prismaSample: full ? 5_000 : 1_000,

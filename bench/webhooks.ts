@@ -7,7 +7,7 @@
  *   fixed 200 per second; latency is the client's, request sent to 2xx read.
  *   Measured on a receive-only process (--no-worker) and on the default one,
  *   whose worker refreshes those records meanwhile.
- * - Delivery to row visible: records are changed at the simulator, then a
+ * - Delivery to row visible: records are changed at the simulator (touch), then a
  *   burst of deliveries (700 distinct events over 500 distinct records, plus
  *   300 re-sends of those EventIds: 30% duplicates) is posted as fast as 16
  *   connections allow. A record is visible when its row in PostgreSQL shows
@@ -26,10 +26,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawn } from 'node:child_process';
 import autocannon, { type Result as AutocannonResult } from 'autocannon';
-import { DEMO_CORE, startSimulator } from '../src/simulator/index.ts';
+import { DEMO_CORE } from '../src/simulator/index.ts';
 import { activateSecret, addProvisionalSecret, hashToken, newToken } from '../src/webhooks/secrets.ts';
 import { createBenchDatabase, type BenchDatabase, type BenchServer } from './support/db.ts';
-import { CLI, cliEnv, ROOT } from './support/proc.ts';
+import { CLI, cliEnv, ROOT, startSimulatorProcess } from './support/proc.ts';
 import { fmtInt, fmtMs, percentile, table } from './support/stats.ts';
 
 export interface WebhookOptions {
@@ -104,6 +104,7 @@ async function queueIdle(db: BenchDatabase, timeoutMs: number): Promise<boolean>
 
 interface BurstResult {
   concurrency: number;
+  rate: number | undefined;
   deliveries: number;
   duplicates: number;
   events: number;
@@ -114,6 +115,12 @@ interface BurstResult {
   max: number;
   fetches: number;
   sendMs: number;
+  /** Refresh jobs: waiting in the queue (created to started) and running (started to completed), p50 and p99 in ms. */
+  jobWait: { p50: number; p99: number };
+  jobRun: { p50: number; p99: number };
+  /** When the first and the last row became visible, from the start of the burst. */
+  firstVisibleMs: number;
+  lastVisibleMs: number;
   outcomes: { queued: number; coalesced: number; duplicate: number };
 }
 
@@ -121,6 +128,8 @@ interface Round {
   kind: 'ack' | 'burst';
   worker: boolean;
   concurrency: number;
+  /** Deliveries per second of a burst; undefined: as fast as the connections allow. */
+  rate?: number;
 }
 
 export async function runWebhooks(server: BenchServer, options: WebhookOptions): Promise<{ markdown: string; data: unknown }> {
@@ -132,15 +141,16 @@ export async function runWebhooks(server: BenchServer, options: WebhookOptions):
     { kind: 'ack', worker: false, concurrency: defaultConcurrency },
     { kind: 'ack', worker: true, concurrency: defaultConcurrency },
     ...options.concurrencies.map((concurrency): Round => ({ kind: 'burst', worker: true, concurrency })),
+    { kind: 'burst', worker: true, concurrency: defaultConcurrency, rate: RATE },
   ];
-  const customers = ackCount + burstRecords * options.concurrencies.length + 10;
-  const sim = await startSimulator({ tenants: [{ ...DEMO_CORE, sizes: { customers }, dailyQuota: 0 }], practices: [], requestLogLimit: 1_000_000 });
-  const tenant = sim.tenant(DEMO_CORE.apikey);
-  const ids = tenant.list('customers').map((r) => String(r.CustomerId));
+  const customers = Math.max(10_000, 2 * (ackCount + burstRecords));
+  const sim = await startSimulatorProcess(['--customers', String(customers), '--quota', '0']);
+  const control = new SimulatorControl(sim.url);
+  const coreBase = `${sim.url}/api/v1`;
+  const ackIds = await control.touch(ackCount);
   const dir = mkdtempSync(join(tmpdir(), 'pmsync-bench-wh-'));
   const acks: Array<{ worker: boolean; result: AutocannonResult }> = [];
   const bursts: BurstResult[] = [];
-  let burstRound = 0;
   try {
     for (const round of rounds) {
       const db = await createBenchDatabase(server);
@@ -152,7 +162,7 @@ export async function runWebhooks(server: BenchServer, options: WebhookOptions):
       writeFileSync(
         configFile,
         JSON.stringify({
-          sources: [{ kind: 'core', name: SOURCE, baseUrl: sim.coreBaseUrl(), apikey: DEMO_CORE.apikey, username: DEMO_CORE.username, password: DEMO_CORE.password, dailyQuota: 1_000_000_000 }],
+          sources: [{ kind: 'core', name: SOURCE, baseUrl: coreBase, apikey: DEMO_CORE.apikey, username: DEMO_CORE.username, password: DEMO_CORE.password, dailyQuota: 1_000_000_000 }],
           webhooks: { concurrency: round.concurrency },
         }),
       );
@@ -170,16 +180,14 @@ export async function runWebhooks(server: BenchServer, options: WebhookOptions):
             overallRate: RATE,
             amount: ackCount,
             timeout: 10,
-            requests: [{ setupRequest: (req) => ({ ...req, body: delivery(sim.coreBaseUrl(), ids[n++ % ackCount]!, randomUUID()) }) }],
+            requests: [{ setupRequest: (req) => ({ ...req, body: delivery(coreBase, ackIds[n++ % ackIds.length]!, randomUUID()) }) }],
           });
           acks.push({ worker: round.worker, result });
           options.log(`webhooks: ack p50 ${fmtMs(result.latency.p50)}, p99 ${fmtMs(result.latency.p99)}`);
         } else {
-          const recordIds = ids.slice(ackCount + burstRound * burstRecords, ackCount + (burstRound + 1) * burstRecords);
-          burstRound++;
-          const b = await burst(sim.coreBaseUrl(), target, db, recordIds, burstEvents, options.burst, round.concurrency, sim, tenant);
+          const b = await burst(coreBase, target, db, control, burstRecords, burstEvents, options.burst, round.concurrency, round.rate);
           bursts.push(b);
-          options.log(`webhooks burst (worker concurrency ${round.concurrency}): visible p50 ${fmtMs(b.p50)}, p99 ${fmtMs(b.p99)}, ${b.fetches} fetches for ${b.records} records`);
+          options.log(`webhooks burst (${round.rate === undefined ? 'at once' : `${round.rate}/s`}, worker concurrency ${round.concurrency}): sent in ${fmtMs(b.sendMs)}, rows visible from ${fmtMs(b.firstVisibleMs)} to ${fmtMs(b.lastVisibleMs)}, p50 ${fmtMs(b.p50)}, p99 ${fmtMs(b.p99)}; jobs waited p50 ${fmtMs(b.jobWait.p50)} p99 ${fmtMs(b.jobWait.p99)}, ran p50 ${fmtMs(b.jobRun.p50)} p99 ${fmtMs(b.jobRun.p99)}; ${b.fetches} fetches for ${b.records} records`);
         }
       } finally {
         await receiver.stop();
@@ -188,10 +196,10 @@ export async function runWebhooks(server: BenchServer, options: WebhookOptions):
     }
   } finally {
     rmSync(dir, { recursive: true, force: true });
-    await sim.close();
+    await sim.stop();
   }
   const markdown = [
-    '`pmsync webhooks receive` in its own process (PostgreSQL inbox and pg-boss queue on the bench PostgreSQL), the simulator in the benchmark process. Each row starts from an empty database.',
+    '`pmsync webhooks receive` in its own process (PostgreSQL inbox and pg-boss queue on the bench PostgreSQL), `pmsync simulate` in another, deliveries sent from the benchmark process. Each row starts from an empty database.',
     '',
     `Acknowledgement latency: autocannon, 10 connections, ${fmtInt(ackCount)} valid deliveries at ${RATE} per second, each with a distinct EventId and pointing to one of ${fmtInt(ackCount)} customers; every accepted delivery is stored and its refresh queued in one transaction before the reply. "receive-only" is \`webhooks receive --no-worker\` (a replica that only queues); "with worker" also runs the refreshes those deliveries queue, on the same machine, while it answers.`,
     '',
@@ -209,18 +217,22 @@ export async function runWebhooks(server: BenchServer, options: WebhookOptions):
       ]),
     ),
     '',
-    `Delivery to row visible: a burst of ${fmtInt(options.burst)} deliveries over ${BURST_CONNECTIONS} connections: ${fmtInt(burstEvents)} distinct events for ${fmtInt(burstRecords)} distinct records (every record changed at the simulator first; ${fmtInt(burstEvents - burstRecords)} records get a second event) and ${fmtInt(options.burst - burstEvents)} re-sends of those EventIds (duplicates). Latency runs from a record's first delivery being sent to its row showing the change (polled every 10 ms).`,
+    `Delivery to row visible: a burst of ${fmtInt(options.burst)} deliveries over ${BURST_CONNECTIONS} connections, sent at once or paced at ${RATE} per second: ${fmtInt(burstEvents)} distinct events for ${fmtInt(burstRecords)} distinct records (every record changed at the simulator first; ${fmtInt(burstEvents - burstRecords)} records get a second event) and ${fmtInt(options.burst - burstEvents)} re-sends of those EventIds (duplicates). Latency runs from a record's first delivery being sent to its row appearing in the (new) database, polled every 10 ms. Record fetches are the requests the simulator answered during the burst.`,
     '',
     table(
-      ['worker concurrency', 'burst sent in', 'records visible', 'p50', 'p99', 'max', 'record fetches', 'outcomes: queued / coalesced / duplicate', `p99 under ${VISIBLE_TARGET_MS} ms`, 'fetches <= distinct records'],
+      ['sent', 'worker concurrency', 'burst sent in', 'first / last row visible after', 'records visible', 'p50', 'p99', 'max', 'jobs waited p50 / p99', 'job ran p50 / p99', 'record fetches', 'outcomes: queued / coalesced / duplicate', `p99 under ${VISIBLE_TARGET_MS} ms`, 'fetches <= distinct records'],
       bursts.map((b) => [
+        b.rate === undefined ? `at once (${BURST_CONNECTIONS} connections)` : `${b.rate}/s`,
         `${b.concurrency}${b.concurrency === defaultConcurrency ? ' (default)' : ''}`,
         fmtMs(b.sendMs),
+        `${fmtMs(b.firstVisibleMs)} / ${fmtMs(b.lastVisibleMs)}`,
         `${fmtInt(b.visible)} of ${fmtInt(b.records)}`,
         fmtMs(b.p50),
         fmtMs(b.p99),
         fmtMs(b.max),
-        `${fmtInt(b.fetches)} for ${fmtInt(b.records)} records`,
+        `${fmtMs(b.jobWait.p50)} / ${fmtMs(b.jobWait.p99)}`,
+        `${fmtMs(b.jobRun.p50)} / ${fmtMs(b.jobRun.p99)}`,
+        `${fmtInt(b.fetches)} for ${fmtInt(b.records)} records, ${fmtInt(b.events)} events`,
         `${fmtInt(b.outcomes.queued)} / ${fmtInt(b.outcomes.coalesced)} / ${fmtInt(b.outcomes.duplicate)}`,
         b.p99 < VISIBLE_TARGET_MS && b.visible === b.records ? 'yes' : 'NO',
         b.fetches <= b.records ? 'yes' : `NO (+${fmtInt(b.fetches - b.records)})`,
@@ -233,19 +245,46 @@ export async function runWebhooks(server: BenchServer, options: WebhookOptions):
   };
 }
 
+/** The simulator in its own process, driven through its loopback control API. */
+class SimulatorControl {
+  private readonly url: string;
+
+  constructor(url: string) {
+    this.url = url;
+  }
+
+  /** Changes `count` distinct records (ModifiedOn = now) and returns their ids. */
+  async touch(count: number): Promise<string[]> {
+    const res = await fetch(`${this.url}/__sim/touch`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ apikey: DEMO_CORE.apikey, resource: 'customers', count }),
+    });
+    if (!res.ok) throw new Error(`simulator touch answered ${res.status}`);
+    return ((await res.json()) as { ids: string[] }).ids;
+  }
+
+  /** Requests the simulator has answered for the tenant so far. */
+  async requests(): Promise<number> {
+    const res = await fetch(`${this.url}/__sim/stats?requests=0`);
+    const stats = (await res.json()) as { byApikey: Record<string, { requests: number }> };
+    return stats.byApikey[DEMO_CORE.apikey]?.requests ?? 0;
+  }
+}
+
 async function burst(
   coreBase: string,
   target: string,
   db: BenchDatabase,
-  recordIds: string[],
+  control: SimulatorControl,
+  recordCount: number,
   eventCount: number,
   total: number,
   concurrency: number,
-  sim: Awaited<ReturnType<typeof startSimulator>>,
-  tenant: ReturnType<Awaited<ReturnType<typeof startSimulator>>['tenant']>,
+  rate: number | undefined,
 ): Promise<BurstResult> {
-  const marker = `Burst${concurrency}`;
-  for (const id of recordIds) tenant.update('customers', id, { FirstName: marker });
+  // The records change first; the database is new, so a row appearing is the refreshed record.
+  const recordIds = await control.touch(recordCount);
   // Every record gets one event; the rest of the events go to records already named.
   const events = Array.from({ length: eventCount }, (_, i) => ({ id: recordIds[i % recordIds.length]!, eventId: randomUUID() }));
   const sends = [...events.map((e) => ({ ...e, duplicate: false }))];
@@ -255,15 +294,15 @@ async function burst(
     const at = Math.min(sends.length, sends.findIndex((s) => s.eventId === original.eventId) + 1 + ((i * 13) % 200));
     sends.splice(at, 0, { ...original, duplicate: true });
   }
+  const requestsBefore = await control.requests();
   const firstSent = new Map<string, number>();
   const visibleAt = new Map<string, number>();
-  const logStart = sim.stats().requests.length + sim.stats().requestsDropped;
   let polling = true;
   const poller = (async () => {
     while (polling) {
       const pending = recordIds.filter((id) => !visibleAt.has(id) && firstSent.has(id));
       if (pending.length > 0) {
-        const r = await db.pool.query<{ id: string }>('SELECT id FROM customers WHERE source = $1 AND id = ANY($2::text[]) AND first_name = $3', [SOURCE, pending, marker]);
+        const r = await db.pool.query<{ id: string }>('SELECT id FROM customers WHERE source = $1 AND id = ANY($2::text[])', [SOURCE, pending]);
         const at = performance.now();
         for (const row of r.rows) visibleAt.set(row.id, at);
       }
@@ -274,7 +313,12 @@ async function burst(
   let next = 0;
   const senders = Array.from({ length: BURST_CONNECTIONS }, async () => {
     while (next < sends.length) {
-      const s = sends[next++]!;
+      const index = next++;
+      const s = sends[index]!;
+      if (rate !== undefined) {
+        const due = t0 + (index * 1000) / rate;
+        if (due > performance.now()) await new Promise((res) => setTimeout(res, due - performance.now()));
+      }
       if (!firstSent.has(s.id)) firstSent.set(s.id, performance.now());
       const res = await fetch(target, { method: 'POST', headers: { 'content-type': 'application/json' }, body: delivery(coreBase, s.id, s.eventId) });
       await res.arrayBuffer();
@@ -288,16 +332,24 @@ async function burst(
   await queueIdle(db, 60_000);
   polling = false;
   await poller;
-  const stats = sim.stats();
-  const fetches = stats.requests.slice(logStart - stats.requestsDropped).filter((r) => r.path.startsWith('/api/v1/customers/')).length;
+  // Only the refresh worker talks to the simulator during the burst: every request it answered is a record fetch.
+  const fetches = (await control.requests()) - requestsBefore;
   const outcomes = await db.pool.query<{ queued: number; coalesced: number; duplicate: number }>(
     `SELECT count(*) FILTER (WHERE outcome = 'queued')::int AS queued, count(*) FILTER (WHERE outcome = 'coalesced')::int AS coalesced, coalesce(sum(duplicates), 0)::int AS duplicate
      FROM pmsync.webhook_events WHERE source = $1 AND record_id = ANY($2::text[])`,
     [SOURCE, recordIds],
   );
+  const jobs = await db.pool.query<{ wait: number; run: number }>(
+    `SELECT extract(epoch FROM started_on - created_on)::float8 * 1000 AS wait, extract(epoch FROM completed_on - started_on)::float8 * 1000 AS run
+     FROM pgboss.job WHERE name = 'pmsync-refresh' AND state = 'completed' AND data->>'id' = ANY($1::text[])`,
+    [recordIds],
+  );
+  const waits = jobs.rows.map((j) => j.wait);
+  const runs = jobs.rows.map((j) => j.run);
   const latencies = recordIds.filter((id) => visibleAt.has(id)).map((id) => visibleAt.get(id)! - firstSent.get(id)!);
   return {
     concurrency,
+    rate,
     deliveries: sends.length,
     duplicates: sends.filter((s) => s.duplicate).length,
     events: eventCount,
@@ -308,6 +360,10 @@ async function burst(
     max: Math.max(...latencies),
     fetches,
     sendMs,
+    jobWait: { p50: percentile(waits, 50), p99: percentile(waits, 99) },
+    jobRun: { p50: percentile(runs, 50), p99: percentile(runs, 99) },
+    firstVisibleMs: Math.min(...visibleAt.values()) - t0,
+    lastVisibleMs: Math.max(...visibleAt.values()) - t0,
     outcomes: outcomes.rows[0]!,
   };
 }
