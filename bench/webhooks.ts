@@ -1,18 +1,21 @@
 /**
  * Part 4, webhooks: `pmsync webhooks receive` (receiver and refresh worker in
- * one process, as an operator runs it) against a simulator.
+ * one process, as an operator runs it) against `pmsync simulate` in another
+ * process, driven through its loopback control API (/__sim/).
  *
  * - Acknowledgement latency: autocannon POSTs valid deliveries, each with a
  *   distinct EventId and pointing to one of the simulator's customers, at a
  *   fixed 200 per second; latency is the client's, request sent to 2xx read.
  *   Measured on a receive-only process (--no-worker) and on the default one,
  *   whose worker refreshes those records meanwhile.
- * - Delivery to row visible: records are changed at the simulator (touch), then a
- *   burst of deliveries (700 distinct events over 500 distinct records, plus
- *   300 re-sends of those EventIds: 30% duplicates) is posted as fast as 16
- *   connections allow. A record is visible when its row in PostgreSQL shows
- *   the change; latency runs from its first delivery being sent. The
- *   simulator counts the single-record fetches the worker makes.
+ * - Delivery to row visible: records are changed at the simulator (touch),
+ *   then a burst of deliveries (700 distinct events over 500 distinct records,
+ *   plus 300 re-sends of those EventIds: 30% duplicates) is posted over 16
+ *   connections, at once or paced at 200 per second. Each burst starts from
+ *   an empty database, so a record is visible when its row appears; latency
+ *   runs from its first delivery being sent. The simulator counts the record
+ *   fetches, and pg-boss's job table splits the latency into queue wait and
+ *   refresh time.
  *
  * The receiver's secret token is stored the way registration stores it (a
  * SHA-256 hash in pmsync.webhook_secrets), without registering at the
