@@ -27,6 +27,9 @@ export const RSS_TARGET_BYTES = 256 * 1024 * 1024;
 
 interface Trial {
   nodeOptions: string;
+  /** With --trace-gc: the largest heap left after a full (mark-compact) collection, and how many there were. */
+  liveAfterFullGcMb?: number;
+  fullGcs?: number;
   rows: number;
   runSeconds: number;
   wallSeconds: number;
@@ -46,7 +49,7 @@ function quarters(samples: MemorySample[], wallMs: number): number[] {
   return out;
 }
 
-async function trial(server: BenchServer, simUrl: string, rows: number, nodeOptions: string): Promise<Trial> {
+async function trial(server: BenchServer, simUrl: string, rows: number, nodeOptions: string, traceGc = false): Promise<Trial> {
   const db = await createBenchDatabase(server);
   const dir = mkdtempSync(join(tmpdir(), 'pmsync-bench-e2e-'));
   try {
@@ -68,7 +71,7 @@ async function trial(server: BenchServer, simUrl: string, rows: number, nodeOpti
       }),
     );
     const env = cliEnv({ DATABASE_URL: db.url, PMSYNC_DATA_DIR: dir, ...(nodeOptions ? { NODE_OPTIONS: nodeOptions } : {}) });
-    const result = await runCliMeasured(['--config', configFile, 'sync', '--resource', 'customers'], env);
+    const result = await runCliMeasured(['--config', configFile, 'sync', '--resource', 'customers'], env, { nodeArgs: traceGc ? ['--trace-gc'] : [] });
     if (result.code !== 0) throw new Error(`pmsync sync exited with ${result.code ?? result.signal}: ${result.stderr.slice(-2000)}`);
     const run = await db.pool.query<{ seconds: number; inserted: number; stored: number }>(
       `SELECT extract(epoch FROM ended_at - started_at)::float8 AS seconds, inserted, (SELECT count(*) FROM customers)::int AS stored
@@ -76,8 +79,11 @@ async function trial(server: BenchServer, simUrl: string, rows: number, nodeOpti
     );
     const r = run.rows[0];
     if (!r || r.stored !== rows) throw new Error(`expected ${rows} customers stored, found ${r?.stored ?? 0}`);
+    // V8 prints "Mark-Compact 113.4 (232.7) -> 29.5 (182.2) MB": used (committed) before -> after.
+    const afterFullGc = [...result.stdout.matchAll(/Mark-Compact(?: \(reduce\))? [\d.]+ \([\d.]+\) -> ([\d.]+) \(/g)].map((m) => Number(m[1]));
     return {
       nodeOptions,
+      ...(traceGc ? { liveAfterFullGcMb: Math.max(0, ...afterFullGc), fullGcs: afterFullGc.length } : {}),
       rows,
       runSeconds: r.seconds,
       wallSeconds: result.wallMs / 1000,
@@ -94,6 +100,7 @@ async function trial(server: BenchServer, simUrl: string, rows: number, nodeOpti
 
 export async function runEndToEnd(server: BenchServer, options: EndToEndOptions): Promise<{ markdown: string; data: unknown }> {
   const groups: Array<{ rows: number; nodeOptions: string; trials: Trial[] }> = [];
+  const gcRuns: Trial[] = [];
   for (const rows of options.sizes) {
     options.log(`e2e: starting the simulator with ${fmtInt(rows)} customers`);
     const sim = await startSimulatorProcess(['--customers', String(rows), '--quota', '0']);
@@ -108,6 +115,10 @@ export async function runEndToEnd(server: BenchServer, options: EndToEndOptions)
           options.log(`e2e ${fmtInt(rows)} ${label(group.nodeOptions)} rep ${rep + 1}: ${fmtInt(t.runRowsPerSecond)} rows/s (run), ${fmtInt(t.wallRowsPerSecond)} rows/s (process), peak RSS ${fmtMb(t.peakRssBytes)}, RSS by quarter ${t.quarterRss.map(fmtMb).join(' / ')}`);
         }
       }
+      // One more run with --trace-gc (not in the medians): what the heap holds once garbage is gone.
+      const traced = await trial(server, sim.url, rows, '', true);
+      gcRuns.push(traced);
+      options.log(`e2e ${fmtInt(rows)} --trace-gc: largest heap after a full GC ${fmtNum(traced.liveAfterFullGcMb ?? Number.NaN)} MB over ${traced.fullGcs} full GCs`);
     } finally {
       await sim.stop();
     }
@@ -143,9 +154,11 @@ export async function runEndToEnd(server: BenchServer, options: EndToEndOptions)
     table(['customers', 'NODE_OPTIONS', 'runs', 'rows/s (run, median)', 'rows/s (process, median)', 'process seconds (median)', 'peak RSS (median)', 'RSS by quarter (last run)', 'under 256 MB'], rowsOut),
     '',
     ...(flat.length > 0 ? ['Growth of the peak with 10x the rows:', '', ...flat, ''] : []),
+    `What the heap holds once garbage is collected (one more run per size with Node's defaults and \`--trace-gc\`, not in the medians above): ${gcRuns.map((t) => `${fmtInt(t.rows)} rows: at most ${fmtNum(t.liveAfterFullGcMb ?? Number.NaN)} MB after each of ${t.fullGcs} full collections`).join('; ')}.`,
+    '',
     `Each run (rows/s): ${groups.map(({ rows, nodeOptions, trials }) => `${fmtInt(rows)} ${label(nodeOptions)}: ${spread(trials.map((t) => t.runRowsPerSecond))}`).join('; ')}.`,
   ].join('\n');
-  return { markdown, data: groups };
+  return { markdown, data: { groups, gcRuns } };
 }
 
 function label(nodeOptions: string): string {
