@@ -47,17 +47,22 @@ function rng(seed: number): () => number {
   };
 }
 
+/**
+ * Rows, run counts and checkpoint in ONE statement, hence one snapshot: a
+ * COMMIT the killed process had already sent may still complete after it died,
+ * and separate reads could see the rows before it and the checkpoint after it.
+ */
 async function state(source: string) {
-  const rows = await db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM customers WHERE source = $1', [source]);
-  const runs = await db.pool.query<{ inserted: number; updated: number }>(
-    'SELECT coalesce(sum(inserted), 0)::int AS inserted, coalesce(sum(updated), 0)::int AS updated FROM pmsync.runs WHERE source = $1',
+  const res = await db.pool.query<{ rows: number; inserted: number; updated: number; cursor: Date | null; window: { paging?: { pagesRead: number } } | null }>(
+    `SELECT (SELECT count(*)::int FROM customers WHERE source = $1) AS rows,
+            (SELECT coalesce(sum(inserted), 0)::int FROM pmsync.runs WHERE source = $1) AS inserted,
+            (SELECT coalesce(sum(updated), 0)::int FROM pmsync.runs WHERE source = $1) AS updated,
+            (SELECT cursor FROM pmsync.sync_state WHERE source = $1 AND resource = 'customers') AS cursor,
+            (SELECT "window" FROM pmsync.sync_state WHERE source = $1 AND resource = 'customers') AS window`,
     [source],
   );
-  const st = await db.pool.query<{ cursor: Date | null; window: { paging?: { pagesRead: number } } | null }>(
-    `SELECT cursor, "window" FROM pmsync.sync_state WHERE source = $1 AND resource = 'customers'`,
-    [source],
-  );
-  return { rows: rows.rows[0]!.n, ...runs.rows[0]!, cursor: st.rows[0]?.cursor ?? null, window: st.rows[0]?.window ?? null };
+  const r = res.rows[0]!;
+  return { rows: r.rows, inserted: r.inserted, updated: r.updated, cursor: r.cursor ?? null, window: r.window ?? null };
 }
 
 describe('kill -9 and resume', () => {
