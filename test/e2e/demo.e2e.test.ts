@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { cliEnv, runCli } from '../support/cli.ts';
+import { createTestDatabase } from '../support/db.ts';
 
 const dataDir = mkdtempSync(join(tmpdir(), 'pmsync-demo-'));
 chmodSync(dataDir, 0o755);
@@ -26,5 +27,21 @@ describe('pmsync demo', () => {
     const again = await runCli(['demo', '--customers', '700'], cliEnv({ PMSYNC_DATA_DIR: dataDir }));
     expect(again.code).toBe(0);
     expect(again.stdout).toMatch(/customers\s+705/);
+  });
+
+  it('with DATABASE_URL set, resets only its own rows and ledger, never those of real accounts', async () => {
+    const db = await createTestDatabase();
+    try {
+      await db.pool.query(`INSERT INTO pmsync.quota_usage (key_id, quota_day, used, daily_limit) VALUES ('k_realaccount', current_date, 812, 1000)`);
+      await db.pool.query(`INSERT INTO customers (source, id, raw, content_hash, fetched_at) VALUES ('clinic', 'keep-me', '{}', 'h', now())`);
+      const res = await runCli(['demo', '--customers', '150'], cliEnv({ DATABASE_URL: db.url }));
+      expect(res.code, res.stderr).toBe(0);
+      const ledger = await db.pool.query(`SELECT used FROM pmsync.quota_usage WHERE key_id = 'k_realaccount'`);
+      expect(ledger.rows).toEqual([{ used: 812 }]);
+      const kept = await db.pool.query(`SELECT count(*)::int AS n FROM customers WHERE source = 'clinic'`);
+      expect(kept.rows[0].n).toBe(1);
+    } finally {
+      await db.drop();
+    }
   });
 });

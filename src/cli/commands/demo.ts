@@ -2,6 +2,7 @@ import { Command } from 'commander';
 import type { App } from '../../app.ts';
 import { loadConfig, type Config, type CoreSourceConfig } from '../../config.ts';
 import { REST_STREAMS } from '../../sync/streams/index.ts';
+import { keyFingerprint } from '../../state/quota.ts';
 import { startSimulator, DEMO_CORE } from '../../simulator/index.ts';
 import { printResults, runSync } from './sync.ts';
 import { fail, withApp } from '../shared.ts';
@@ -35,7 +36,8 @@ async function resetDemoRows(app: App): Promise<void> {
   for (const s of REST_STREAMS) await app.pool.query(`DELETE FROM "${s.table.name}" WHERE source = $1`, [DEMO_SOURCE]);
   await app.pool.query('DELETE FROM pmsync.sync_state WHERE source = $1', [DEMO_SOURCE]);
   await app.pool.query('DELETE FROM pmsync.quarantine WHERE source = $1', [DEMO_SOURCE]);
-  await app.pool.query('DELETE FROM pmsync.quota_usage WHERE key_id IN (SELECT DISTINCT key_id FROM pmsync.quota_usage)');
+  // Only the demo's own gateway key: the ledger of real accounts in the same database must survive.
+  await app.pool.query('DELETE FROM pmsync.quota_usage WHERE key_id = $1', [keyFingerprint(DEMO_CORE.apikey)]);
 }
 
 async function printTables(app: App): Promise<void> {
