@@ -71,7 +71,9 @@ async function trial(server: BenchServer, simUrl: string, rows: number, nodeOpti
       }),
     );
     const env = cliEnv({ DATABASE_URL: db.url, PMSYNC_DATA_DIR: dir, ...(nodeOptions ? { NODE_OPTIONS: nodeOptions } : {}) });
-    const result = await runCliMeasured(['--config', configFile, 'sync', '--resource', 'customers'], env, { nodeArgs: traceGc ? ['--trace-gc'] : [] });
+    const result = await runCliMeasured(['--config', configFile, 'sync', '--resource', 'customers'], env, {
+      nodeArgs: traceGc ? ['--trace-gc'] : [],
+    });
     if (result.code !== 0) throw new Error(`pmsync sync exited with ${result.code ?? result.signal}: ${result.stderr.slice(-2000)}`);
     const run = await db.pool.query<{ seconds: number; inserted: number; stored: number }>(
       `SELECT extract(epoch FROM ended_at - started_at)::float8 AS seconds, inserted, (SELECT count(*) FROM customers)::int AS stored
@@ -80,7 +82,9 @@ async function trial(server: BenchServer, simUrl: string, rows: number, nodeOpti
     const r = run.rows[0];
     if (!r || r.stored !== rows) throw new Error(`expected ${rows} customers stored, found ${r?.stored ?? 0}`);
     // V8 prints "Mark-Compact 113.4 (232.7) -> 29.5 (182.2) MB": used (committed) before -> after.
-    const afterFullGc = [...result.stdout.matchAll(/Mark-Compact(?: \(reduce\))? [\d.]+ \([\d.]+\) -> ([\d.]+) \(/g)].map((m) => Number(m[1]));
+    const afterFullGc = [...result.stdout.matchAll(/Mark-Compact(?: \(reduce\))? [\d.]+ \([\d.]+\) -> ([\d.]+) \(/g)].map((m) =>
+      Number(m[1]),
+    );
     return {
       nodeOptions,
       ...(traceGc ? { liveAfterFullGcMb: Math.max(0, ...afterFullGc), fullGcs: afterFullGc.length } : {}),
@@ -112,13 +116,17 @@ export async function runEndToEnd(server: BenchServer, options: EndToEndOptions)
         for (const group of mine) {
           const t = await trial(server, sim.url, rows, group.nodeOptions);
           group.trials.push(t);
-          options.log(`e2e ${fmtInt(rows)} ${label(group.nodeOptions)} rep ${rep + 1}: ${fmtInt(t.runRowsPerSecond)} rows/s (run), ${fmtInt(t.wallRowsPerSecond)} rows/s (process), peak RSS ${fmtMb(t.peakRssBytes)}, RSS by quarter ${t.quarterRss.map(fmtMb).join(' / ')}`);
+          options.log(
+            `e2e ${fmtInt(rows)} ${label(group.nodeOptions)} rep ${rep + 1}: ${fmtInt(t.runRowsPerSecond)} rows/s (run), ${fmtInt(t.wallRowsPerSecond)} rows/s (process), peak RSS ${fmtMb(t.peakRssBytes)}, RSS by quarter ${t.quarterRss.map(fmtMb).join(' / ')}`,
+          );
         }
       }
       // One more run with --trace-gc (not in the medians): what the heap holds once garbage is gone.
       const traced = await trial(server, sim.url, rows, '', true);
       gcRuns.push(traced);
-      options.log(`e2e ${fmtInt(rows)} --trace-gc: largest heap after a full GC ${fmtNum(traced.liveAfterFullGcMb ?? Number.NaN)} MB over ${traced.fullGcs} full GCs`);
+      options.log(
+        `e2e ${fmtInt(rows)} --trace-gc: largest heap after a full GC ${fmtNum(traced.liveAfterFullGcMb ?? Number.NaN)} MB over ${traced.fullGcs} full GCs`,
+      );
     } finally {
       await sim.stop();
     }
@@ -151,7 +159,20 @@ export async function runEndToEnd(server: BenchServer, options: EndToEndOptions)
   const markdown = [
     `\`pmsync sync --resource customers\` in its own process (DATABASE_URL points at the bench PostgreSQL) against \`pmsync simulate --customers N --quota 0\` in another, source dailyQuota 1,000,000,000. "run" rows/s is measured from the run's own start and end in pmsync.runs; "process" includes Node start-up and the migration check. Peak RSS is the kernel's VmHWM of the pmsync process; RSS by quarter is the largest RSS sampled (every 50 ms) in each quarter of the process's life.`,
     '',
-    table(['customers', 'NODE_OPTIONS', 'runs', 'rows/s (run, median)', 'rows/s (process, median)', 'process seconds (median)', 'peak RSS (median)', 'RSS by quarter (last run)', 'under 256 MB'], rowsOut),
+    table(
+      [
+        'customers',
+        'NODE_OPTIONS',
+        'runs',
+        'rows/s (run, median)',
+        'rows/s (process, median)',
+        'process seconds (median)',
+        'peak RSS (median)',
+        'RSS by quarter (last run)',
+        'under 256 MB',
+      ],
+      rowsOut,
+    ),
     '',
     ...(flat.length > 0 ? ['Growth of the peak with 10x the rows:', '', ...flat, ''] : []),
     `What the heap holds once garbage is collected (one more run per size with Node's defaults and \`--trace-gc\`, not in the medians above): ${gcRuns.map((t) => `${fmtInt(t.rows)} rows: at most ${fmtNum(t.liveAfterFullGcMb ?? Number.NaN)} MB after each of ${t.fullGcs} full collections`).join('; ')}.`,

@@ -134,8 +134,20 @@ export async function runEconomy(server: BenchServer, options: EconomyOptions): 
       const full = get(first.counts);
       const inc = get(incremental.counts);
       const none = get(idle.counts);
-      data[s.resource] = { n, changed, min, full, inc, none, vendor, naive500, ledger: { first: first.ledger[s.resource], incremental: incremental.ledger[s.resource], idle: idle.ledger[s.resource] }, rowsWritten: first.rows[s.resource] };
-      const mark = (spent: number, minimum: number) => `${fmtInt(spent)} (min ${fmtInt(minimum)}${spent <= minimum + 1 ? ', ok' : ', OVER'})`;
+      data[s.resource] = {
+        n,
+        changed,
+        min,
+        full,
+        inc,
+        none,
+        vendor,
+        naive500,
+        ledger: { first: first.ledger[s.resource], incremental: incremental.ledger[s.resource], idle: idle.ledger[s.resource] },
+        rowsWritten: first.rows[s.resource],
+      };
+      const mark = (spent: number, minimum: number) =>
+        `${fmtInt(spent)} (min ${fmtInt(minimum)}${spent <= minimum + 1 ? ', ok' : ', OVER'})`;
       rows.push([
         s.resource,
         fmtInt(n),
@@ -152,9 +164,27 @@ export async function runEconomy(server: BenchServer, options: EconomyOptions): 
     const markdown = [
       `List requests counted at the simulator (one tenant, ${fmtInt(n)} records per stream; ${fmtInt(changed)} records of each stream changed before the incremental run). "ok" means at most the minimum plus one.`,
       '',
-      table(['stream', 'rows', 'pmsync first sync', `pmsync incremental, ${fmtInt(changed)} changed`, 'pmsync incremental, no change', 'vendor docs: Rows=50, stop on short page', 'naive: Rows=500, stop on page < 500'], rows),
+      table(
+        [
+          'stream',
+          'rows',
+          'pmsync first sync',
+          `pmsync incremental, ${fmtInt(changed)} changed`,
+          'pmsync incremental, no change',
+          'vendor docs: Rows=50, stop on short page',
+          'naive: Rows=500, stop on page < 500',
+        ],
+        rows,
+      ),
       '',
-      `Totals over the ${STREAMS.length} streams: pmsync first sync ${fmtInt(total(first.counts))}, incremental ${fmtInt(total(incremental.counts))}, no-change ${fmtInt(total(idle.counts))} requests. pmsync's own quota ledger counted the same requests as the simulator: ${STREAMS.every((s) => { const d = data[s.resource] as { full: number; inc: number; none: number; ledger: Record<string, number> }; return d.ledger.first === d.full && d.ledger.incremental === d.inc && d.ledger.idle === d.none; }) ? 'yes' : 'NO (see the log)'}.`,
+      `Totals over the ${STREAMS.length} streams: pmsync first sync ${fmtInt(total(first.counts))}, incremental ${fmtInt(total(incremental.counts))}, no-change ${fmtInt(total(idle.counts))} requests. pmsync's own quota ledger counted the same requests as the simulator: ${
+        STREAMS.every((s) => {
+          const d = data[s.resource] as { full: number; inc: number; none: number; ledger: Record<string, number> };
+          return d.ledger.first === d.full && d.ledger.incremental === d.inc && d.ledger.idle === d.none;
+        })
+          ? 'yes'
+          : 'NO (see the log)'
+      }.`,
       `On the standard plan (1,000 requests a day) a first sync of ${fmtInt(n)} customers costs pmsync ${fmtInt(first.counts.get('/api/v1/customers') ?? 0)} requests; the vendor docs' loop costs ${fmtInt((data.customers as { vendor: NaiveResult }).vendor.requests)}.`,
     ].join('\n');
     return { markdown, data };

@@ -69,7 +69,12 @@ try {
   }
   if (selected('e2e')) {
     const { runEndToEnd } = await import('./e2e.ts');
-    const r = await runEndToEnd(server, { sizes: full ? [100_000, 1_000_000] : [100_000], reps: (rows) => (!full ? 1 : rows >= 1_000_000 ? 2 : 3), nodeOptions: ['', '--max-semi-space-size=8'], log });
+    const r = await runEndToEnd(server, {
+      sizes: full ? [100_000, 1_000_000] : [100_000],
+      reps: (rows) => (!full ? 1 : rows >= 1_000_000 ? 2 : 3),
+      nodeOptions: ['', '--max-semi-space-size=8'],
+      log,
+    });
     sections.push(`## 3. End to end\n\n${r.markdown}`);
     data.e2e = r.data;
   }
@@ -102,6 +107,9 @@ const outDir = join(ROOT, 'bench', 'out');
 mkdirSync(outDir, { recursive: true });
 const stamp = new Date().toISOString().replace(/[:.]/g, '-');
 writeFileSync(join(outDir, `${mode}-${stamp}.md`), markdown);
-writeFileSync(join(outDir, `${mode}-${stamp}.json`), JSON.stringify({ mode, command, server: server.label, settings: server.settings, data }, null, 2));
+writeFileSync(
+  join(outDir, `${mode}-${stamp}.json`),
+  JSON.stringify({ mode, command, server: server.label, settings: server.settings, data }, null, 2),
+);
 process.stdout.write(markdown);
 log(`report written to bench/out/${mode}-${stamp}.md`);

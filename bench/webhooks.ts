@@ -52,7 +52,14 @@ const ACK_TARGET_MS = 20;
 const VISIBLE_TARGET_MS = 1000;
 
 function delivery(coreBase: string, id: string, eventId: string, type = 'Patient.Updated'): string {
-  return JSON.stringify({ Application: 'pm-simulator', TenantId: 'sim01_1000', EventId: eventId, EventType: type, EventTimestamp: new Date().toISOString(), Url: `${coreBase}/customers/${id}` });
+  return JSON.stringify({
+    Application: 'pm-simulator',
+    TenantId: 'sim01_1000',
+    EventId: eventId,
+    EventType: type,
+    EventTimestamp: new Date().toISOString(),
+    Url: `${coreBase}/customers/${id}`,
+  });
 }
 
 interface Receiver {
@@ -61,11 +68,25 @@ interface Receiver {
 }
 
 async function startReceiver(configFile: string, db: BenchDatabase, worker: boolean): Promise<Receiver> {
-  const child = spawn(process.execPath, [...(process.env.BENCH_RECEIVER_NODE_ARGS?.split(' ').filter(Boolean) ?? []), CLI, '--config', configFile, 'webhooks', 'receive', '--port', '0', ...(worker ? [] : ['--no-worker'])], {
-    cwd: ROOT,
-    env: cliEnv({ DATABASE_URL: db.url }),
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    [
+      ...(process.env.BENCH_RECEIVER_NODE_ARGS?.split(' ').filter(Boolean) ?? []),
+      CLI,
+      '--config',
+      configFile,
+      'webhooks',
+      'receive',
+      '--port',
+      '0',
+      ...(worker ? [] : ['--no-worker']),
+    ],
+    {
+      cwd: ROOT,
+      env: cliEnv({ DATABASE_URL: db.url }),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let out = '';
   let err = '';
   child.stderr.on('data', (d) => (err += String(d)));
@@ -98,7 +119,9 @@ async function startReceiver(configFile: string, db: BenchDatabase, worker: bool
 async function queueIdle(db: BenchDatabase, timeoutMs: number): Promise<boolean> {
   const until = Date.now() + timeoutMs;
   while (Date.now() < until) {
-    const r = await db.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM pgboss.job WHERE name = 'pmsync-refresh' AND state IN ('created', 'retry', 'active')`);
+    const r = await db.pool.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM pgboss.job WHERE name = 'pmsync-refresh' AND state IN ('created', 'retry', 'active')`,
+    );
     if (r.rows[0]!.n === 0) return true;
     await new Promise((res) => setTimeout(res, 50));
   }
@@ -165,7 +188,17 @@ export async function runWebhooks(server: BenchServer, options: WebhookOptions):
       writeFileSync(
         configFile,
         JSON.stringify({
-          sources: [{ kind: 'core', name: SOURCE, baseUrl: coreBase, apikey: DEMO_CORE.apikey, username: DEMO_CORE.username, password: DEMO_CORE.password, dailyQuota: 1_000_000_000 }],
+          sources: [
+            {
+              kind: 'core',
+              name: SOURCE,
+              baseUrl: coreBase,
+              apikey: DEMO_CORE.apikey,
+              username: DEMO_CORE.username,
+              password: DEMO_CORE.password,
+              dailyQuota: 1_000_000_000,
+            },
+          ],
           webhooks: { concurrency: round.concurrency },
         }),
       );
@@ -190,7 +223,9 @@ export async function runWebhooks(server: BenchServer, options: WebhookOptions):
         } else {
           const b = await burst(coreBase, target, db, control, burstRecords, burstEvents, options.burst, round.concurrency, round.rate);
           bursts.push(b);
-          options.log(`webhooks burst (${round.rate === undefined ? 'at once' : `${round.rate}/s`}, worker concurrency ${round.concurrency}): sent in ${fmtMs(b.sendMs)}, rows visible from ${fmtMs(b.firstVisibleMs)} to ${fmtMs(b.lastVisibleMs)}, p50 ${fmtMs(b.p50)}, p99 ${fmtMs(b.p99)}; jobs waited p50 ${fmtMs(b.jobWait.p50)} p99 ${fmtMs(b.jobWait.p99)}, ran p50 ${fmtMs(b.jobRun.p50)} p99 ${fmtMs(b.jobRun.p99)}; ${b.fetches} fetches for ${b.records} records`);
+          options.log(
+            `webhooks burst (${round.rate === undefined ? 'at once' : `${round.rate}/s`}, worker concurrency ${round.concurrency}): sent in ${fmtMs(b.sendMs)}, rows visible from ${fmtMs(b.firstVisibleMs)} to ${fmtMs(b.lastVisibleMs)}, p50 ${fmtMs(b.p50)}, p99 ${fmtMs(b.p99)}; jobs waited p50 ${fmtMs(b.jobWait.p50)} p99 ${fmtMs(b.jobWait.p99)}, ran p50 ${fmtMs(b.jobRun.p50)} p99 ${fmtMs(b.jobRun.p99)}; ${b.fetches} fetches for ${b.records} records`,
+          );
         }
       } finally {
         await receiver.stop();
@@ -223,7 +258,22 @@ export async function runWebhooks(server: BenchServer, options: WebhookOptions):
     `Delivery to row visible: a burst of ${fmtInt(options.burst)} deliveries over ${BURST_CONNECTIONS} connections, sent at once or paced at ${RATE} per second: ${fmtInt(burstEvents)} distinct events for ${fmtInt(burstRecords)} distinct records (every record changed at the simulator first; ${fmtInt(burstEvents - burstRecords)} records get a second event) and ${fmtInt(options.burst - burstEvents)} re-sends of those EventIds (duplicates). Latency runs from a record's first delivery being sent to its row appearing in the (new) database, polled every 10 ms. Record fetches are the requests the simulator answered during the burst.`,
     '',
     table(
-      ['sent', 'worker concurrency', 'burst sent in', 'first / last row visible after', 'records visible', 'p50', 'p99', 'max', 'jobs waited p50 / p99', 'job ran p50 / p99', 'record fetches', 'outcomes: queued / coalesced / duplicate', `p99 under ${VISIBLE_TARGET_MS} ms`, 'fetches <= distinct records'],
+      [
+        'sent',
+        'worker concurrency',
+        'burst sent in',
+        'first / last row visible after',
+        'records visible',
+        'p50',
+        'p99',
+        'max',
+        'jobs waited p50 / p99',
+        'job ran p50 / p99',
+        'record fetches',
+        'outcomes: queued / coalesced / duplicate',
+        `p99 under ${VISIBLE_TARGET_MS} ms`,
+        'fetches <= distinct records',
+      ],
       bursts.map((b) => [
         b.rate === undefined ? `at once (${BURST_CONNECTIONS} connections)` : `${b.rate}/s`,
         `${b.concurrency}${b.concurrency === defaultConcurrency ? ' (default)' : ''}`,
@@ -244,7 +294,16 @@ export async function runWebhooks(server: BenchServer, options: WebhookOptions):
   ].join('\n');
   return {
     markdown,
-    data: { acks: acks.map(({ worker, result }) => ({ worker, latency: result.latency, total: result.requests.total, non2xx: result.non2xx, errors: result.errors })), bursts },
+    data: {
+      acks: acks.map(({ worker, result }) => ({
+        worker,
+        latency: result.latency,
+        total: result.requests.total,
+        non2xx: result.non2xx,
+        errors: result.errors,
+      })),
+      bursts,
+    },
   };
 }
 
@@ -305,7 +364,10 @@ async function burst(
     while (polling) {
       const pending = recordIds.filter((id) => !visibleAt.has(id) && firstSent.has(id));
       if (pending.length > 0) {
-        const r = await db.pool.query<{ id: string }>('SELECT id FROM customers WHERE source = $1 AND id = ANY($2::text[])', [SOURCE, pending]);
+        const r = await db.pool.query<{ id: string }>('SELECT id FROM customers WHERE source = $1 AND id = ANY($2::text[])', [
+          SOURCE,
+          pending,
+        ]);
         const at = performance.now();
         for (const row of r.rows) visibleAt.set(row.id, at);
       }
@@ -323,7 +385,11 @@ async function burst(
         if (due > performance.now()) await new Promise((res) => setTimeout(res, due - performance.now()));
       }
       if (!firstSent.has(s.id)) firstSent.set(s.id, performance.now());
-      const res = await fetch(target, { method: 'POST', headers: { 'content-type': 'application/json' }, body: delivery(coreBase, s.id, s.eventId) });
+      const res = await fetch(target, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: delivery(coreBase, s.id, s.eventId),
+      });
       await res.arrayBuffer();
       if (!res.ok) throw new Error(`delivery answered ${res.status}`);
     }

@@ -78,7 +78,9 @@ async function pmsyncPass(db: BenchDatabase, sim: Simulator, size: number, pass:
   const ms = await eachChunk(sim, size, pass === 'update', async (rows) => {
     for (let i = 0; i < rows.length; i += batch) {
       const page = rows.slice(i, i + batch);
-      const out = await withTransaction(db.pool, (tx) => upsertPage(tx, customers.table, page, { source: SOURCE, runId: 1, fetchedAt: new Date() }));
+      const out = await withTransaction(db.pool, (tx) =>
+        upsertPage(tx, customers.table, page, { source: SOURCE, runId: 1, fetchedAt: new Date() }),
+      );
       counted += pass === 'insert' ? out.inserted : pass === 'update' ? out.updated : out.unchanged;
     }
   });
@@ -90,7 +92,16 @@ function copyChunk(rows: Row[], fetchedAt: string): Buffer {
   const lines: string[] = [];
   for (const r of rows) {
     const raw = JSON.stringify(r.raw);
-    const fields = [SOURCE, r.id, ...COLS.map((c) => r.columns[c]), raw, createHash('md5').update(raw).digest('hex'), r.sourceModifiedAt, fetchedAt, 1];
+    const fields = [
+      SOURCE,
+      r.id,
+      ...COLS.map((c) => r.columns[c]),
+      raw,
+      createHash('md5').update(raw).digest('hex'),
+      r.sourceModifiedAt,
+      fetchedAt,
+      1,
+    ];
     lines.push(fields.map(copyValue).join('\t'));
   }
   return Buffer.from(`${lines.join('\n')}\n`);
@@ -130,7 +141,11 @@ async function prismaPass(prisma: PrismaClient, sim: Simulator, size: number, pa
       sourceModifiedAt: r.sourceModifiedAt ? new Date(`${r.sourceModifiedAt}Z`) : null,
       fetchedAt: new Date(),
     };
-    await prisma.customer.upsert({ where: { source_id: { source: SOURCE, id: r.id } }, create: { source: SOURCE, id: r.id, ...data }, update: data });
+    await prisma.customer.upsert({
+      where: { source_id: { source: SOURCE, id: r.id } },
+      create: { source: SOURCE, id: r.id, ...data },
+      update: data,
+    });
   }
   return (size / (performance.now() - t0)) * 1000;
 }
@@ -174,7 +189,8 @@ const BREAKDOWN: Array<{ step: string; run: (db: BenchDatabase, pages: Row[][]) 
   {
     step: '+ BEGIN, SAVEPOINT, RELEASE, COMMIT around it (upsertPage as a sync runs it)',
     run: async (db, pages) => {
-      for (const p of pages) await withTransaction(db.pool, (tx) => upsertPage(tx, customers.table, p, { source: SOURCE, runId: 1, fetchedAt: new Date() }));
+      for (const p of pages)
+        await withTransaction(db.pool, (tx) => upsertPage(tx, customers.table, p, { source: SOURCE, runId: 1, fetchedAt: new Date() }));
     },
   },
   {
@@ -227,7 +243,9 @@ export async function runWrite(server: BenchServer, options: WriteOptions): Prom
         entry.insert.push(await pmsyncPass(db, sim, size, 'insert', PRODUCTION_PAGE));
         entry.unchanged.push(await pmsyncPass(db, sim, size, 'unchanged', PRODUCTION_PAGE));
         entry.update.push(await pmsyncPass(db, sim, size, 'update', PRODUCTION_PAGE));
-        options.log(`write ${fmtInt(size)} rep ${rep + 1}: COPY ${fmtInt(entry.copy.at(-1)!)}/s, insert ${fmtInt(entry.insert.at(-1)!)}/s, unchanged ${fmtInt(entry.unchanged.at(-1)!)}/s, update ${fmtInt(entry.update.at(-1)!)}/s`);
+        options.log(
+          `write ${fmtInt(size)} rep ${rep + 1}: COPY ${fmtInt(entry.copy.at(-1)!)}/s, insert ${fmtInt(entry.insert.at(-1)!)}/s, unchanged ${fmtInt(entry.unchanged.at(-1)!)}/s, update ${fmtInt(entry.update.at(-1)!)}/s`,
+        );
       }
       bySize.push(entry);
     }
@@ -239,7 +257,9 @@ export async function runWrite(server: BenchServer, options: WriteOptions): Prom
       const unchanged = await pmsyncPass(db, sim, options.curveSize, 'unchanged', batch);
       const update = await pmsyncPass(db, sim, options.curveSize, 'update', batch);
       curve.push({ batch, insert, update, unchanged });
-      options.log(`write curve ${batch}-row pages: insert ${fmtInt(insert)}/s, unchanged ${fmtInt(unchanged)}/s, update ${fmtInt(update)}/s`);
+      options.log(
+        `write curve ${batch}-row pages: insert ${fmtInt(insert)}/s, unchanged ${fmtInt(unchanged)}/s, update ${fmtInt(update)}/s`,
+      );
     }
 
     const steps = await breakdown(db, sim, options.curveSize, 3);
@@ -251,9 +271,14 @@ export async function runWrite(server: BenchServer, options: WriteOptions): Prom
       unchanged: await prismaPass(prisma, sim, options.prismaSample, 'unchanged'),
       update: await prismaPass(prisma, sim, options.prismaSample, 'update'),
     };
-    options.log(`write Prisma per-row (${options.prismaSample} rows): insert ${fmtInt(perRow.insert)}/s, unchanged ${fmtInt(perRow.unchanged)}/s, update ${fmtInt(perRow.update)}/s`);
+    options.log(
+      `write Prisma per-row (${options.prismaSample} rows): insert ${fmtInt(perRow.insert)}/s, unchanged ${fmtInt(perRow.unchanged)}/s, update ${fmtInt(perRow.update)}/s`,
+    );
 
-    return { markdown: report(options, bySize, curve, perRow, steps), data: { bySize, curve, perRow, steps, prismaSample: options.prismaSample } };
+    return {
+      markdown: report(options, bySize, curve, perRow, steps),
+      data: { bySize, curve, perRow, steps, prismaSample: options.prismaSample },
+    };
   } finally {
     await prisma.$disconnect();
     await db.drop();
@@ -274,15 +299,31 @@ function report(
     rows.push([fmtInt(e.size), 'COPY (ceiling)', fmtInt(copy), '100%', '', String(e.copy.length), spread(e.copy)]);
     for (const pass of ['insert', 'update', 'unchanged'] as const) {
       const v = median(e[pass]);
-      rows.push([fmtInt(e.size), `pmsync ${pass}`, fmtInt(v), fmtPct(v / copy), `${fmtInt(v / perRow[pass])}x`, String(e[pass].length), spread(e[pass])]);
+      rows.push([
+        fmtInt(e.size),
+        `pmsync ${pass}`,
+        fmtInt(v),
+        fmtPct(v / copy),
+        `${fmtInt(v / perRow[pass])}x`,
+        String(e[pass].length),
+        spread(e[pass]),
+      ]);
     }
   }
   const main = table(['rows', 'writer', 'rows/s (median)', 'of COPY', 'vs Prisma per-row', 'runs', 'each run'], rows);
   const curveTable = table(
     ['rows per page', 'insert rows/s', 'update rows/s', 'unchanged rows/s'],
-    curve.map((c) => [c.batch === PRODUCTION_PAGE ? `${c.batch} (production)` : String(c.batch), fmtInt(c.insert), fmtInt(c.update), fmtInt(c.unchanged)]),
+    curve.map((c) => [
+      c.batch === PRODUCTION_PAGE ? `${c.batch} (production)` : String(c.batch),
+      fmtInt(c.insert),
+      fmtInt(c.update),
+      fmtInt(c.unchanged),
+    ]),
   );
-  const prismaTable = table(['pass', 'rows/s'], (['insert', 'update', 'unchanged'] as const).map((p) => [`Prisma upsert per row, ${p}`, fmtInt(perRow[p])]));
+  const prismaTable = table(
+    ['pass', 'rows/s'],
+    (['insert', 'update', 'unchanged'] as const).map((p) => [`Prisma upsert per row, ${p}`, fmtInt(perRow[p])]),
+  );
   return [
     `pmsync: \`upsertPage\` on ${PRODUCTION_PAGE}-row pages, one transaction per page (as a sync commits). COPY: ${fmtInt(CHUNK)} rows per \`COPY ... FROM STDIN\` into a table LIKE customers. Both include encoding the rows on the client; loading the records from the simulator and mapping them is not timed.`,
     '',
@@ -298,6 +339,9 @@ function report(
     '',
     `What bounds a 100-row insert page (${fmtInt(options.curveSize)} rows, median of 3 runs each; every step includes the ones above it):`,
     '',
-    table(['step', 'rows/s', 'each run'], steps.map((b) => [b.step, fmtInt(median(b.rates)), spread(b.rates)])),
+    table(
+      ['step', 'rows/s', 'each run'],
+      steps.map((b) => [b.step, fmtInt(median(b.rates)), spread(b.rates)]),
+    ),
   ].join('\n');
 }

@@ -25,6 +25,8 @@ export interface DmmfModel {
 }
 
 export function readModels(schemaText: string): DmmfModel[] {
-  const dmmf = JSON.parse(wasm.get_dmmf(JSON.stringify({ prismaSchema: [['schema.prisma', schemaText]] }))) as { datamodel: { models: DmmfModel[] } };
+  const dmmf = JSON.parse(wasm.get_dmmf(JSON.stringify({ prismaSchema: [['schema.prisma', schemaText]] }))) as {
+    datamodel: { models: DmmfModel[] };
+  };
   return dmmf.datamodel.models;
 }

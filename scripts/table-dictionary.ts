@@ -52,7 +52,8 @@ const SHARED_COLUMNS: Record<string, string> = {
   synced_at: 'When the row last changed in PostgreSQL.',
   last_seen_at: 'When a complete pass last returned the record (full passes and single-record refreshes).',
   run_id: 'The pmsync.runs row that last wrote it (null for webhook and --id refreshes).',
-  not_seen_since: 'Set when the API stopped returning the record (a full pass missed it, or it answered 404). Never deleted; cleared when seen again.',
+  not_seen_since:
+    'Set when the API stopped returning the record (a full pass missed it, or it answered 404). Never deleted; cleared when seen again.',
 };
 
 function sqlType(f: DmmfField): string {
@@ -106,7 +107,12 @@ export function tablesFromSchema(schemaText: string): Relation[] {
       primaryKey: pk.map(dbName),
       columns: scalars.map((f) => {
         const name = f.dbName ?? f.name;
-        return { name, type: sqlType(f), nullable: !f.isRequired, description: oneLine(f.documentation ?? (synced ? (SHARED_COLUMNS[name] ?? '') : '')) };
+        return {
+          name,
+          type: sqlType(f),
+          nullable: !f.isRequired,
+          description: oneLine(f.documentation ?? (synced ? (SHARED_COLUMNS[name] ?? '') : '')),
+        };
       }),
     };
   });
@@ -114,7 +120,13 @@ export function tablesFromSchema(schemaText: string): Relation[] {
 
 /** Views of the public schema with their columns and COMMENTs, from a migrated database. */
 export async function viewsFromDatabase(db: Queryable): Promise<Relation[]> {
-  const { rows } = await db.query<{ view: string; view_comment: string | null; column_name: string; data_type: string; column_comment: string | null }>(
+  const { rows } = await db.query<{
+    view: string;
+    view_comment: string | null;
+    column_name: string;
+    data_type: string;
+    column_comment: string | null;
+  }>(
     `SELECT c.relname AS view, obj_description(c.oid, 'pg_class') AS view_comment, a.attname AS column_name,
             format_type(a.atttypid, a.atttypmod) AS data_type, col_description(c.oid, a.attnum) AS column_comment
      FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace JOIN pg_attribute a ON a.attrelid = c.oid
@@ -128,7 +140,12 @@ export async function viewsFromDatabase(db: Queryable): Promise<Relation[]> {
       v = { schema: 'public', name: r.view, kind: 'view', description: oneLine(r.view_comment ?? ''), primaryKey: [], columns: [] };
       views.set(r.view, v);
     }
-    v.columns.push({ name: r.column_name, type: shortType(r.data_type), nullable: true, description: oneLine(r.column_comment ?? SHARED_COLUMNS[r.column_name] ?? '') });
+    v.columns.push({
+      name: r.column_name,
+      type: shortType(r.data_type),
+      nullable: true,
+      description: oneLine(r.column_comment ?? SHARED_COLUMNS[r.column_name] ?? ''),
+    });
   }
   return [...views.values()];
 }
@@ -152,7 +169,9 @@ function section(r: Relation): string {
   const pk = r.primaryKey.length > 0 ? `Primary key: (${r.primaryKey.join(', ')}).` : '';
   const about = [r.description, pk].filter(Boolean).join(' ');
   const title = r.schema === 'public' ? r.name : `${r.schema}.${r.name}`;
-  const rows = r.columns.map((c) => `| ${c.name} | ${c.type} | ${r.kind === 'view' ? '' : c.nullable ? 'yes' : 'no'} | ${cell(c.description)} |`);
+  const rows = r.columns.map(
+    (c) => `| ${c.name} | ${c.type} | ${r.kind === 'view' ? '' : c.nullable ? 'yes' : 'no'} | ${cell(c.description)} |`,
+  );
   return `### ${title}\n\n${about ? `${about}\n\n` : ''}| column | type | null | description |\n|---|---|---|---|\n${rows.join('\n')}\n`;
 }
 
@@ -169,7 +188,7 @@ export function renderDictionary(tables: Relation[], views: Relation[]): string 
     '',
     'Every table and view pmsync creates. Resource tables live in the `public` schema, one row per',
     'record per source, keyed by (source, id); their metadata columns (raw, fetched_at, synced_at,',
-    'not_seen_since, ...) mean the same in every one. pmsync\'s own bookkeeping lives in the `pmsync`',
+    "not_seen_since, ...) mean the same in every one. pmsync's own bookkeeping lives in the `pmsync`",
     'schema. See [analysts.md](analysts.md) for how to query them.',
     '',
     '## Views',
@@ -187,7 +206,8 @@ export function renderDictionary(tables: Relation[], views: Relation[]): string 
 /** View columns without a COMMENT take the description of the table column they share a name with. */
 export function inheritDescriptions(views: Relation[], tables: Relation[]): Relation[] {
   const known = new Map<string, string>();
-  for (const t of tables.filter((x) => x.schema === 'public')) for (const c of t.columns) if (c.description && !known.has(c.name)) known.set(c.name, c.description);
+  for (const t of tables.filter((x) => x.schema === 'public'))
+    for (const c of t.columns) if (c.description && !known.has(c.name)) known.set(c.name, c.description);
   return views.map((v) => ({ ...v, columns: v.columns.map((c) => (c.description ? c : { ...c, description: known.get(c.name) ?? '' })) }));
 }
 

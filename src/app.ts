@@ -57,7 +57,14 @@ export function redactorFor(config: Config): Redactor {
 
 export function quotaSettingsFor(source: SourceConfig): QuotaSettings {
   if (source.kind === 'pro') {
-    return { keyId: keyFingerprint(`pro:${source.token}`), dailyLimit: PRO_UNLIMITED, reservePercent: 0, timeZone: 'UTC', resetHour: 0, label: `source "${source.name}"` };
+    return {
+      keyId: keyFingerprint(`pro:${source.token}`),
+      dailyLimit: PRO_UNLIMITED,
+      reservePercent: 0,
+      timeZone: 'UTC',
+      resetHour: 0,
+      label: `source "${source.name}"`,
+    };
   }
   return {
     keyId: keyFingerprint(source.apikey),

@@ -94,7 +94,12 @@ const restFields = {
       /** Expected TenantId on deliveries; checked when set. */
       tenantId: z.string().optional(),
       /** How long the old secret token is still accepted after a rotation (default 3600, see docs/webhooks.md). */
-      secretGraceSeconds: z.number().int().min(0).max(30 * 86_400).optional(),
+      secretGraceSeconds: z
+        .number()
+        .int()
+        .min(0)
+        .max(30 * 86_400)
+        .optional(),
     })
     .prefault({}),
 };
@@ -133,7 +138,11 @@ const proSource = z.object({
        * Between full sweeps only patients that are new or changed are re-read;
        * every this many hours all of them are (0: every run).
        */
-      fullSweepHours: z.number().min(0).max(24 * 90).default(PRO_APPOINTMENT_SWEEP_HOURS),
+      fullSweepHours: z
+        .number()
+        .min(0)
+        .max(24 * 90)
+        .default(PRO_APPOINTMENT_SWEEP_HOURS),
     })
     .prefault({}),
   /**
@@ -282,7 +291,8 @@ function checkSource(s: SourceConfig): string[] {
     if (url.search || url.username || url.password) problems.push('baseUrl must not carry a query string or credentials');
     const path = url.pathname.replace(/\/+$/, '');
     if (s.kind === 'core' && !/\/api\/v1$/.test(path)) problems.push('a core baseUrl ends in /api/v1 (e.g. https://host/api/v1)');
-    if (s.kind === 'core' && /\/CustomAPI\//i.test(path)) problems.push('this baseUrl is a Subset API path (/CustomAPI/...): set kind to "subset"');
+    if (s.kind === 'core' && /\/CustomAPI\//i.test(path))
+      problems.push('this baseUrl is a Subset API path (/CustomAPI/...): set kind to "subset"');
     if (s.kind === 'pro' && /\/practices(\/|$)/.test(path)) {
       problems.push('a pro baseUrl stops before /practices: pmsync adds /practices/<practiceId> itself');
     }
@@ -325,7 +335,12 @@ function salvageSources(fileInput: unknown, env: NodeJS.ProcessEnv, problems: st
   return valid;
 }
 
-function resolveSecrets(source: Record<string, unknown>, where: string, env: NodeJS.ProcessEnv, problems: string[]): Record<string, unknown> {
+function resolveSecrets(
+  source: Record<string, unknown>,
+  where: string,
+  env: NodeJS.ProcessEnv,
+  problems: string[],
+): Record<string, unknown> {
   const out: Record<string, unknown> = { ...source };
   for (const key of ['apikey', 'password', 'token']) {
     const v = out[key];
@@ -340,7 +355,12 @@ function resolveSecrets(source: Record<string, unknown>, where: string, env: Nod
 }
 
 function formatPath(path: PropertyKey[]): string {
-  return path.map((p) => (typeof p === 'number' ? `[${p}]` : `.${String(p)}`)).join('').replace(/^\./, '') || '(root)';
+  return (
+    path
+      .map((p) => (typeof p === 'number' ? `[${p}]` : `.${String(p)}`))
+      .join('')
+      .replace(/^\./, '') || '(root)'
+  );
 }
 
 const ENV_NAMES: Record<string, string> = {

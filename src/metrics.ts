@@ -48,14 +48,24 @@ export class Metrics {
         readers.onCollectError?.(err);
       }
     };
-    this.requests = new Counter({ name: 'pmsync_requests_total', help: 'API requests sent by sync runs of this process', labelNames: ['source', 'resource'], registers });
+    this.requests = new Counter({
+      name: 'pmsync_requests_total',
+      help: 'API requests sent by sync runs of this process',
+      labelNames: ['source', 'resource'],
+      registers,
+    });
     this.rows = new Counter({
       name: 'pmsync_rows_total',
       help: 'Records written by sync runs of this process, by outcome (inserted, updated, unchanged, rejected)',
       labelNames: ['source', 'resource', 'outcome'],
       registers,
     });
-    this.runs = new Counter({ name: 'pmsync_runs_total', help: 'Stream runs of this process by final status', labelNames: ['source', 'resource', 'status'], registers });
+    this.runs = new Counter({
+      name: 'pmsync_runs_total',
+      help: 'Stream runs of this process by final status',
+      labelNames: ['source', 'resource', 'status'],
+      registers,
+    });
     this.runDuration = new Histogram({
       name: 'pmsync_run_duration_seconds',
       help: 'Duration of stream runs of this process',
@@ -63,7 +73,12 @@ export class Metrics {
       buckets: RUN_BUCKETS,
       registers,
     });
-    this.errors = new Counter({ name: 'pmsync_errors_total', help: 'Failed stream runs of this process by error code', labelNames: ['source', 'code'], registers });
+    this.errors = new Counter({
+      name: 'pmsync_errors_total',
+      help: 'Failed stream runs of this process by error code',
+      labelNames: ['source', 'code'],
+      registers,
+    });
     this.ticks = new Counter({
       name: 'pmsync_schedule_ticks_total',
       help: 'Schedule fires seen by this process: queued, skipped_running, locked, not_elected, paused, stopping',
@@ -71,8 +86,18 @@ export class Metrics {
       registers,
     });
 
-    const quotaLeft = new Gauge({ name: 'pmsync_quota_remaining', help: 'Requests left on the current quota day (0 while the API answers 429)', labelNames: ['source'], registers });
-    const quotaUsed = new Gauge({ name: 'pmsync_quota_used', help: 'Requests counted on the current quota day, by every pmsync process', labelNames: ['source'], registers });
+    const quotaLeft = new Gauge({
+      name: 'pmsync_quota_remaining',
+      help: 'Requests left on the current quota day (0 while the API answers 429)',
+      labelNames: ['source'],
+      registers,
+    });
+    const quotaUsed = new Gauge({
+      name: 'pmsync_quota_used',
+      help: 'Requests counted on the current quota day, by every pmsync process',
+      labelNames: ['source'],
+      registers,
+    });
     const quotaLimit = new Gauge({ name: 'pmsync_quota_limit', help: 'Configured daily request quota', labelNames: ['source'], registers });
     let quotaPending: Promise<QuotaReading[]> | null = null;
     // The three quota gauges share one read per scrape.

@@ -54,8 +54,12 @@ export async function startBenchServer(): Promise<BenchServer> {
   await client.connect();
   const settings: Record<string, string> = {};
   try {
-    const res = await client.query<{ name: string; setting: string; unit: string | null }>('SELECT name, setting, unit FROM pg_settings WHERE name = ANY($1)', [REPORTED_SETTINGS]);
-    for (const r of res.rows) settings[r.name] = r.unit === '8kB' ? `${(Number(r.setting) * 8) / 1024} MB` : r.unit === 'MB' ? `${r.setting} MB` : r.setting;
+    const res = await client.query<{ name: string; setting: string; unit: string | null }>(
+      'SELECT name, setting, unit FROM pg_settings WHERE name = ANY($1)',
+      [REPORTED_SETTINGS],
+    );
+    for (const r of res.rows)
+      settings[r.name] = r.unit === '8kB' ? `${(Number(r.setting) * 8) / 1024} MB` : r.unit === 'MB' ? `${r.setting} MB` : r.setting;
   } finally {
     await client.end();
   }
@@ -63,7 +67,10 @@ export async function startBenchServer(): Promise<BenchServer> {
 }
 
 /** A fresh, migrated database on the bench server, dropped afterwards. */
-export async function createBenchDatabase(server: BenchServer, options: { migrate?: boolean; poolSize?: number } = {}): Promise<BenchDatabase> {
+export async function createBenchDatabase(
+  server: BenchServer,
+  options: { migrate?: boolean; poolSize?: number } = {},
+): Promise<BenchDatabase> {
   const name = `pmsync_bench_${randomBytes(4).toString('hex')}`;
   const admin = new pg.Client({ connectionString: server.adminUrl });
   await admin.connect();

@@ -42,7 +42,11 @@ export function cliEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
 }
 
 /** Runs the pmsync CLI to completion, sampling its memory every `sampleMs`. */
-export function runCliMeasured(args: string[], env: NodeJS.ProcessEnv, options: { sampleMs?: number; nodeArgs?: string[] } = {}): Promise<ChildResult> {
+export function runCliMeasured(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  options: { sampleMs?: number; nodeArgs?: string[] } = {},
+): Promise<ChildResult> {
   const started = performance.now();
   const child = spawn(process.execPath, [...(options.nodeArgs ?? []), CLI, ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
@@ -79,7 +83,10 @@ export interface RunningSimulator {
 }
 
 /** Starts `pmsync simulate` on a free loopback port and waits until it listens. */
-export async function startSimulatorProcess(args: string[], options: { timeoutMs?: number; nodeArgs?: string[] } = {}): Promise<RunningSimulator> {
+export async function startSimulatorProcess(
+  args: string[],
+  options: { timeoutMs?: number; nodeArgs?: string[] } = {},
+): Promise<RunningSimulator> {
   const timeoutMs = options.timeoutMs ?? 120_000;
   const child = spawn(process.execPath, [...(options.nodeArgs ?? []), CLI, 'simulate', '--host', '127.0.0.1', '--port', '0', ...args], {
     cwd: ROOT,

@@ -134,14 +134,24 @@ export class HttpClient {
         const delay = Math.max(retryAfterMs ?? 0, Math.floor(random() * backoff));
         // Never retry earlier than the server asked, and never start a retry past the time bound.
         if (elapsed + delay > this.retry.maxElapsedMs) throw final;
-        this.opts.logger.warn({ source: this.sourceName, url: shown, attempt, delayMs: delay, retryAfterMs, code: (final as PmsyncError).code }, 'request failed; retrying');
+        this.opts.logger.warn(
+          { source: this.sourceName, url: shown, attempt, delayMs: delay, retryAfterMs, code: (final as PmsyncError).code },
+          'request failed; retrying',
+        );
         await sleep(delay, signal);
         if (signal?.aborted) throw new ShutdownError();
       }
     }
   }
 
-  private async attempt(method: string, url: URL, headers: Record<string, string>, body: unknown, shown: string, signal?: AbortSignal): Promise<HttpResponse> {
+  private async attempt(
+    method: string,
+    url: URL,
+    headers: Record<string, string>,
+    body: unknown,
+    shown: string,
+    signal?: AbortSignal,
+  ): Promise<HttpResponse> {
     const sentAt = new Date();
     let res: Dispatcher.ResponseData<unknown>;
     try {
@@ -169,7 +179,13 @@ export class HttpClient {
       try {
         return { status, headers: res.headers, body: JSON.parse(text), sentAt };
       } catch {
-        throw new HttpError('BAD_RESPONSE', status, shown, `${this.where(method, shown)} answered ${status} with a body that is not JSON`, true);
+        throw new HttpError(
+          'BAD_RESPONSE',
+          status,
+          shown,
+          `${this.where(method, shown)} answered ${status} with a body that is not JSON`,
+          true,
+        );
       }
     }
     const err = this.statusError(method, status, shown, text);
@@ -185,12 +201,16 @@ export class HttpClient {
   private statusError(method: string, status: number, shown: string, text: string): HttpError {
     const detail = text ? `: ${this.opts.redactor.redact(text.slice(0, 300)).replace(/\s+/g, ' ').trim()}` : '';
     const where = this.where(method, shown);
-    if (status === 401) return new HttpError('AUTH_FAILED', status, shown, `${where} was refused (401 Unauthorized). ${this.opts.auth.hint}`, false);
+    if (status === 401)
+      return new HttpError('AUTH_FAILED', status, shown, `${where} was refused (401 Unauthorized). ${this.opts.auth.hint}`, false);
     if (status === 404) return new HttpError('NOT_FOUND', status, shown, `${where}: not found or not visible to this user (404)`, false);
-    if (status === 429) return new HttpError('QUOTA_EXHAUSTED', status, shown, `${where}: the daily request quota is exhausted (429)`, false);
-    if (status === 400 || status === 422) return new HttpError('VALIDATION_FAILED', status, shown, `${where} was rejected as invalid (${status})${detail}`, false);
+    if (status === 429)
+      return new HttpError('QUOTA_EXHAUSTED', status, shown, `${where}: the daily request quota is exhausted (429)`, false);
+    if (status === 400 || status === 422)
+      return new HttpError('VALIDATION_FAILED', status, shown, `${where} was rejected as invalid (${status})${detail}`, false);
     if (status === 408 || status >= 500) return new HttpError('RETRYABLE', status, shown, `${where} failed with ${status}${detail}`, true);
-    if (status >= 300 && status < 400) return new HttpError('HTTP_ERROR', status, shown, `${where} answered a redirect (${status}); redirects are not followed`, false);
+    if (status >= 300 && status < 400)
+      return new HttpError('HTTP_ERROR', status, shown, `${where} answered a redirect (${status}); redirects are not followed`, false);
     return new HttpError('HTTP_ERROR', status, shown, `${where} failed with ${status}${detail}`, false);
   }
 
@@ -198,9 +218,13 @@ export class HttpClient {
     const code = (err as { code?: string }).code ?? '';
     const message = this.opts.redactor.redact((err as Error).message ?? String(err));
     if (code === 'ENOTFOUND' || code === 'ECONNREFUSED' || code === 'EAI_AGAIN') {
-      return new PmsyncError('API_UNREACHABLE', `source "${this.sourceName}": cannot reach ${shown} (${code}: ${message})`, { retryable: true });
+      return new PmsyncError('API_UNREACHABLE', `source "${this.sourceName}": cannot reach ${shown} (${code}: ${message})`, {
+        retryable: true,
+      });
     }
-    return new PmsyncError('RETRYABLE', `source "${this.sourceName}": ${shown} failed: ${code || 'network error'} ${message}`.trim(), { retryable: true });
+    return new PmsyncError('RETRYABLE', `source "${this.sourceName}": ${shown} failed: ${code || 'network error'} ${message}`.trim(), {
+      retryable: true,
+    });
   }
 
   async close(): Promise<void> {

@@ -67,7 +67,9 @@ export class LimiterRegistry {
         id: `pmsync-${keyId}`,
         maxConcurrent: settings.maxConcurrent,
         minTime: settings.minTimeMs,
-        ...(this.redisUrl ? { datastore: 'ioredis', clearDatastore: false, clientOptions: redisOptions(this.redisUrl), timeout: REDIS_STATE_TTL_MS } : {}),
+        ...(this.redisUrl
+          ? { datastore: 'ioredis', clearDatastore: false, clientOptions: redisOptions(this.redisUrl), timeout: REDIS_STATE_TTL_MS }
+          : {}),
       });
       // Connection errors surface through `ready` below; ioredis keeps reconnecting meanwhile.
       bottleneck.on('error', () => undefined);
@@ -87,7 +89,10 @@ export class LimiterRegistry {
   /** Resolves once Redis answers; the first connection error (or silence) before that is fatal. */
   private whenReady(bottleneck: Bottleneck, url: string): Promise<void> {
     const unreachable = (detail: string) =>
-      new PmsyncError('REDIS_UNREACHABLE', `Cannot reach Redis at ${redactUrl(url)} (REDIS_URL): ${detail}. It holds the request limiter shared by replicas.`);
+      new PmsyncError(
+        'REDIS_UNREACHABLE',
+        `Cannot reach Redis at ${redactUrl(url)} (REDIS_URL): ${detail}. It holds the request limiter shared by replicas.`,
+      );
     let timer: NodeJS.Timeout | undefined;
     let settled = false;
     const failure = new Promise<never>((_, reject) => {
@@ -106,7 +111,11 @@ export class LimiterRegistry {
     const all = [...this.limiters.values()];
     this.limiters.clear();
     // A Redis that went away must not hold the process open.
-    await Promise.all(all.map(({ bottleneck }) => Promise.race([bottleneck.disconnect(true), new Promise((r) => setTimeout(r, 2_000).unref())]).catch(() => undefined)));
+    await Promise.all(
+      all.map(({ bottleneck }) =>
+        Promise.race([bottleneck.disconnect(true), new Promise((r) => setTimeout(r, 2_000).unref())]).catch(() => undefined),
+      ),
+    );
   }
 }
 

@@ -113,7 +113,14 @@ function repairBudget(state: PagingState): number {
  * keep a stable order; pmsync assumes they do (rows only move as others leave
  * or enter).
  */
-export function advance(state: PagingState, page: number, records: unknown[], totalRows: number | null, totalPages: number | null, served: number): { state: PagingState; last: boolean; totalChange: number } {
+export function advance(
+  state: PagingState,
+  page: number,
+  records: unknown[],
+  totalRows: number | null,
+  totalPages: number | null,
+  served: number,
+): { state: PagingState; last: boolean; totalChange: number } {
   const next: PagingState = { ...state, pagesRead: state.pagesRead + 1 };
   const totalChange = totalRows !== null && state.lastTotal !== null ? totalRows - state.lastTotal : 0;
   if (totalRows !== null) next.lastTotal = totalRows;
@@ -156,7 +163,14 @@ export function advance(state: PagingState, page: number, records: unknown[], to
   return { state: next, last: false, totalChange };
 }
 
-function forward(next: PagingState, page: number, records: unknown[], served: number, totalChange: number, totalPages: number | null = null): { state: PagingState; last: boolean; totalChange: number } {
+function forward(
+  next: PagingState,
+  page: number,
+  records: unknown[],
+  served: number,
+  totalChange: number,
+  totalPages: number | null = null,
+): { state: PagingState; last: boolean; totalChange: number } {
   // DataNextPage is clamped to the last page, so it is never a stop signal; DataTotalPages is.
   const last = records.length === 0 || (totalPages !== null ? page >= totalPages : records.length < served);
   next.nextPage = page + 1;
@@ -182,7 +196,10 @@ export async function* pageByRows(
     const page = state.nextPage;
     const res = await fetchPage(page, rows);
     if (!Array.isArray(res.body)) {
-      throw new PmsyncError('BAD_RESPONSE', `page ${page} of the list was not a JSON array (got ${res.body === null ? 'null' : typeof res.body})`);
+      throw new PmsyncError(
+        'BAD_RESPONSE',
+        `page ${page} of the list was not a JSON array (got ${res.body === null ? 'null' : typeof res.body})`,
+      );
     }
     const records = res.body as unknown[];
     const totalRows = header(res.headers, 'DataTotalRows');
@@ -198,7 +215,10 @@ export async function* pageByRows(
  * Pro paging by Page and Limit over `{ data: [...] }` bodies: stops at a page
  * shorter than the Limit asked for, or an empty page.
  */
-export async function* pageByLimit(fetchPage: (page: number, limit: number) => Promise<FetchedPage>, options: { startPage?: number; limit: number }): AsyncGenerator<Page> {
+export async function* pageByLimit(
+  fetchPage: (page: number, limit: number) => Promise<FetchedPage>,
+  options: { startPage?: number; limit: number },
+): AsyncGenerator<Page> {
   for (let page = options.startPage ?? 1; ; page++) {
     const res = await fetchPage(page, options.limit);
     const data = (res.body as { data?: unknown } | null)?.data;

@@ -63,7 +63,9 @@ export async function migrate(pool: Pool, migrations = readMigrations()): Promis
       const previous = done.get(m.name);
       if (previous !== undefined) {
         if (previous !== m.checksum) {
-          throw new Error(`Migration ${m.name} was changed after it was applied (checksum differs). Restore the file; add a new migration instead.`);
+          throw new Error(
+            `Migration ${m.name} was changed after it was applied (checksum differs). Restore the file; add a new migration instead.`,
+          );
         }
         continue;
       }

@@ -21,7 +21,9 @@ export async function checkConnection(pool: Pool, connectionString: string): Pro
   try {
     await pool.query('select 1');
   } catch (err) {
-    throw new PmsyncError('DB_UNREACHABLE', `Cannot reach PostgreSQL at ${redactUrl(connectionString)}: ${(err as Error).message}`, { cause: err });
+    throw new PmsyncError('DB_UNREACHABLE', `Cannot reach PostgreSQL at ${redactUrl(connectionString)}: ${(err as Error).message}`, {
+      cause: err,
+    });
   }
 }
 

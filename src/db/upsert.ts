@@ -41,10 +41,38 @@ export interface UpsertMeta {
 
 export function buildPageUpsert(table: TableDef, rows: Array<MappedRow & { raw: unknown }>, meta: UpsertMeta): SqlQuery {
   const cols = Object.keys(table.columns);
-  const recordset = [`id ${table.idType}`, 'raw jsonb', 'source_modified_at timestamp', ...cols.map((c) => `${q(c)} ${RECORDSET_TYPE[table.columns[c]!]}`)].join(', ');
+  const recordset = [
+    `id ${table.idType}`,
+    'raw jsonb',
+    'source_modified_at timestamp',
+    ...cols.map((c) => `${q(c)} ${RECORDSET_TYPE[table.columns[c]!]}`),
+  ].join(', ');
   const payload = rows.map((r) => ({ id: r.id, raw: r.raw, source_modified_at: r.sourceModifiedAt, ...r.columns }));
-  const insertCols = ['source', 'id', ...cols.map(q), 'raw', 'content_hash', 'source_modified_at', 'fetched_at', 'first_seen_at', 'synced_at', 'last_seen_at', 'run_id', 'not_seen_since'];
-  const updateCols = [...cols.map(q), 'raw', 'content_hash', 'source_modified_at', 'fetched_at', 'synced_at', 'last_seen_at', 'run_id', 'not_seen_since'];
+  const insertCols = [
+    'source',
+    'id',
+    ...cols.map(q),
+    'raw',
+    'content_hash',
+    'source_modified_at',
+    'fetched_at',
+    'first_seen_at',
+    'synced_at',
+    'last_seen_at',
+    'run_id',
+    'not_seen_since',
+  ];
+  const updateCols = [
+    ...cols.map(q),
+    'raw',
+    'content_hash',
+    'source_modified_at',
+    'fetched_at',
+    'synced_at',
+    'last_seen_at',
+    'run_id',
+    'not_seen_since',
+  ];
   const text = `WITH input AS (
   SELECT r.*, md5(r.raw::text) AS content_hash FROM jsonb_to_recordset($1::jsonb) AS r(${recordset})
 ), written AS (
@@ -90,7 +118,12 @@ export interface UpsertOutcome extends UpsertCounts {
  * (data exception, SQLSTATE class 22), each row is retried under a savepoint so
  * only the offending rows are set aside and the rest of the page lands.
  */
-export async function upsertPage(db: Queryable, table: TableDef, rows: Array<MappedRow & { raw: unknown }>, meta: UpsertMeta): Promise<UpsertOutcome> {
+export async function upsertPage(
+  db: Queryable,
+  table: TableDef,
+  rows: Array<MappedRow & { raw: unknown }>,
+  meta: UpsertMeta,
+): Promise<UpsertOutcome> {
   const unique = dedupeById(rows);
   if (unique.length === 0) return { inserted: 0, updated: 0, unchanged: 0, failed: [] };
   await db.query('SAVEPOINT page_upsert');

@@ -34,14 +34,14 @@ export const optDateTime = z
   .refine((v) => {
     if (/^\d{4}-\d{2}-\d{2}$/.test(v)) return realDate(Number(v.slice(0, 4)), Number(v.slice(5, 7)), Number(v.slice(8, 10)));
     const m = DATETIME.exec(v);
-    return m !== null && realDate(Number(m[1]), Number(m[2]), Number(m[3])) && Number(m[4]) < 24 && Number(m[5]) < 60 && Number(m[6] ?? 0) < 60;
+    return (
+      m !== null && realDate(Number(m[1]), Number(m[2]), Number(m[3])) && Number(m[4]) < 24 && Number(m[5]) < 60 && Number(m[6] ?? 0) < 60
+    );
   }, 'expected a date-time YYYY-MM-DDThh:mm:ss')
   .nullish();
 
 /** Money and other decimals may arrive as numbers or numeric strings. */
-export const optDecimal = z
-  .union([z.number().finite(), z.string().regex(/^-?\d+(\.\d+)?$/, 'expected a decimal number')])
-  .nullish();
+export const optDecimal = z.union([z.number().finite(), z.string().regex(/^-?\d+(\.\d+)?$/, 'expected a decimal number')]).nullish();
 
 export function toDate(v: string | null | undefined): string | null {
   return v ? v.slice(0, 10) : null;

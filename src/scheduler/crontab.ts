@@ -76,10 +76,12 @@ function parseField(text: string, spec: FieldSpec, expression: string): Set<numb
   const out = new Set<number>();
   for (const part of text.split(',')) {
     const [range, stepText, extra] = part.split('/');
-    if (extra !== undefined || range === undefined || range === '') throw new CronSyntaxError(expression, `${spec.name} "${part}" is malformed`);
+    if (extra !== undefined || range === undefined || range === '')
+      throw new CronSyntaxError(expression, `${spec.name} "${part}" is malformed`);
     let step = 1;
     if (stepText !== undefined) {
-      if (!/^\d+$/.test(stepText) || Number(stepText) < 1) throw new CronSyntaxError(expression, `${spec.name} step "${stepText}" must be a positive number`);
+      if (!/^\d+$/.test(stepText) || Number(stepText) < 1)
+        throw new CronSyntaxError(expression, `${spec.name} step "${stepText}" must be a positive number`);
       step = Number(stepText);
     }
     let from: number;
@@ -89,7 +91,8 @@ function parseField(text: string, spec: FieldSpec, expression: string): Set<numb
       to = spec.name === 'day of week' ? 6 : spec.max;
     } else if (range.includes('-')) {
       const [a, b, more] = range.split('-');
-      if (a === undefined || b === undefined || more !== undefined) throw new CronSyntaxError(expression, `${spec.name} range "${range}" is malformed`);
+      if (a === undefined || b === undefined || more !== undefined)
+        throw new CronSyntaxError(expression, `${spec.name} range "${range}" is malformed`);
       from = parseValue(a, spec, expression);
       to = parseValue(b, spec, expression);
       if (from > to) throw new CronSyntaxError(expression, `${spec.name} range "${range}" runs backwards`);
@@ -107,8 +110,15 @@ export function parseCron(input: string): Crontab {
   const expanded = MACROS[trimmed.toLowerCase()] ?? trimmed;
   if (expanded.startsWith('@')) throw new CronSyntaxError(input, `unknown macro (known: ${Object.keys(MACROS).join(', ')})`);
   const fields = expanded.split(/\s+/);
-  if (fields.length !== 5) throw new CronSyntaxError(input, `expected 5 fields (minute hour day-of-month month day-of-week), found ${fields.length}`);
-  const [minute, hour, dayOfMonth, month, dayOfWeek] = fields.map((f, i) => parseField(f, FIELDS[i]!, input)) as [Set<number>, Set<number>, Set<number>, Set<number>, Set<number>];
+  if (fields.length !== 5)
+    throw new CronSyntaxError(input, `expected 5 fields (minute hour day-of-month month day-of-week), found ${fields.length}`);
+  const [minute, hour, dayOfMonth, month, dayOfWeek] = fields.map((f, i) => parseField(f, FIELDS[i]!, input)) as [
+    Set<number>,
+    Set<number>,
+    Set<number>,
+    Set<number>,
+    Set<number>,
+  ];
   return { expression: fields.join(' '), minute, hour, dayOfMonth, month, dayOfWeek };
 }
 

@@ -60,10 +60,17 @@ export interface AcquireOptions {
 }
 
 /** Takes the lock of one stream, or returns null when another process holds it past `waitMs`. */
-export async function acquireStreamLock(pool: Pool, source: string, resource: string, options: AcquireOptions = {}): Promise<StreamLock | null> {
+export async function acquireStreamLock(
+  pool: Pool,
+  source: string,
+  resource: string,
+  options: AcquireOptions = {},
+): Promise<StreamLock | null> {
   const client = new pg.Client({ ...pool.options, application_name: `pmsync lock ${source}/${resource} ${holderName()}`.slice(0, 63) });
   const lost = new AbortController();
-  client.on('error', () => lost.abort(new PmsyncError('DB_UNREACHABLE', `lost the database connection holding the lock of ${source}/${resource}`)));
+  client.on('error', () =>
+    lost.abort(new PmsyncError('DB_UNREACHABLE', `lost the database connection holding the lock of ${source}/${resource}`)),
+  );
   await client.connect();
   const key = streamLockKey(source, resource);
   const sleep = options.sleep ?? ((ms: number) => new Promise((r) => setTimeout(r, ms)));

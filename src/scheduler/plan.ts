@@ -57,16 +57,23 @@ export function sourceTimeZone(source: SourceConfig): string {
   return 'timeZone' in source && typeof source.timeZone === 'string' ? source.timeZone : 'UTC';
 }
 
-export function planSchedules(settings: ScheduleSettings, sources: SourceConfig[], catalog: (source: SourceConfig) => StreamEntry[]): SchedulePlan {
+export function planSchedules(
+  settings: ScheduleSettings,
+  sources: SourceConfig[],
+  catalog: (source: SourceConfig) => StreamEntry[],
+): SchedulePlan {
   const plan: SchedulePlan = { schedules: [], off: [], problems: [] };
   const streams = new Map(sources.map((s) => [s.name, catalog(s)]));
   settings.overrides.forEach((o, i) => {
     const where = `schedules.overrides[${i}]`;
-    if (o.source && !streams.has(o.source)) plan.problems.push(`${where}: no source named "${o.source}" (known: ${[...streams.keys()].join(', ') || 'none'})`);
+    if (o.source && !streams.has(o.source))
+      plan.problems.push(`${where}: no source named "${o.source}" (known: ${[...streams.keys()].join(', ') || 'none'})`);
     if (o.resource) {
       const candidates = o.source ? (streams.get(o.source) ?? []) : [...streams.values()].flat();
       if (!candidates.some((s) => s.resource === o.resource)) {
-        plan.problems.push(`${where}: ${o.source ? `source "${o.source}" has no resource` : 'no configured source has a resource'} "${o.resource}"`);
+        plan.problems.push(
+          `${where}: ${o.source ? `source "${o.source}" has no resource` : 'no configured source has a resource'} "${o.resource}"`,
+        );
       }
     }
   });

@@ -107,7 +107,10 @@ export class Scheduler {
       for (const s of group.schedules) {
         const mostRecent = previousFire(parseCron(s.cron), s.timeZone, at);
         if (this.deps.catchUp && mostRecent && missedFire(lastFires.get(s.key) ?? null, mostRecent)) {
-          logger.info({ schedule: s.key, missedFire: mostRecent.toISOString(), lastFire: lastFires.get(s.key)?.toISOString() ?? null }, 'catching up a missed fire');
+          logger.info(
+            { schedule: s.key, missedFire: mostRecent.toISOString(), lastFire: lastFires.get(s.key)?.toISOString() ?? null },
+            'catching up a missed fire',
+          );
           await this.fire(s, mostRecent, 'catch-up');
         } else if (interrupted.has(s.key)) {
           logger.info({ schedule: s.key }, 'resuming a run stopped part-way');

@@ -83,7 +83,12 @@ function section(input: unknown, key: string): Record<string, unknown> {
 }
 
 /** Parses both sections from the config file's object and the environment; problems are appended. */
-export function parseServeSettings(fileInput: unknown, env: NodeJS.ProcessEnv, where: string, problems: string[]): { schedules: ScheduleSettings; serve: ServeSettings } {
+export function parseServeSettings(
+  fileInput: unknown,
+  env: NodeJS.ProcessEnv,
+  where: string,
+  problems: string[],
+): { schedules: ScheduleSettings; serve: ServeSettings } {
   const fromEnv = scheduleEnv(env);
   const schedules = schedulesSchema.safeParse({ ...section(fileInput, 'schedules'), ...fromEnv.schedules });
   const serve = serveSchema.safeParse({ ...section(fileInput, 'serve'), ...fromEnv.serve });

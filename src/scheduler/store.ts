@@ -19,7 +19,13 @@ export function registerSql(schedules: Schedule[]): SqlQuery {
            ON CONFLICT (key) DO UPDATE SET source = excluded.source, resource = excluded.resource, cron = excluded.cron,
              time_zone = excluded.time_zone, updated_at = now()
            RETURNING key, last_fire_at`,
-    values: [schedules.map((s) => s.key), schedules.map((s) => s.source), schedules.map((s) => s.resource), schedules.map((s) => s.cron), schedules.map((s) => s.timeZone)],
+    values: [
+      schedules.map((s) => s.key),
+      schedules.map((s) => s.source),
+      schedules.map((s) => s.resource),
+      schedules.map((s) => s.cron),
+      schedules.map((s) => s.timeZone),
+    ],
   };
 }
 

@@ -14,5 +14,8 @@ import { selectProStreams, selectRestStreams } from '../sync/streams/index.ts';
 
 export function streamCatalog(source: SourceConfig): StreamEntry[] {
   if (source.kind === 'pro') return selectProStreams(source).map((s) => ({ resource: s.resource, mode: 'incremental' }));
-  return selectRestStreams(source).map((s) => ({ resource: s.resource, mode: s.mode === 'full' || source.fullRefresh.includes(s.resource) ? 'full' : 'incremental' }));
+  return selectRestStreams(source).map((s) => ({
+    resource: s.resource,
+    mode: s.mode === 'full' || source.fullRefresh.includes(s.resource) ? 'full' : 'incremental',
+  }));
 }

@@ -21,12 +21,16 @@ export function readinessCheck(db: Queryable, expected: string[] = readMigration
     });
     try {
       const res = await Promise.race([
-        db.query<{ name: string }>('SELECT migration_name AS name FROM "_prisma_migrations" WHERE finished_at IS NOT NULL AND rolled_back_at IS NULL'),
+        db.query<{ name: string }>(
+          'SELECT migration_name AS name FROM "_prisma_migrations" WHERE finished_at IS NOT NULL AND rolled_back_at IS NULL',
+        ),
         timeout,
       ]);
       const applied = new Set(res.rows.map((r) => r.name));
       const missing = expected.filter((m) => !applied.has(m));
-      return missing.length === 0 ? { ready: true, problems: [] } : { ready: false, problems: [`migrations not applied: ${missing.join(', ')} (run "pmsync migrate")`] };
+      return missing.length === 0
+        ? { ready: true, problems: [] }
+        : { ready: false, problems: [`migrations not applied: ${missing.join(', ')} (run "pmsync migrate")`] };
     } catch (err) {
       return { ready: false, problems: [`database unreachable: ${(err as Error).message}`] };
     } finally {

@@ -75,7 +75,8 @@ export async function startServe(app: App, config: Config, options: ServeOptions
       );
       return res.rows;
     },
-    running: () => scheduler.running().map((key) => ({ source: key.slice(0, key.indexOf('/')), resource: key.slice(key.indexOf('/') + 1) })),
+    running: () =>
+      scheduler.running().map((key) => ({ source: key.slice(0, key.indexOf('/')), resource: key.slice(key.indexOf('/') + 1) })),
     webhooks: webhooks ? () => webhooks.counts() : undefined,
     onCollectError: (err) => log.warn({ err }, 'a metric could not be read'),
   });
@@ -128,7 +129,12 @@ export async function startServe(app: App, config: Config, options: ServeOptions
     {
       url,
       webhooks: webhooks !== null,
-      schedules: plan.schedules.map((s) => ({ key: s.key, cron: s.cron, timeZone: s.timeZone, next: nextFire(parseCron(s.cron), s.timeZone, now)?.toISOString() ?? null })),
+      schedules: plan.schedules.map((s) => ({
+        key: s.key,
+        cron: s.cron,
+        timeZone: s.timeZone,
+        next: nextFire(parseCron(s.cron), s.timeZone, now)?.toISOString() ?? null,
+      })),
       off: plan.off,
     },
     'serving',
@@ -140,7 +146,10 @@ export async function startServe(app: App, config: Config, options: ServeOptions
     (stopping ??= (async () => {
       accepting = false;
       const deadline = Date.now() + serveSettings.shutdownTimeoutSeconds * 1000;
-      log.info({ timeoutSeconds: serveSettings.shutdownTimeoutSeconds, running: scheduler.running() }, 'stopping: letting in-flight pages commit');
+      log.info(
+        { timeoutSeconds: serveSettings.shutdownTimeoutSeconds, running: scheduler.running() },
+        'stopping: letting in-flight pages commit',
+      );
       if (!app.abort.signal.aborted) app.abort.abort();
       server.close();
       server.closeIdleConnections();
@@ -148,7 +157,11 @@ export async function startServe(app: App, config: Config, options: ServeOptions
       if (webhooks) await within(webhooks.stop(), deadline - Date.now());
       server.closeAllConnections();
       if (drained) log.info('stopped');
-      else log.error({ running: scheduler.running() }, 'shutdown timeout reached with runs still going; their checkpoints are saved and the next start resumes them');
+      else
+        log.error(
+          { running: scheduler.running() },
+          'shutdown timeout reached with runs still going; their checkpoints are saved and the next start resumes them',
+        );
       return drained;
     })());
 

@@ -55,8 +55,6 @@ export async function serveControl(deps: ControlDeps, req: IncomingMessage, res:
   if (typeof count !== 'number' || !Number.isInteger(count) || count < 0) return fail(res, 400, 'count must be a non-negative integer');
   const handle = tenant.handle();
   const idField = tenant.store(resource)?.def.idField ?? '';
-  const records = action === 'touch'
-    ? handle.touch(resource, count)
-    : Array.from({ length: count }, () => handle.create(resource));
+  const records = action === 'touch' ? handle.touch(resource, count) : Array.from({ length: count }, () => handle.create(resource));
   sendJson(res, 200, { count: records.length, ids: records.map((r) => r[idField]) });
 }

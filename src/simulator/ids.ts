@@ -22,7 +22,7 @@ export class IdCodec {
 
   encode(kind: number, index: number): string {
     let left = index >>> 0;
-    let right = ((kind & 0xff) << 24 | (this.check(kind, index) & 0xffffff)) >>> 0;
+    let right = (((kind & 0xff) << 24) | (this.check(kind, index) & 0xffffff)) >>> 0;
     for (const key of this.keys) {
       const next = (left ^ mix32(right ^ key)) >>> 0;
       left = right;

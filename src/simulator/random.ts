@@ -72,7 +72,12 @@ export class Rng {
   /** A version-4 shaped GUID drawn from this stream. */
   guid(): string {
     const hex: string[] = [];
-    for (let i = 0; i < 4; i++) hex.push(Math.floor(this.next() * 0x100000000).toString(16).padStart(8, '0'));
+    for (let i = 0; i < 4; i++)
+      hex.push(
+        Math.floor(this.next() * 0x100000000)
+          .toString(16)
+          .padStart(8, '0'),
+      );
     const h = hex.join('');
     const variant = ((parseInt(h[16] ?? '0', 16) & 0x3) | 0x8).toString(16);
     return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-${variant}${h.slice(17, 20)}-${h.slice(20, 32)}`;

@@ -10,8 +10,15 @@ import { Practice } from './pro/practice.ts';
 import { servePro } from './pro/routes.ts';
 import { QuotaLedger } from './quota.ts';
 import type {
-  CoreTenantOptions, Faults, PracticeHandle, ProPracticeOptions, RequestLogEntry, Simulator, SimulatorOptions,
-  SimulatorStats, TenantHandle,
+  CoreTenantOptions,
+  Faults,
+  PracticeHandle,
+  ProPracticeOptions,
+  RequestLogEntry,
+  Simulator,
+  SimulatorOptions,
+  SimulatorStats,
+  TenantHandle,
 } from './types.ts';
 import { DEFAULT_WEBHOOK_TIMING, WebhookDispatcher } from './webhooks.ts';
 
@@ -33,7 +40,10 @@ function classify(pathname: string): Route {
   if (pathname.startsWith('/__sim/')) return { api: 'control' };
   let segments: string[];
   try {
-    segments = pathname.split('/').filter((s) => s !== '').map((s) => decodeURIComponent(s));
+    segments = pathname
+      .split('/')
+      .filter((s) => s !== '')
+      .map((s) => decodeURIComponent(s));
   } catch {
     return { api: 'unknown' };
   }
@@ -74,11 +84,8 @@ export class SimulatorServer implements Simulator {
     // the same records.
     const anchorDay = Math.floor(this.now().getTime() / DAY_MS);
     this.faults = new FaultInjector(seed);
-    this.dispatcher = new WebhookDispatcher(
-      { ...DEFAULT_WEBHOOK_TIMING, ...options.webhookTiming },
-      this.now,
-      seed,
-      () => this.coreBaseUrl(),
+    this.dispatcher = new WebhookDispatcher({ ...DEFAULT_WEBHOOK_TIMING, ...options.webhookTiming }, this.now, seed, () =>
+      this.coreBaseUrl(),
     );
     const sink = { emit: this.dispatcher.emit.bind(this.dispatcher) };
     tenants.forEach((tenantOptions, position) => {
@@ -207,7 +214,13 @@ export class SimulatorServer implements Simulator {
         return serveCore(this.coreDeps(), { req, res, url, variant: 'core', segments: route.segments, log: entry });
       case 'subset':
         return serveCore(this.coreDeps(), {
-          req, res, url, variant: 'subset', subsetName: route.subsetName, segments: route.segments, log: entry,
+          req,
+          res,
+          url,
+          variant: 'subset',
+          subsetName: route.subsetName,
+          segments: route.segments,
+          log: entry,
         });
       case 'pro':
         return servePro(

@@ -63,8 +63,12 @@ export class TenantClock {
     const format = new Intl.DateTimeFormat('en-US', {
       timeZone,
       hourCycle: 'h23',
-      year: 'numeric', month: '2-digit', day: '2-digit',
-      hour: '2-digit', minute: '2-digit', second: '2-digit',
+      year: 'numeric',
+      month: '2-digit',
+      day: '2-digit',
+      hour: '2-digit',
+      minute: '2-digit',
+      second: '2-digit',
     });
     this.format = this.utc ? undefined : format;
   }
@@ -126,7 +130,14 @@ export class TenantClock {
     for (const part of this.format.formatToParts(at)) {
       if (part.type !== 'literal') parts[part.type] = Number(part.value);
     }
-    const wall = Date.UTC(parts.year ?? 1970, (parts.month ?? 1) - 1, parts.day ?? 1, parts.hour ?? 0, parts.minute ?? 0, parts.second ?? 0);
+    const wall = Date.UTC(
+      parts.year ?? 1970,
+      (parts.month ?? 1) - 1,
+      parts.day ?? 1,
+      parts.hour ?? 0,
+      parts.minute ?? 0,
+      parts.second ?? 0,
+    );
     const offset = wall - at;
     if (this.offsets.size > 100_000) this.offsets.clear();
     this.offsets.set(bucket, offset);

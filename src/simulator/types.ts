@@ -10,8 +10,16 @@
 // - fault: a deliberate failure injected by setFaults.
 
 export const CORE_RESOURCES = [
-  'companies', 'customers', 'appointments', 'orders', 'memberships',
-  'membershipprograms', 'giftcertificates', 'products', 'services', 'employees',
+  'companies',
+  'customers',
+  'appointments',
+  'orders',
+  'memberships',
+  'membershipprograms',
+  'giftcertificates',
+  'products',
+  'services',
+  'employees',
 ] as const;
 export type CoreResource = (typeof CORE_RESOURCES)[number];
 
@@ -22,7 +30,12 @@ export function isCoreResource(name: string): name is CoreResource {
 export const SUBSET_RESOURCES = ['companies', 'appointments', 'orders', 'employees', 'services'] as const satisfies readonly CoreResource[];
 
 export const EVENT_NAMES = [
-  'Patient.Created', 'Patient.Updated', 'Appointment.Created', 'Appointment.Updated', 'Order.Created', 'Order.Updated',
+  'Patient.Created',
+  'Patient.Updated',
+  'Appointment.Created',
+  'Appointment.Updated',
+  'Order.Created',
+  'Order.Updated',
 ] as const;
 export type EventName = (typeof EVENT_NAMES)[number];
 
@@ -205,10 +218,32 @@ export interface TenantHandle {
   webhooks(): WebhookRegistration[];
 }
 
-export interface ProPatient { patientId: number; firstName: string; lastName: string; dob: string; cellPhone: string }
-export interface ProAppointment { appointmentId: number; apptDate: string; patientId: number; eventTypeId: number; providerId: number }
-export interface ProEventType { eventTypeId: number; name: string; durationMinutes: number }
-export interface ProProvider { providerId: number; firstName: string; lastName: string; serviceFacilityId: number; eventTypeIds: number[] }
+export interface ProPatient {
+  patientId: number;
+  firstName: string;
+  lastName: string;
+  dob: string;
+  cellPhone: string;
+}
+export interface ProAppointment {
+  appointmentId: number;
+  apptDate: string;
+  patientId: number;
+  eventTypeId: number;
+  providerId: number;
+}
+export interface ProEventType {
+  eventTypeId: number;
+  name: string;
+  durationMinutes: number;
+}
+export interface ProProvider {
+  providerId: number;
+  firstName: string;
+  lastName: string;
+  serviceFacilityId: number;
+  eventTypeIds: number[];
+}
 export interface ProWaitlistEntry {
   waitlistId: number;
   patientId: number;

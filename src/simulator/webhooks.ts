@@ -116,7 +116,9 @@ export class WebhookDispatcher {
       status = response.statusCode;
       await response.body.dump();
     } catch (cause) {
-      error = controller.signal.aborted ? String((controller.signal.reason as Error | undefined)?.message ?? 'aborted') : errorMessage(cause);
+      error = controller.signal.aborted
+        ? String((controller.signal.reason as Error | undefined)?.message ?? 'aborted')
+        : errorMessage(cause);
     } finally {
       clearTimeout(timer);
       this.inflight.delete(controller);

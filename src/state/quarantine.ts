@@ -10,7 +10,13 @@ export interface Rejected {
   reason: string;
 }
 
-export async function quarantine(db: Queryable, source: string, resource: string, runId: number | null, rejected: Rejected[]): Promise<void> {
+export async function quarantine(
+  db: Queryable,
+  source: string,
+  resource: string,
+  runId: number | null,
+  rejected: Rejected[],
+): Promise<void> {
   if (rejected.length === 0) return;
   await db.query(
     `INSERT INTO pmsync.quarantine AS q (source, resource, record_id, raw, reason, run_id)
@@ -22,6 +28,10 @@ export async function quarantine(db: Queryable, source: string, resource: string
 
 export async function clearQuarantine(db: Queryable, source: string, resource: string, ids: string[]): Promise<number> {
   if (ids.length === 0) return 0;
-  const res = await db.query('DELETE FROM pmsync.quarantine WHERE source = $1 AND resource = $2 AND record_id = ANY($3::text[])', [source, resource, ids]);
+  const res = await db.query('DELETE FROM pmsync.quarantine WHERE source = $1 AND resource = $2 AND record_id = ANY($3::text[])', [
+    source,
+    resource,
+    ids,
+  ]);
   return res.rowCount ?? 0;
 }

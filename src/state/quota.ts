@@ -71,7 +71,10 @@ export class QuotaLedger implements RequestBudget {
           snap.exhaustedUntil,
         );
       }
-      const reserve = purpose === 'sync' && this.settings.reservePercent > 0 ? ` (${this.settings.reservePercent}% is kept for webhook refreshes and resyncs)` : '';
+      const reserve =
+        purpose === 'sync' && this.settings.reservePercent > 0
+          ? ` (${this.settings.reservePercent}% is kept for webhook refreshes and resyncs)`
+          : '';
       throw new QuotaExhaustedError(
         `Daily quota for ${this.settings.label} is used up for ${qd.day}: ${snap.used} of ${limit} requests${reserve}. Stopped at the last checkpoint; requests resume after ${qd.resetsAt.toISOString()}.`,
         qd.resetsAt,

@@ -24,7 +24,12 @@ export async function addPage(db: Queryable, runId: number, totals: PageTotals, 
   );
 }
 
-export async function finishRun(db: Queryable, runId: number, status: RunStatus, extra: { requests?: number; errorCode?: string; errorMessage?: string } = {}): Promise<void> {
+export async function finishRun(
+  db: Queryable,
+  runId: number,
+  status: RunStatus,
+  extra: { requests?: number; errorCode?: string; errorMessage?: string } = {},
+): Promise<void> {
   await db.query(
     `UPDATE pmsync.runs SET status = $2, ended_at = now(), requests = requests + $3, error_code = $4, error_message = $5 WHERE id = $1`,
     [runId, status, extra.requests ?? 0, extra.errorCode ?? null, extra.errorMessage ?? null],

@@ -11,7 +11,11 @@ import type { MappedRow, PageTotals, StreamBase } from './types.ts';
 
 export type ValidRow = MappedRow & { raw: unknown };
 
-export function validateRecords(stream: StreamBase, records: unknown[], idOf: (raw: unknown) => string | null): { good: ValidRow[]; rejected: Rejected[] } {
+export function validateRecords(
+  stream: StreamBase,
+  records: unknown[],
+  idOf: (raw: unknown) => string | null,
+): { good: ValidRow[]; rejected: Rejected[] } {
   const good: ValidRow[] = [];
   const rejected: Rejected[] = [];
   for (const raw of records) {

@@ -53,7 +53,13 @@ export function horizon(capturedAt: Date, horizonDays: number): { start: string;
   return { start: dateInZone(capturedAt, 'UTC'), end: dateInZone(new Date(capturedAt.getTime() + horizonDays * DAY_MS), 'UTC') };
 }
 
-export async function runAvailability(ctx: SyncContext, source: ProSourceConfig, stream: ProSnapshotStream, options: ProRunOptions, session: ProSession): Promise<RunSummary> {
+export async function runAvailability(
+  ctx: SyncContext,
+  source: ProSourceConfig,
+  stream: ProSnapshotStream,
+  options: ProRunOptions,
+  session: ProSession,
+): Promise<RunSummary> {
   const client = ctx.clientFor(source);
   await closeAbandonedRuns(ctx.pool, source.name, stream.resource);
   const state = await loadState(ctx.pool, source.name, stream.resource);
@@ -65,12 +71,24 @@ export async function runAvailability(ctx: SyncContext, source: ProSourceConfig,
     const now = await dbNow(ctx.pool);
     const forced = options.full || options.since;
     if (!forced && state.cursor && now.getTime() - state.cursor.getTime() < source.availability.minIntervalMinutes * 60_000) {
-      ctx.logger.info({ source: source.name, resource: stream.resource, lastCapture: state.cursor }, 'the last availability capture is recent enough; none taken');
+      ctx.logger.info(
+        { source: source.name, resource: stream.resource, lastCapture: state.cursor },
+        'the last availability capture is recent enough; none taken',
+      );
       return skippedSummary(source, stream.resource, 'snapshot');
     }
     const { start, end } = horizon(now, source.availability.horizonDays);
     const position: CapturePosition = { eventTypeIds: null, done: 0 };
-    window = { mode: 'full', start: null, end: now.toISOString(), nextPage: 1, filters: { Start: start, End: end }, startedAt: now.toISOString(), totalRows: null, extra: { ...position } };
+    window = {
+      mode: 'full',
+      start: null,
+      end: now.toISOString(),
+      nextPage: 1,
+      filters: { Start: start, End: end },
+      startedAt: now.toISOString(),
+      totalRows: null,
+      extra: { ...position },
+    };
   }
   const capturedAt = new Date(window.end);
   const position = (window.extra ?? { eventTypeIds: null, done: 0 }) as unknown as CapturePosition;
@@ -152,7 +170,15 @@ interface EventTypeRead {
   rejected: Rejected[];
 }
 
-async function readAll(client: HttpClient, source: ProSourceConfig, session: ProSession, run: RunScope, path: string, query: Record<string, string | number>, idOf: (raw: unknown) => string | null) {
+async function readAll(
+  client: HttpClient,
+  source: ProSourceConfig,
+  session: ProSession,
+  run: RunScope,
+  path: string,
+  query: Record<string, string | number>,
+  idOf: (raw: unknown) => string | null,
+) {
   const records: unknown[] = [];
   let sentAt: Date | null = null;
   const pages = pageProList((page, limit) => client.get(practicePath(source, path), { ...query, Page: page, Limit: limit }, run.get), {
@@ -180,7 +206,15 @@ async function readEventType(
   limit: ReturnType<typeof pLimit>,
 ): Promise<EventTypeRead> {
   const rejected: Rejected[] = [];
-  const entries = await readAll(client, source, session, run, '/scheduling/availability/providers', { EventTypeId: eventTypeId }, providerIdOf);
+  const entries = await readAll(
+    client,
+    source,
+    session,
+    run,
+    '/scheduling/availability/providers',
+    { EventTypeId: eventTypeId },
+    providerIdOf,
+  );
   const providers = new Map<number, { row: ProviderEntryRow; raw: unknown }>();
   for (const raw of entries.records) {
     const parsed = providerEntryRaw.safeParse(raw);
@@ -218,7 +252,14 @@ async function readEventType(
 }
 
 /** Appends one event type's rows to the capture; returns how many rows were added. */
-async function insertEventType(tx: pg.PoolClient, source: string, capturedAt: Date, runId: number, eventTypeId: number, read: EventTypeRead): Promise<number> {
+async function insertEventType(
+  tx: pg.PoolClient,
+  source: string,
+  capturedAt: Date,
+  runId: number,
+  eventTypeId: number,
+  read: EventTypeRead,
+): Promise<number> {
   const providerRows = read.providers.map((p) => ({
     provider_id: p.providerId,
     first_name: p.firstName,

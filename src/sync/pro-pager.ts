@@ -73,7 +73,10 @@ export function listRecords(body: unknown, page: number): unknown[] {
   return data;
 }
 
-export async function* pageProList(fetchPage: (page: number, limit: number) => Promise<FetchedPage>, options: ProPagerOptions): AsyncGenerator<Page> {
+export async function* pageProList(
+  fetchPage: (page: number, limit: number) => Promise<FetchedPage>,
+  options: ProPagerOptions,
+): AsyncGenerator<Page> {
   const { sizes, limit } = options;
   let previous: { ids: Array<string | null>; n: number; verdict: PageVerdict } | null = null;
   for (let page = options.startPage ?? 1; ; page++) {
@@ -88,11 +91,14 @@ export async function* pageProList(fetchPage: (page: number, limit: number) => P
       }
       if (previous.verdict === 'check') {
         sizes.foundCap(previous.n);
-        options.warn(`the server serves at most ${previous.n} records per page although Limit=${limit} was asked; set "pageLimit": ${previous.n} for this source`, {
-          page,
-          limit,
-          served: previous.n,
-        });
+        options.warn(
+          `the server serves at most ${previous.n} records per page although Limit=${limit} was asked; set "pageLimit": ${previous.n} for this source`,
+          {
+            page,
+            limit,
+            served: previous.n,
+          },
+        );
       }
     }
     const verdict = sizes.verdict(records.length);

@@ -30,7 +30,12 @@ import type { ProFanOutStream, ProListStream, ProStream } from './streams/pro/st
 /** Keys read per committed batch: what a crash can cost in repeated requests. */
 export const FAN_OUT_BATCH = 50;
 
-export async function runProStream(ctx: SyncContext, source: ProSourceConfig, stream: ProStream, options: ProRunOptions = {}): Promise<RunSummary> {
+export async function runProStream(
+  ctx: SyncContext,
+  source: ProSourceConfig,
+  stream: ProStream,
+  options: ProRunOptions = {},
+): Promise<RunSummary> {
   const session = options.session ?? newProSession(source);
   switch (stream.kind) {
     case 'pro-list':
@@ -56,7 +61,16 @@ async function lastFullPass(db: Queryable, source: string, resource: string): Pr
 }
 
 function freshWindow(mode: 'full' | 'incremental', start: Date | null, now: Date, extra?: Record<string, unknown>): WindowCheckpoint {
-  return { mode, start: start?.toISOString() ?? null, end: now.toISOString(), nextPage: 1, filters: {}, startedAt: now.toISOString(), totalRows: null, extra };
+  return {
+    mode,
+    start: start?.toISOString() ?? null,
+    end: now.toISOString(),
+    nextPage: 1,
+    filters: {},
+    startedAt: now.toISOString(),
+    totalRows: null,
+    extra,
+  };
 }
 
 function pagerOptions(run: RunScope, source: ProSourceConfig, session: ProSession, idField: string, startPage = 1) {
@@ -69,7 +83,13 @@ function pagerOptions(run: RunScope, source: ProSourceConfig, session: ProSessio
   };
 }
 
-async function runList(ctx: SyncContext, source: ProSourceConfig, stream: ProListStream, options: ProRunOptions, session: ProSession): Promise<RunSummary> {
+async function runList(
+  ctx: SyncContext,
+  source: ProSourceConfig,
+  stream: ProListStream,
+  options: ProRunOptions,
+  session: ProSession,
+): Promise<RunSummary> {
   const client = ctx.clientFor(source);
   const idOf = idReader(stream.idField);
   await closeAbandonedRuns(ctx.pool, source.name, stream.resource);
@@ -86,7 +106,13 @@ async function runList(ctx: SyncContext, source: ProSourceConfig, stream: ProLis
       session.practiceConfirmed = true;
       await run.commit(
         async (tx) => {
-          const totals = await writePage(tx, stream, page.records, { source: source.name, runId: run.runId, sentAt: page.sentAt, markSeen: true, idOf });
+          const totals = await writePage(tx, stream, page.records, {
+            source: source.name,
+            runId: run.runId,
+            sentAt: page.sentAt,
+            markSeen: true,
+            idOf,
+          });
           if (page.last) {
             await markNotSeen(tx, stream.table.name, source.name, new Date(window.startedAt));
             await completeWindow(tx, source.name, stream.resource, new Date(window.end));
@@ -110,7 +136,13 @@ interface KeyRead {
   sentAt: Date | null;
 }
 
-async function runFanOut(ctx: SyncContext, source: ProSourceConfig, stream: ProFanOutStream, options: ProRunOptions, session: ProSession): Promise<RunSummary> {
+async function runFanOut(
+  ctx: SyncContext,
+  source: ProSourceConfig,
+  stream: ProFanOutStream,
+  options: ProRunOptions,
+  session: ProSession,
+): Promise<RunSummary> {
   const client = ctx.clientFor(source);
   const idOf = idReader(stream.idField);
   await closeAbandonedRuns(ctx.pool, source.name, stream.resource);
@@ -123,7 +155,11 @@ async function runFanOut(ctx: SyncContext, source: ProSourceConfig, stream: ProF
     const now = await dbNow(ctx.pool);
     const since = stream.incremental && !options.full ? (options.since ?? null) : null;
     const changedOnly =
-      stream.incremental && !options.full && !options.since && state.cursor !== null && !sweepDue(await lastFullPass(ctx.pool, source.name, stream.resource), now, source.appointments.fullSweepHours);
+      stream.incremental &&
+      !options.full &&
+      !options.since &&
+      state.cursor !== null &&
+      !sweepDue(await lastFullPass(ctx.pool, source.name, stream.resource), now, source.appointments.fullSweepHours);
     window = freshWindow(changedOnly || since ? 'incremental' : 'full', since, now, { after: 0, changedOnly });
   }
   const position = { after: Number(window.extra?.after ?? 0) };
@@ -185,7 +221,14 @@ async function confirmPractice(client: HttpClient, source: ProSourceConfig, sess
   session.practiceConfirmed = true;
 }
 
-async function readKey(client: HttpClient, source: ProSourceConfig, stream: ProFanOutStream, session: ProSession, run: RunScope, key: number): Promise<KeyRead> {
+async function readKey(
+  client: HttpClient,
+  source: ProSourceConfig,
+  stream: ProFanOutStream,
+  session: ProSession,
+  run: RunScope,
+  key: number,
+): Promise<KeyRead> {
   try {
     if ('record' in stream.read) {
       const res = await client.get(practicePath(source, stream.read.record(key)), {}, run.get);
@@ -194,7 +237,10 @@ async function readKey(client: HttpClient, source: ProSourceConfig, stream: ProF
     const records: unknown[] = [];
     let sentAt: Date | null = null;
     const path = practicePath(source, stream.read.list(key));
-    for await (const page of pageProList((p, limit) => client.get(path, { Page: p, Limit: limit }, run.get), pagerOptions(run, source, session, stream.idField))) {
+    for await (const page of pageProList(
+      (p, limit) => client.get(path, { Page: p, Limit: limit }, run.get),
+      pagerOptions(run, source, session, stream.idField),
+    )) {
       sentAt ??= page.sentAt;
       records.push(...page.records);
     }

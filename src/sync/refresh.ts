@@ -18,9 +18,18 @@ import type { PageTotals } from './types.ts';
 
 export type RefreshOutcome = { status: 'written'; totals: PageTotals } | { status: 'not_visible' };
 
-export async function refreshRecord(ctx: SyncContext, source: RestSourceConfig, stream: RestStream, id: string, purpose: Purpose = 'priority'): Promise<RefreshOutcome> {
+export async function refreshRecord(
+  ctx: SyncContext,
+  source: RestSourceConfig,
+  stream: RestStream,
+  id: string,
+  purpose: Purpose = 'priority',
+): Promise<RefreshOutcome> {
   if (!stream.recordPath) {
-    throw new PmsyncError('USAGE', `${stream.resource} has no single-record endpoint in the API; use "pmsync resync ${stream.resource} --since DATE" instead`);
+    throw new PmsyncError(
+      'USAGE',
+      `${stream.resource} has no single-record endpoint in the API; use "pmsync resync ${stream.resource} --since DATE" instead`,
+    );
   }
   const client = ctx.clientFor(source);
   let response;
@@ -28,14 +37,23 @@ export async function refreshRecord(ctx: SyncContext, source: RestSourceConfig, 
     response = await client.get(stream.recordPath(id), {}, { purpose, signal: ctx.signal });
   } catch (err) {
     if (err instanceof HttpError && err.status === 404) {
-      await ctx.pool.query(`UPDATE "${stream.table.name}" SET not_seen_since = now() WHERE source = $1 AND id = $2 AND not_seen_since IS NULL`, [source.name, id]);
+      await ctx.pool.query(
+        `UPDATE "${stream.table.name}" SET not_seen_since = now() WHERE source = $1 AND id = $2 AND not_seen_since IS NULL`,
+        [source.name, id],
+      );
       return { status: 'not_visible' };
     }
     throw err;
   }
   const record = response.body;
   const totals = await withTransaction(ctx.pool, (tx) =>
-    writePage(tx, stream, [record], { source: source.name, runId: null, sentAt: response.sentAt, markSeen: true, idOf: idReader(stream.idField) }),
+    writePage(tx, stream, [record], {
+      source: source.name,
+      runId: null,
+      sentAt: response.sentAt,
+      markSeen: true,
+      idOf: idReader(stream.idField),
+    }),
   );
   return { status: 'written', totals };
 }

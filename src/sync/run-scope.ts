@@ -47,7 +47,10 @@ export interface RunScope {
   /** Options for every request of the run. */
   get: GetOptions;
   /** Commits one unit of work in one transaction with the run's counters, then reports progress. */
-  commit(write: (tx: pg.PoolClient) => Promise<PageTotals>, progress: { page: number; rows: number; totalPages?: number | null }): Promise<void>;
+  commit(
+    write: (tx: pg.PoolClient) => Promise<PageTotals>,
+    progress: { page: number; rows: number; totalPages?: number | null },
+  ): Promise<void>;
   /** Stops at a unit boundary once a shutdown was requested. */
   checkAbort(): void;
 }
@@ -69,9 +72,21 @@ export async function withRun(
     windowStart: window.start ? new Date(window.start) : null,
     windowEnd: new Date(window.end),
   });
-  const summary: RunSummary = { source: source.name, resource, runId, status: 'running', mode: window.mode, pages: 0, requests: 0, ...NO_ROWS };
+  const summary: RunSummary = {
+    source: source.name,
+    resource,
+    runId,
+    status: 'running',
+    mode: window.mode,
+    pages: 0,
+    requests: 0,
+    ...NO_ROWS,
+  };
   const log = ctx.logger.child({ runId, source: source.name, resource });
-  log.info({ mode: window.mode, window: { start: window.start, end: window.end }, fromPage: window.nextPage }, resumed ? 'resuming window' : 'run started');
+  log.info(
+    { mode: window.mode, window: { start: window.start, end: window.end }, fromPage: window.nextPage },
+    resumed ? 'resuming window' : 'run started',
+  );
   const stats: RequestStats = { requests: 0 };
   let counted = 0;
   const scope: RunScope = {
@@ -91,7 +106,13 @@ export async function withRun(
       summary.updated += totals.updated;
       summary.unchanged += totals.unchanged;
       summary.rejected += totals.rejected;
-      ctx.onProgress?.({ source: source.name, resource, page: progress.page, totalPages: progress.totalPages ?? null, rows: progress.rows });
+      ctx.onProgress?.({
+        source: source.name,
+        resource,
+        page: progress.page,
+        totalPages: progress.totalPages ?? null,
+        rows: progress.rows,
+      });
     },
     checkAbort() {
       if (ctx.signal.aborted) throw new ShutdownError();
@@ -115,7 +136,17 @@ export async function withRun(
   summary.status = 'succeeded';
   summary.requests = stats.requests;
   await finishRun(ctx.pool, runId, 'succeeded', { requests: stats.requests - counted });
-  log.info({ pages: summary.pages, requests: summary.requests, inserted: summary.inserted, updated: summary.updated, unchanged: summary.unchanged, rejected: summary.rejected }, 'run finished');
+  log.info(
+    {
+      pages: summary.pages,
+      requests: summary.requests,
+      inserted: summary.inserted,
+      updated: summary.updated,
+      unchanged: summary.unchanged,
+      rejected: summary.rejected,
+    },
+    'run finished',
+  );
   return summary;
 }
 
@@ -125,7 +156,10 @@ export async function withRun(
  * again clears the mark.
  */
 export async function markNotSeen(tx: Queryable, table: string, source: string, passStartedAt: Date | string): Promise<void> {
-  await tx.query(`UPDATE "${table}" SET not_seen_since = now() WHERE source = $1 AND last_seen_at < $2 AND not_seen_since IS NULL`, [source, passStartedAt]);
+  await tx.query(`UPDATE "${table}" SET not_seen_since = now() WHERE source = $1 AND last_seen_at < $2 AND not_seen_since IS NULL`, [
+    source,
+    passStartedAt,
+  ]);
 }
 
 /**

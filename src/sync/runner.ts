@@ -22,7 +22,12 @@ import { dbNow, markNotSeen, skippedSummary, withRun, type RunOptions, type RunS
 
 export type { RunOptions, RunSummary } from './run-scope.ts';
 
-export async function runRestStream(ctx: SyncContext, source: RestSourceConfig, stream: RestStream, options: RunOptions = {}): Promise<RunSummary> {
+export async function runRestStream(
+  ctx: SyncContext,
+  source: RestSourceConfig,
+  stream: RestStream,
+  options: RunOptions = {},
+): Promise<RunSummary> {
   const client = ctx.clientFor(source);
   const idOf = idReader(stream.idField);
   await closeAbandonedRuns(ctx.pool, source.name, stream.resource);
@@ -33,9 +38,14 @@ export async function runRestStream(ctx: SyncContext, source: RestSourceConfig, 
   let window: WindowCheckpoint | null = resumed ? state.window : null;
   if (!window) {
     const full = options.full || stream.mode === 'full' || source.fullRefresh.includes(stream.resource);
-    const bounds = full ? { start: null, end: runStart } : nextWindow(options.since ?? state.cursor, runStart, options.since ? 0 : source.overlapSeconds, source.lagSeconds);
+    const bounds = full
+      ? { start: null, end: runStart }
+      : nextWindow(options.since ?? state.cursor, runStart, options.since ? 0 : source.overlapSeconds, source.lagSeconds);
     if (!bounds) {
-      ctx.logger.info({ source: source.name, resource: stream.resource, cursor: state.cursor }, 'cursor is past the window end; nothing to read');
+      ctx.logger.info(
+        { source: source.name, resource: stream.resource, cursor: state.cursor },
+        'cursor is past the window end; nothing to read',
+      );
       return skippedSummary(source, stream.resource, 'incremental');
     }
     const filters: Record<string, string> = { ...stream.windowFilters?.(source, runStart) };
@@ -63,11 +73,20 @@ export async function runRestStream(ctx: SyncContext, source: RestSourceConfig, 
     });
     for await (const page of pages) {
       if (page.totalChange !== 0) {
-        run.log.info({ page: page.page, totalRows: page.totalRows, change: page.totalChange, nextPage: page.last ? null : page.state.nextPage }, 'rows entered or left the window while it was paged');
+        run.log.info(
+          { page: page.page, totalRows: page.totalRows, change: page.totalChange, nextPage: page.last ? null : page.state.nextPage },
+          'rows entered or left the window while it was paged',
+        );
       }
       await run.commit(
         async (tx) => {
-          const totals = await writePage(tx, stream, page.records, { source: source.name, runId: run.runId, sentAt: page.sentAt, markSeen: current.mode === 'full', idOf });
+          const totals = await writePage(tx, stream, page.records, {
+            source: source.name,
+            runId: run.runId,
+            sentAt: page.sentAt,
+            markSeen: current.mode === 'full',
+            idOf,
+          });
           if (page.last) {
             if (current.mode === 'full') await markNotSeen(tx, stream.table.name, source.name, current.seenSince ?? current.startedAt);
             await completeWindow(tx, source.name, stream.resource, new Date(current.end));
@@ -82,7 +101,10 @@ export async function runRestStream(ctx: SyncContext, source: RestSourceConfig, 
         { page: page.state.pagesRead, rows: page.records.length, totalPages: page.state.totalPages },
       );
       if (page.last && page.state.unrepaired > 0) {
-        run.log.warn({ unrepaired: page.state.unrepaired, repairs: page.state.repairs }, 'rows kept entering the window while it was paged; some may be read only by the next pass');
+        run.log.warn(
+          { unrepaired: page.state.unrepaired, repairs: page.state.repairs },
+          'rows kept entering the window while it was paged; some may be read only by the next pass',
+        );
       }
       if (!page.last) run.checkAbort();
     }

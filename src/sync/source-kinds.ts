@@ -50,7 +50,8 @@ export function connectivityRequest(source: SourceConfig): [string, Record<strin
 
 const ADVICE: Record<SourceConfig['kind'], string> = {
   core: 'A Subset gateway key is refused on the Core path: a Subset account is configured with kind "subset" and a baseUrl ending in /CustomAPI/<SUBSET_NAME>/api/v1.',
-  subset: 'A Subset source needs its Subset gateway key and the exact <SUBSET_NAME> in /CustomAPI/<SUBSET_NAME>/api/v1; a Core key is refused there.',
+  subset:
+    'A Subset source needs its Subset gateway key and the exact <SUBSET_NAME> in /CustomAPI/<SUBSET_NAME>/api/v1; a Core key is refused there.',
   pro: 'The Pro token is sent bare in the Authorization header (no "Bearer" word) and must belong to the configured practiceId.',
 };
 

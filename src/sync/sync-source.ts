@@ -34,7 +34,12 @@ export interface SourceResult {
 
 const FATAL_CODES = new Set(['AUTH_FAILED', 'QUOTA_EXHAUSTED', 'SHUTDOWN', 'DB_UNREACHABLE', 'API_UNREACHABLE', 'REDIS_UNREACHABLE']);
 
-export async function syncSource(ctx: SyncContext, source: SourceConfig, resources?: string[], options: SourceRunOptions = {}): Promise<SourceResult> {
+export async function syncSource(
+  ctx: SyncContext,
+  source: SourceConfig,
+  resources?: string[],
+  options: SourceRunOptions = {},
+): Promise<SourceResult> {
   const result: SourceResult = { source: source.name, runs: [], failures: [] };
   const ordered = source.kind === 'pro' ? proPlan(source, resources, options) : await restPlan(ctx, source, resources, options);
   for (const stream of ordered) {
@@ -45,8 +50,23 @@ export async function syncSource(ctx: SyncContext, source: SourceConfig, resourc
       else {
         ctx.logger.info({ source: source.name, resource: stream.resource }, 'another process is running this stream; skipped');
         (result.locked ??= []).push(stream.resource);
-        const skipped = { inserted: 0, updated: 0, unchanged: 0, rejected: 0, pages: 0, requests: 0, runId: null, status: 'skipped' as const };
-        result.runs.push({ ...skipped, source: source.name, resource: stream.resource, mode: stream.mode, error: 'another process is running this stream' });
+        const skipped = {
+          inserted: 0,
+          updated: 0,
+          unchanged: 0,
+          rejected: 0,
+          pages: 0,
+          requests: 0,
+          runId: null,
+          status: 'skipped' as const,
+        };
+        result.runs.push({
+          ...skipped,
+          source: source.name,
+          resource: stream.resource,
+          mode: stream.mode,
+          error: 'another process is running this stream',
+        });
       }
     } catch (err) {
       const code = err instanceof PmsyncError ? err.code : undefined;
@@ -67,11 +87,20 @@ interface PlannedRun {
   run: (runCtx: SyncContext) => Promise<RunSummary>;
 }
 
-async function restPlan(ctx: SyncContext, source: RestSourceConfig, resources: string[] | undefined, options: RunOptions): Promise<PlannedRun[]> {
+async function restPlan(
+  ctx: SyncContext,
+  source: RestSourceConfig,
+  resources: string[] | undefined,
+  options: RunOptions,
+): Promise<PlannedRun[]> {
   const streams = selectRestStreams(source, resources);
   // Caught-up incremental streams first, backfills after (see planner.ts).
   const ordered = await planOrder(ctx, source, streams);
-  return ordered.map((stream): PlannedRun => ({ resource: stream.resource, mode: stream.mode, run: (runCtx) => runRestStream(runCtx, source, stream, options) }));
+  return ordered.map((stream): PlannedRun => ({
+    resource: stream.resource,
+    mode: stream.mode,
+    run: (runCtx) => runRestStream(runCtx, source, stream, options),
+  }));
 }
 
 /** Pro streams in registry order (fan-outs read keys stored by the lists before them), sharing one session. */

@@ -43,7 +43,11 @@ function formatter(timeZone: string): Intl.DateTimeFormat {
 
 /** `YYYY-MM-DDThh:mm:ss` wall-clock time in the given IANA time zone. */
 export function formatInZone(date: Date, timeZone: string): string {
-  const parts = Object.fromEntries(formatter(timeZone).formatToParts(date).map((p) => [p.type, p.value]));
+  const parts = Object.fromEntries(
+    formatter(timeZone)
+      .formatToParts(date)
+      .map((p) => [p.type, p.value]),
+  );
   return `${parts.year}-${parts.month}-${parts.day}T${parts.hour}:${parts.minute}:${parts.second}`;
 }
 

@@ -20,7 +20,14 @@ import { z } from 'zod';
 /** Path prefix of the receiver: POST /webhooks/<source>/<token>. */
 export const WEBHOOK_PATH_PREFIX = '/webhooks/';
 
-export const EVENT_NAMES = ['Patient.Created', 'Patient.Updated', 'Appointment.Created', 'Appointment.Updated', 'Order.Created', 'Order.Updated'] as const;
+export const EVENT_NAMES = [
+  'Patient.Created',
+  'Patient.Updated',
+  'Appointment.Created',
+  'Appointment.Updated',
+  'Order.Created',
+  'Order.Updated',
+] as const;
 export type EventName = (typeof EVENT_NAMES)[number];
 
 /** Resources a webhook can point to, each with a single-record endpoint. */
@@ -59,7 +66,10 @@ export const deliverySchema = z.object({
     }
     return name;
   }),
-  EventTimestamp: z.string().max(64).refine((v) => !Number.isNaN(Date.parse(v)), 'must be an ISO 8601 date-time'),
+  EventTimestamp: z
+    .string()
+    .max(64)
+    .refine((v) => !Number.isNaN(Date.parse(v)), 'must be an ISO 8601 date-time'),
   Url: text(2048),
 });
 

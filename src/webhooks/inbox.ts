@@ -47,7 +47,10 @@ export async function recordDelivery(pool: Pool, queue: Pick<RefreshQueue, 'enqu
       ],
     );
     if (inserted.rowCount === 0) {
-      await tx.query('UPDATE pmsync.webhook_events SET duplicates = duplicates + 1, last_received_at = now() WHERE source = $1 AND event_id = $2', [source, d.EventId]);
+      await tx.query(
+        'UPDATE pmsync.webhook_events SET duplicates = duplicates + 1, last_received_at = now() WHERE source = $1 AND event_id = $2',
+        [source, d.EventId],
+      );
       return 'duplicate';
     }
     if (!record) return 'rejected';

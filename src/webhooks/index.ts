@@ -31,7 +31,14 @@ export async function startWebhooks(app: App, options: { worker?: boolean } = {}
   let worker: RefreshWorker | null = null;
   try {
     if (options.worker !== false) {
-      worker = await startRefreshWorker({ config: app.config, ctx: app.ctx, pool: app.pool, logger: app.logger, redactor: app.redactor, queue });
+      worker = await startRefreshWorker({
+        config: app.config,
+        ctx: app.ctx,
+        pool: app.pool,
+        logger: app.logger,
+        redactor: app.redactor,
+        queue,
+      });
     }
   } catch (err) {
     await queue.stop().catch(() => undefined);

@@ -82,11 +82,22 @@ export function createWebhookReceiver(deps: ReceiverDeps): WebhookReceiver {
   function reply(res: ServerResponse, status: number, body: Record<string, unknown>, headers: Record<string, string> = {}): void {
     if (res.headersSent) return;
     const text = JSON.stringify(body);
-    res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text), 'cache-control': 'no-store', ...headers });
+    res.writeHead(status, {
+      'content-type': 'application/json; charset=utf-8',
+      'content-length': Buffer.byteLength(text),
+      'cache-control': 'no-store',
+      ...headers,
+    });
     res.end(text);
   }
 
-  function refuse(res: ServerResponse, status: number, error: string, counter: 'unauthorized' | 'invalid', headers: Record<string, string> = {}): void {
+  function refuse(
+    res: ServerResponse,
+    status: number,
+    error: string,
+    counter: 'unauthorized' | 'invalid',
+    headers: Record<string, string> = {},
+  ): void {
     counts[counter] += 1;
     // Refused before its body was read: close rather than read an unwanted body to keep the connection.
     const unread = !res.req.complete;
@@ -104,7 +115,10 @@ export function createWebhookReceiver(deps: ReceiverDeps): WebhookReceiver {
     const source = deps.config.sources.find((s): s is RestSourceConfig & { kind: 'core' } => s.name === sourceName && s.kind === 'core');
     // Unknown sources and bad tokens get the same answer.
     if (!source || !(await accepted(source.name, token))) {
-      log.warn({ source: source?.name ?? null, remote: req.socket.remoteAddress }, 'delivery refused: unknown source or wrong secret token');
+      log.warn(
+        { source: source?.name ?? null, remote: req.socket.remoteAddress },
+        'delivery refused: unknown source or wrong secret token',
+      );
       return refuse(res, 401, 'unauthorized', 'unauthorized');
     }
     const type = req.headers['content-type'] ?? '';
@@ -143,14 +157,20 @@ export function createWebhookReceiver(deps: ReceiverDeps): WebhookReceiver {
         ? { reason: `a ${delivery.EventType} event must point to ${resourceOfEvent(delivery.EventType)}, not ${match.resource}` }
         : { resource: match.resource, id: match.id };
     if ('reason' in target) {
-      log.warn({ source: source.name, eventId: delivery.EventId, eventType: delivery.EventType, reason: target.reason }, 'event rejected: its Url is not a record URL of this source; nothing is fetched');
+      log.warn(
+        { source: source.name, eventId: delivery.EventId, eventType: delivery.EventType, reason: target.reason },
+        'event rejected: its Url is not a record URL of this source; nothing is fetched',
+      );
     }
     let outcome: InboxOutcome;
     try {
       outcome = await recordDelivery(deps.pool, deps.queue, { source: source.name, delivery, target });
     } catch (err) {
       counts.failed += 1;
-      log.error({ source: source.name, eventId: delivery.EventId, err }, 'delivery could not be stored; answering 503 so the API retries it');
+      log.error(
+        { source: source.name, eventId: delivery.EventId, err },
+        'delivery could not be stored; answering 503 so the API retries it',
+      );
       return reply(res, 503, { error: 'temporarily unavailable' }, { 'retry-after': '30' });
     }
     counts[outcome] += 1;

@@ -48,7 +48,14 @@ export function matchRecordUrl(raw: string, baseUrl: string): RecordUrlMatch {
   if (/[^\x21-\x7e]|\\/.test(raw)) return reject('the Url contains whitespace, control, non-ASCII or backslash characters');
   const m = /^([A-Za-z][A-Za-z0-9+.-]*):\/\/([^/?#]*)([^?#]*)(\?[^#]*)?(#.*)?$/.exec(raw);
   if (!m) return reject('the Url is not an absolute URL');
-  const [, scheme, authority, path, query, fragment] = m as unknown as [string, string, string, string, string | undefined, string | undefined];
+  const [, scheme, authority, path, query, fragment] = m as unknown as [
+    string,
+    string,
+    string,
+    string,
+    string | undefined,
+    string | undefined,
+  ];
   if (query !== undefined) return reject('the Url has a query string');
   if (fragment !== undefined) return reject('the Url has a fragment');
   if (authority.includes('@')) return reject('the Url carries credentials (userinfo)');
@@ -72,7 +79,8 @@ export function matchRecordUrl(raw: string, baseUrl: string): RecordUrlMatch {
     const found = shape.pattern.exec(rest);
     if (!found) continue;
     const id = found[1]!;
-    if (!ID.test(id) || /^\.+$/.test(id)) return reject('the record id in the Url has characters an opaque id never has (encoded characters or a dot segment)');
+    if (!ID.test(id) || /^\.+$/.test(id))
+      return reject('the record id in the Url has characters an opaque id never has (encoded characters or a dot segment)');
     return { ok: true, resource: shape.resource, id };
   }
   return reject('the Url is not one of customers/{id}, appointments/{id}/details or orders/{id}');

@@ -34,7 +34,8 @@ export function normalizePublicBase(input: string): string {
   if (url.protocol !== 'https:' && !(url.protocol === 'http:' && isLoopbackHost(url.hostname))) {
     throw new PmsyncError('USAGE', `--url ${redactUrl(url)}: must use https:// (plain http is allowed only for localhost)`);
   }
-  if (url.search || url.hash || url.username || url.password) throw new PmsyncError('USAGE', '--url must not carry a query string, fragment or credentials');
+  if (url.search || url.hash || url.username || url.password)
+    throw new PmsyncError('USAGE', '--url must not carry a query string, fragment or credentials');
   return `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
 }
 
@@ -154,7 +155,8 @@ export class RegistrationApi {
   async list(): Promise<Registration[]> {
     const res = await this.client.get('/webhooks', {}, { purpose: 'priority' });
     const parsed = z.array(registrationSchema).safeParse(res.body);
-    if (!parsed.success) throw new PmsyncError('BAD_RESPONSE', 'GET /webhooks did not answer a list of registrations (Id, WebhookUrl, EventType)');
+    if (!parsed.success)
+      throw new PmsyncError('BAD_RESPONSE', 'GET /webhooks did not answer a list of registrations (Id, WebhookUrl, EventType)');
     return parsed.data;
   }
 

@@ -78,10 +78,17 @@ export async function activateSecret(db: Queryable, source: string, hash: string
      WHERE source = $1 AND token_hash <> $2 AND (expires_at IS NULL OR expires_at > $3)`,
     [source, hash, graceUntil],
   );
-  await db.query('UPDATE pmsync.webhook_secrets SET activated_at = $3, expires_at = NULL WHERE source = $1 AND token_hash = $2', [source, hash, now]);
+  await db.query('UPDATE pmsync.webhook_secrets SET activated_at = $3, expires_at = NULL WHERE source = $1 AND token_hash = $2', [
+    source,
+    hash,
+    now,
+  ]);
 }
 
 /** Every token of the source stops being accepted at `at` (or earlier, if it already would). */
 export async function expireSecrets(db: Queryable, source: string, at: Date): Promise<void> {
-  await db.query('UPDATE pmsync.webhook_secrets SET expires_at = $2 WHERE source = $1 AND (expires_at IS NULL OR expires_at > $2)', [source, at]);
+  await db.query('UPDATE pmsync.webhook_secrets SET expires_at = $2 WHERE source = $1 AND (expires_at IS NULL OR expires_at > $2)', [
+    source,
+    at,
+  ]);
 }

@@ -30,7 +30,12 @@ export const webhookSettingsSchema = z
     expireSeconds: z.number().int().min(2).max(86_400).default(DEFAULT_EXPIRE_SECONDS),
     /** Received events are kept this long for deduplication and audit. */
     eventRetentionDays: z.number().int().min(1).max(3650).default(7),
-    maxBodyBytes: z.number().int().min(1024).max(1024 * 1024).default(DEFAULT_MAX_BODY_BYTES),
+    maxBodyBytes: z
+      .number()
+      .int()
+      .min(1024)
+      .max(1024 * 1024)
+      .default(DEFAULT_MAX_BODY_BYTES),
   })
   .prefault({});
 

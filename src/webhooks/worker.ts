@@ -66,16 +66,25 @@ export async function startRefreshWorker(deps: WorkerDeps): Promise<RefreshWorke
     const code = err instanceof PmsyncError ? err.code : 'UNEXPECTED';
     const last = status === 'deadletter' || job.retryCount + 1 >= settings.maxAttempts;
     counts[last ? 'deadLettered' : 'retried'] += 1;
-    log[last ? 'error' : 'warn']({ ...job.data, attempt: job.retryCount + 1, code, error: message }, last ? 'refresh dead-lettered' : 'refresh failed; will retry');
+    log[last ? 'error' : 'warn'](
+      { ...job.data, attempt: job.retryCount + 1, code, error: message },
+      last ? 'refresh dead-lettered' : 'refresh failed; will retry',
+    );
     return { id: job.id, status, output: { code, message } };
   };
 
   const handle = async (job: Job<RefreshJobData>): Promise<JobResult> => {
     const { source: name, resource, id } = job.data;
     const source = deps.config.sources.find((s) => s.name === name);
-    const stream = REST_STREAMS.find((s): s is RestStream & { recordPath: (id: string) => string } => s.resource === resource && s.recordPath !== undefined);
+    const stream = REST_STREAMS.find(
+      (s): s is RestStream & { recordPath: (id: string) => string } => s.resource === resource && s.recordPath !== undefined,
+    );
     if (!source || source.kind !== 'core' || !stream) {
-      return fail(job, 'deadletter', new PmsyncError('CONFIG_INVALID', `source "${name}" is no longer a configured core source, or ${resource} cannot be refreshed`));
+      return fail(
+        job,
+        'deadletter',
+        new PmsyncError('CONFIG_INVALID', `source "${name}" is no longer a configured core source, or ${resource} cannot be refreshed`),
+      );
     }
     try {
       const outcome = await refreshRecord(deps.ctx, source, stream, id, 'priority');

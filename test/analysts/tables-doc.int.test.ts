@@ -5,7 +5,14 @@
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
-import { DICTIONARY_FILE, inheritDescriptions, renderDictionary, SCHEMA_FILE, tablesFromSchema, viewsFromDatabase } from '../../scripts/table-dictionary.ts';
+import {
+  DICTIONARY_FILE,
+  inheritDescriptions,
+  renderDictionary,
+  SCHEMA_FILE,
+  tablesFromSchema,
+  viewsFromDatabase,
+} from '../../scripts/table-dictionary.ts';
 
 let db: TestDatabase;
 beforeAll(async () => {
@@ -23,7 +30,16 @@ describe('docs/tables.md', () => {
 
   it('documents every table and view with its columns', async () => {
     const text = readFileSync(DICTIONARY_FILE, 'utf8');
-    for (const name of ['customers', 'memberships', 'membership_programs', 'membership_details', 'customer_overview', 'appointments_per_company_day', 'pmsync.runs', 'pmsync.schedules']) {
+    for (const name of [
+      'customers',
+      'memberships',
+      'membership_programs',
+      'membership_details',
+      'customer_overview',
+      'appointments_per_company_day',
+      'pmsync.runs',
+      'pmsync.schedules',
+    ]) {
       expect(text).toContain(`\n### ${name}\n`);
     }
     expect(text).toMatch(/^\| not_seen_since \| timestamptz \| yes \| Set when the API stopped returning the record/m);

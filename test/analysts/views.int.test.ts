@@ -15,7 +15,10 @@ async function seed(table: string, rows: Row[]): Promise<void> {
   for (const r of rows) {
     const row: Record<string, unknown> = { source: 'core', raw: {}, content_hash: r.id, fetched_at: new Date(), ...r };
     const cols = Object.keys(row);
-    await db.pool.query(`INSERT INTO "${table}" (${cols.map((c) => `"${c}"`).join(', ')}) VALUES (${cols.map((_, i) => `$${i + 1}`).join(', ')})`, cols.map((c) => (c === 'raw' ? JSON.stringify(row[c]) : row[c])));
+    await db.pool.query(
+      `INSERT INTO "${table}" (${cols.map((c) => `"${c}"`).join(', ')}) VALUES (${cols.map((_, i) => `$${i + 1}`).join(', ')})`,
+      cols.map((c) => (c === 'raw' ? JSON.stringify(row[c]) : row[c])),
+    );
   }
 }
 
@@ -78,14 +81,54 @@ describe('membership_details', () => {
     );
     expect(rows).toEqual([
       // Two programs are called Gold; the one of the membership's own company wins.
-      { membership_id: 'M1', membership_program_id: 'P-gold-1', program_name: 'Gold', program_description: 'Gold at Downtown', program_match: 'same_company', program_candidates: 2, is_active: true },
-      { membership_id: 'M2', membership_program_id: 'P-gold-2', program_name: 'Gold', program_description: 'Gold at Uptown', program_match: 'same_company', program_candidates: 2, is_active: false },
+      {
+        membership_id: 'M1',
+        membership_program_id: 'P-gold-1',
+        program_name: 'Gold',
+        program_description: 'Gold at Downtown',
+        program_match: 'same_company',
+        program_candidates: 2,
+        is_active: true,
+      },
+      {
+        membership_id: 'M2',
+        membership_program_id: 'P-gold-2',
+        program_name: 'Gold',
+        program_description: 'Gold at Uptown',
+        program_match: 'same_company',
+        program_candidates: 2,
+        is_active: false,
+      },
       // Case and surrounding spaces are ignored; a membership of another company still finds a unique program.
-      { membership_id: 'M3', membership_program_id: 'P-silver', program_name: 'Silver ', program_description: 'Silver plan', program_match: 'unique', program_candidates: 1, is_active: false },
+      {
+        membership_id: 'M3',
+        membership_program_id: 'P-silver',
+        program_name: 'Silver ',
+        program_description: 'Silver plan',
+        program_match: 'unique',
+        program_candidates: 1,
+        is_active: false,
+      },
       // Two programs of the same company share the name: the smallest id, flagged ambiguous.
-      { membership_id: 'M4', membership_program_id: 'P-bronze-a', program_name: 'Bronze', program_description: 'first', program_match: 'ambiguous', program_candidates: 2, is_active: true },
+      {
+        membership_id: 'M4',
+        membership_program_id: 'P-bronze-a',
+        program_name: 'Bronze',
+        program_description: 'first',
+        program_match: 'ambiguous',
+        program_candidates: 2,
+        is_active: true,
+      },
       // Programs of another source never match.
-      { membership_id: 'M5', membership_program_id: null, program_name: null, program_description: null, program_match: 'none', program_candidates: 0, is_active: true },
+      {
+        membership_id: 'M5',
+        membership_program_id: null,
+        program_name: null,
+        program_description: null,
+        program_match: 'none',
+        program_candidates: 0,
+        is_active: true,
+      },
     ]);
   });
 });
@@ -99,8 +142,26 @@ describe('customer_overview', () => {
        FROM customer_overview ORDER BY customer_id`,
     );
     expect(rows).toEqual([
-      { customer_id: 'U1', last_visit: day(-3), last_appt: `${day(-1)}T08:00`, next_appt: `${day(7)}T09:00`, appointments: 4, active_memberships: 3, has_active_membership: true, next_bill_date: day(0) },
-      { customer_id: 'U2', last_visit: null, last_appt: `${day(-3)}T15:00`, next_appt: null, appointments: 2, active_memberships: 0, has_active_membership: false, next_bill_date: null },
+      {
+        customer_id: 'U1',
+        last_visit: day(-3),
+        last_appt: `${day(-1)}T08:00`,
+        next_appt: `${day(7)}T09:00`,
+        appointments: 4,
+        active_memberships: 3,
+        has_active_membership: true,
+        next_bill_date: day(0),
+      },
+      {
+        customer_id: 'U2',
+        last_visit: null,
+        last_appt: `${day(-3)}T15:00`,
+        next_appt: null,
+        appointments: 2,
+        active_memberships: 0,
+        has_active_membership: false,
+        next_bill_date: null,
+      },
     ]);
   });
 });

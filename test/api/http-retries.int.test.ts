@@ -36,7 +36,11 @@ afterAll(async () => {
 });
 beforeEach(async () => {
   await db.pool.query('DELETE FROM pmsync.quota_usage');
-  ledger = new QuotaLedger(db.pool, { keyId: keyFingerprint(TENANT.apikey), dailyLimit: 1000, reservePercent: 10, timeZone: 'UTC', resetHour: 0, label: 'source "clinic"' }, clock.now);
+  ledger = new QuotaLedger(
+    db.pool,
+    { keyId: keyFingerprint(TENANT.apikey), dailyLimit: 1000, reservePercent: 10, timeZone: 'UTC', resetHour: 0, label: 'source "clinic"' },
+    clock.now,
+  );
 });
 afterEach(() => sim.setFaults({}));
 
@@ -139,7 +143,10 @@ describe('retries against injected faults', () => {
     sim.setFaults({ errorRate: 1, retryAfterSeconds: 120 });
     const { c, sleeps } = client({ retry: { ...POLICY, maxAttempts: 50, maxElapsedMs: 10_000 } });
     await expect(c.get('/customers')).rejects.toMatchObject({ code: 'RETRYABLE' });
-    const statuses = sim.stats().requests.slice(-sleeps.length - 1).map((r) => r.status);
+    const statuses = sim
+      .stats()
+      .requests.slice(-sleeps.length - 1)
+      .map((r) => r.status);
     expect(statuses.at(-1)).toBe(503);
     expect(sleeps.every((ms) => ms < 10_000)).toBe(true);
   });
@@ -168,7 +175,9 @@ describe('retries against injected faults', () => {
     const { c } = client({ password: 'not-the-password' });
     const err = (await c.get('/customers').catch((e: unknown) => e)) as PmsyncError;
     expect(err.code).toBe('AUTH_FAILED');
-    expect(err.message).toMatch(/source "clinic".*401.*apikey and the username\/password pair.*CORE_APIKEY, CORE_USERNAME and CORE_PASSWORD/);
+    expect(err.message).toMatch(
+      /source "clinic".*401.*apikey and the username\/password pair.*CORE_APIKEY, CORE_USERNAME and CORE_PASSWORD/,
+    );
     expect(err.message).not.toContain(TENANT.apikey);
     expect(sent(from)).toHaveLength(1);
   });

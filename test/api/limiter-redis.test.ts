@@ -83,7 +83,10 @@ describe('unreachable Redis', () => {
   it('fails with a message naming Redis and where, without its password', async () => {
     const r = new LimiterRegistry('redis://:hunter2-secret@127.0.0.1:1/0');
     registries.push(r);
-    const err = await r.get('k', { maxConcurrent: 1, minTimeMs: 0 }).schedule(async () => 1).catch((e: unknown) => e);
+    const err = await r
+      .get('k', { maxConcurrent: 1, minTimeMs: 0 })
+      .schedule(async () => 1)
+      .catch((e: unknown) => e);
     expect(err).toMatchObject({ code: 'REDIS_UNREACHABLE' });
     expect((err as Error).message).toMatch(/Cannot reach Redis at redis:\/\/127\.0\.0\.1:1\/0 \(REDIS_URL\)/);
     expect((err as Error).message).not.toContain('hunter2-secret');

@@ -15,9 +15,18 @@ const models = readModels(schema);
 
 function expectedType(f: DmmfField): string {
   const native = f.nativeType?.[0];
-  if (f.type === 'DateTime') return native === 'Date' ? 'date' : native === 'Timestamp' ? 'timestamp without time zone' : 'timestamp with time zone';
+  if (f.type === 'DateTime')
+    return native === 'Date' ? 'date' : native === 'Timestamp' ? 'timestamp without time zone' : 'timestamp with time zone';
   return (
-    { String: 'text', Boolean: 'boolean', Int: 'integer', BigInt: 'bigint', Decimal: 'numeric', Json: 'jsonb', Float: 'double precision' } as Record<string, string>
+    {
+      String: 'text',
+      Boolean: 'boolean',
+      Int: 'integer',
+      BigInt: 'bigint',
+      Decimal: 'numeric',
+      Json: 'jsonb',
+      Float: 'double precision',
+    } as Record<string, string>
   )[f.type]!;
 }
 
@@ -29,12 +38,20 @@ afterAll(async () => db.drop());
 
 describe('schema.prisma and the migrations', () => {
   it('define the same tables and columns', async () => {
-    const { rows } = await db.pool.query<{ table_schema: string; table_name: string; column_name: string; data_type: string; is_nullable: string }>(
+    const { rows } = await db.pool.query<{
+      table_schema: string;
+      table_name: string;
+      column_name: string;
+      data_type: string;
+      is_nullable: string;
+    }>(
       `SELECT c.table_schema, c.table_name, c.column_name, c.data_type, c.is_nullable
        FROM information_schema.columns c JOIN information_schema.tables t USING (table_schema, table_name)
        WHERE c.table_schema IN ('public', 'pmsync') AND t.table_type = 'BASE TABLE' AND c.table_name <> '_prisma_migrations'`,
     );
-    const actual = new Map(rows.map((r) => [`${r.table_schema}.${r.table_name}.${r.column_name}`, { type: r.data_type, nullable: r.is_nullable === 'YES' }]));
+    const actual = new Map(
+      rows.map((r) => [`${r.table_schema}.${r.table_name}.${r.column_name}`, { type: r.data_type, nullable: r.is_nullable === 'YES' }]),
+    );
     const expected = new Map<string, { type: string; nullable: boolean }>();
     for (const m of models) {
       for (const f of m.fields.filter((x) => x.kind === 'scalar')) {
@@ -62,7 +79,16 @@ describe('schema.prisma and the migrations', () => {
   });
 
   it('hold every column each stream writes, with the type it declares', async () => {
-    const types: Record<string, string> = { text: 'text', boolean: 'boolean', date: 'date', timestamp: 'timestamp without time zone', numeric: 'numeric', integer: 'integer', bigint: 'bigint', jsonb: 'jsonb' };
+    const types: Record<string, string> = {
+      text: 'text',
+      boolean: 'boolean',
+      date: 'date',
+      timestamp: 'timestamp without time zone',
+      numeric: 'numeric',
+      integer: 'integer',
+      bigint: 'bigint',
+      jsonb: 'jsonb',
+    };
     for (const s of REST_STREAMS) {
       const { rows } = await db.pool.query<{ column_name: string; data_type: string }>(
         `SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = 'public' AND table_name = $1`,

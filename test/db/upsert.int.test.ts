@@ -14,7 +14,12 @@ beforeEach(async () => {
   await db.pool.query('TRUNCATE customers');
 });
 
-function row(id: string, firstName: string, modifiedOn = '2026-01-01T00:00:00', extra: Record<string, unknown> = {}): MappedRow & { raw: unknown } {
+function row(
+  id: string,
+  firstName: string,
+  modifiedOn = '2026-01-01T00:00:00',
+  extra: Record<string, unknown> = {},
+): MappedRow & { raw: unknown } {
   const raw = { CustomerId: id, FirstName: firstName, ModifiedOn: modifiedOn, ...extra };
   return { ...customers.map(customers.raw.parse(raw)), raw };
 }
@@ -26,7 +31,11 @@ describe('page upsert', () => {
   it('reports inserted, updated and unchanged, and skips writes that change nothing', async () => {
     expect(await write([row('a', 'Ann'), row('b', 'Bob')])).toMatchObject({ inserted: 2, updated: 0, unchanged: 0 });
     const before = await db.pool.query("SELECT synced_at FROM customers WHERE id = 'a'");
-    expect(await write([row('a', 'Ann'), row('b', 'Robert', '2026-01-02T00:00:00'), row('c', 'Cy')])).toMatchObject({ inserted: 1, updated: 1, unchanged: 1 });
+    expect(await write([row('a', 'Ann'), row('b', 'Robert', '2026-01-02T00:00:00'), row('c', 'Cy')])).toMatchObject({
+      inserted: 1,
+      updated: 1,
+      unchanged: 1,
+    });
     const after = await db.pool.query("SELECT synced_at, xmin FROM customers WHERE id = 'a'");
     expect(after.rows[0].synced_at).toEqual(before.rows[0].synced_at);
     const b = await db.pool.query("SELECT first_name, raw->>'FirstName' AS raw_name FROM customers WHERE id = 'b'");

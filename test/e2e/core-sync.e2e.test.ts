@@ -10,13 +10,33 @@ import { REST_STREAMS } from '../../src/sync/streams/index.ts';
 
 const TENANT = { apikey: 'e2e-key-Zq9', username: 'e2e.user', password: 'e2e-pass-Wx7', variant: 'core' as const };
 const NO_HEADERS = { apikey: 'e2e-key-nohdr', username: 'e2e.user2', password: 'e2e-pass-2', variant: 'core' as const };
-const SIZES = { customers: 20_000, companies: 3, appointments: 450, orders: 300, memberships: 120, membershipprograms: 6, giftcertificates: 230, products: 40, services: 25, employees: 12 };
+const SIZES = {
+  customers: 20_000,
+  companies: 3,
+  appointments: 450,
+  orders: 300,
+  memberships: 120,
+  membershipprograms: 6,
+  giftcertificates: 230,
+  products: 40,
+  services: 25,
+  employees: 12,
+};
 
 let sim: Simulator;
 let db: TestDatabase;
 
 function source(name: string, t: { apikey: string; username: string; password: string }, extra: Record<string, unknown> = {}) {
-  return { name, kind: 'core', baseUrl: sim.coreBaseUrl(), apikey: t.apikey, username: t.username, password: t.password, lagSeconds: 0, ...extra };
+  return {
+    name,
+    kind: 'core',
+    baseUrl: sim.coreBaseUrl(),
+    apikey: t.apikey,
+    username: t.username,
+    password: t.password,
+    lagSeconds: 0,
+    ...extra,
+  };
 }
 
 /** List requests the simulator saw for one apikey since `from`, per path. */
@@ -83,10 +103,16 @@ describe('pmsync sync against the Core simulator', () => {
     const seen = listRequests(TENANT.apikey, from);
     const tenant = sim.tenant(TENANT.apikey);
     for (const s of REST_STREAMS) {
-      const expected = s.mode === 'incremental' ? 1 : Math.ceil(tenant.count(s.resource as never) / 100) + (s.resource === 'giftcertificates' && tenant.count('giftcertificates') % 100 === 0 ? 1 : 0);
+      const expected =
+        s.mode === 'incremental'
+          ? 1
+          : Math.ceil(tenant.count(s.resource as never) / 100) +
+            (s.resource === 'giftcertificates' && tenant.count('giftcertificates') % 100 === 0 ? 1 : 0);
       expect(seen[s.resource], s.resource).toBe(expected);
     }
-    expect(res.stdout).toMatch(/clinic\/customers: succeeded, incremental, 1 page\(s\), 1 request\(s\), 0 inserted, 0 updated, 0 unchanged/);
+    expect(res.stdout).toMatch(
+      /clinic\/customers: succeeded, incremental, 1 page\(s\), 1 request\(s\), 0 inserted, 0 updated, 0 unchanged/,
+    );
   });
 
   it('picks up changed and new records on the next incremental run', async () => {
@@ -98,9 +124,13 @@ describe('pmsync sync against the Core simulator', () => {
     const res = await runCli(['--config', config, 'sync', '--resource', 'customers'], cliEnv({ DATABASE_URL: db.url }));
     expect(res.code).toBe(0);
     expect(res.stdout).toMatch(/clinic\/customers: succeeded, incremental, 1 page\(s\), 1 request\(s\), 2 inserted, 30 updated/);
-    const row = await db.pool.query(`SELECT last_name, raw->>'LastName' AS raw_last FROM customers WHERE source = 'clinic' AND id = $1`, [touched[0]!.CustomerId]);
+    const row = await db.pool.query(`SELECT last_name, raw->>'LastName' AS raw_last FROM customers WHERE source = 'clinic' AND id = $1`, [
+      touched[0]!.CustomerId,
+    ]);
     expect(row.rows[0]).toEqual({ last_name: 'Changed-Name', raw_last: 'Changed-Name' });
-    const fresh = await db.pool.query(`SELECT count(*)::int AS n FROM customers WHERE source = 'clinic' AND id = ANY($1)`, [created.map((c) => c.CustomerId)]);
+    const fresh = await db.pool.query(`SELECT count(*)::int AS n FROM customers WHERE source = 'clinic' AND id = ANY($1)`, [
+      created.map((c) => c.CustomerId),
+    ]);
     expect(fresh.rows[0].n).toBe(2);
   });
 
@@ -114,7 +144,10 @@ describe('pmsync sync against the Core simulator', () => {
     expect(res.stdout).toMatch(/1 rejected/);
     const q = await db.pool.query(`SELECT record_id, reason, raw->>'IsActive' AS v FROM pmsync.quarantine WHERE source = 'clinic'`);
     expect(q.rows).toEqual([{ record_id: bad!.CustomerId, reason: expect.stringMatching(/^IsActive: .*boolean/), v: 'yes' }]);
-    const landed = await db.pool.query(`SELECT synced_at > now() - interval '1 minute' AS fresh FROM customers WHERE source = 'clinic' AND id = $1`, [good!.CustomerId]);
+    const landed = await db.pool.query(
+      `SELECT synced_at > now() - interval '1 minute' AS fresh FROM customers WHERE source = 'clinic' AND id = $1`,
+      [good!.CustomerId],
+    );
     expect(landed.rows[0].fresh).toBe(true);
 
     const status = await runCli(['--config', config, 'status', '--json'], cliEnv({ DATABASE_URL: db.url }));
@@ -154,6 +187,7 @@ describe('pmsync sync against the Core simulator', () => {
     const out = res.stdout + res.stderr;
     expect(out).toMatch(/source "clinic".*401/);
     expect(out).toMatch(/apikey and the username\/password pair/);
-    for (const secret of ['wrong-Pa55word', TENANT.apikey, Buffer.from(`${TENANT.username}:wrong-Pa55word`).toString('base64')]) expect(out).not.toContain(secret);
+    for (const secret of ['wrong-Pa55word', TENANT.apikey, Buffer.from(`${TENANT.username}:wrong-Pa55word`).toString('base64')])
+      expect(out).not.toContain(secret);
   });
 });

@@ -32,8 +32,12 @@ describe('pmsync demo', () => {
   it('with DATABASE_URL set, resets only its own rows and ledger, never those of real accounts', async () => {
     const db = await createTestDatabase();
     try {
-      await db.pool.query(`INSERT INTO pmsync.quota_usage (key_id, quota_day, used, daily_limit) VALUES ('k_realaccount', current_date, 812, 1000)`);
-      await db.pool.query(`INSERT INTO customers (source, id, raw, content_hash, fetched_at) VALUES ('clinic', 'keep-me', '{}', 'h', now())`);
+      await db.pool.query(
+        `INSERT INTO pmsync.quota_usage (key_id, quota_day, used, daily_limit) VALUES ('k_realaccount', current_date, 812, 1000)`,
+      );
+      await db.pool.query(
+        `INSERT INTO customers (source, id, raw, content_hash, fetched_at) VALUES ('clinic', 'keep-me', '{}', 'h', now())`,
+      );
       const res = await runCli(['demo', '--customers', '150'], cliEnv({ DATABASE_URL: db.url }));
       expect(res.code, res.stderr).toBe(0);
       const ledger = await db.pool.query(`SELECT used FROM pmsync.quota_usage WHERE key_id = 'k_realaccount'`);

@@ -42,7 +42,11 @@ describe('records changed while a window is paged', () => {
       const size = 1_500 + Math.floor(random() * 2_500);
       const perPage = 1 + Math.floor(random() * 5);
       const clock = new TestClock('2026-03-02T10:00:00Z');
-      const sim: Simulator = await startSimulator({ seed, now: clock.now, tenants: [{ ...TENANT, dailyQuota: 0, sizes: { customers: size } }] });
+      const sim: Simulator = await startSimulator({
+        seed,
+        now: clock.now,
+        tenants: [{ ...TENANT, dailyQuota: 0, sizes: { customers: size } }],
+      });
       const name = `drift${seed}`;
       const config = loadTestConfig(db.url, [coreEntry(sim, name, TENANT, { dailyQuota: 1_000_000, streams: ['customers'] })]);
       const source = config.sources[0] as CoreSourceConfig;
@@ -65,7 +69,10 @@ describe('records changed while a window is paged', () => {
         const ids = await storedIds(name);
         const missing = tenant.list('customers').filter((r) => !ids.has(String(r.CustomerId)));
         expect(missing).toEqual([]);
-        const pages = sim.stats().requests.slice(from).filter((r) => r.path.endsWith('/customers'));
+        const pages = sim
+          .stats()
+          .requests.slice(from)
+          .filter((r) => r.path.endsWith('/customers'));
         expect(pages).toHaveLength(Math.ceil(windowRows / 100) + 1);
         expect(app.logs.some((l) => l.includes('rows entered or left the window while it was paged'))).toBe(true);
 
@@ -73,7 +80,9 @@ describe('records changed while a window is paged', () => {
         sim.setFaults({});
         clock.advance(5 * 60_000);
         await syncSource(app.ctx, source);
-        const rows = await db.pool.query<{ id: string; raw: Record<string, unknown> }>('SELECT id, raw FROM customers WHERE source = $1', [name]);
+        const rows = await db.pool.query<{ id: string; raw: Record<string, unknown> }>('SELECT id, raw FROM customers WHERE source = $1', [
+          name,
+        ]);
         const stored = new Map(rows.rows.map((r) => [r.id, r.raw]));
         const served = tenant.list('customers');
         expect(stored.size).toBe(served.length);

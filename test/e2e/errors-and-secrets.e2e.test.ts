@@ -14,7 +14,14 @@ const TENANT = { apikey: 'Apikey-Secret-7731', username: 'sec.user', password: '
 const WRONG_PASSWORD = 'Pw-Wrong-5531';
 const DOWN_APIKEY = 'Apikey-Down-2207';
 const PRO = { token: 'ProToken-Secret-9920', practiceId: 77 };
-const SECRETS = [TENANT.apikey, TENANT.password, WRONG_PASSWORD, DOWN_APIKEY, PRO.token, ...[TENANT.password, WRONG_PASSWORD].map((p) => Buffer.from(`${TENANT.username}:${p}`).toString('base64'))];
+const SECRETS = [
+  TENANT.apikey,
+  TENANT.password,
+  WRONG_PASSWORD,
+  DOWN_APIKEY,
+  PRO.token,
+  ...[TENANT.password, WRONG_PASSWORD].map((p) => Buffer.from(`${TENANT.username}:${p}`).toString('base64')),
+];
 const NOW = '2026-03-02T10:00:00.000Z';
 const RETRY = { maxAttempts: 3, baseDelayMs: 5, maxDelayMs: 20, maxElapsedMs: 5_000 };
 
@@ -24,7 +31,12 @@ let config: string;
 const outputs: CliResult[] = [];
 
 beforeAll(async () => {
-  sim = await startSimulator({ seed: 12, now: new TestClock(NOW).now, tenants: [{ ...TENANT, dailyQuota: 0, sizes: { customers: 900, orders: 150 } }], practices: [PRO] });
+  sim = await startSimulator({
+    seed: 12,
+    now: new TestClock(NOW).now,
+    tenants: [{ ...TENANT, dailyQuota: 0, sizes: { customers: 900, orders: 150 } }],
+    practices: [PRO],
+  });
   db = await createTestDatabase();
   config = writeConfig({
     sources: [
@@ -41,7 +53,10 @@ afterAll(async () => {
 });
 
 async function cli(args: string[], extra: Record<string, string> = {}): Promise<CliResult> {
-  const res = await runCli(['--config', config, ...args], cliEnv({ DATABASE_URL: db.url, NODE_ENV: 'test', PMSYNC_TEST_NOW: NOW, LOG_LEVEL: 'debug', ...extra }));
+  const res = await runCli(
+    ['--config', config, ...args],
+    cliEnv({ DATABASE_URL: db.url, NODE_ENV: 'test', PMSYNC_TEST_NOW: NOW, LOG_LEVEL: 'debug', ...extra }),
+  );
   outputs.push(res);
   return res;
 }
@@ -50,17 +65,22 @@ describe('clear errors from the CLI', () => {
   it('a 401 exits 4, names the source and the credential pair to check', async () => {
     const res = await cli(['sync', '--source', 'wrongpw', '--resource', 'customers']);
     expect(res.code).toBe(4);
-    expect(res.stdout + res.stderr).toMatch(/source "wrongpw".*401 Unauthorized.*apikey and the username\/password pair configured for source "wrongpw"/);
+    expect(res.stdout + res.stderr).toMatch(
+      /source "wrongpw".*401 Unauthorized.*apikey and the username\/password pair configured for source "wrongpw"/,
+    );
   });
 
   it('with CORE_* variables, the 401 message names those variables', async () => {
-    const res = await runCli(['sync', '--resource', 'customers'], cliEnv({
-      DATABASE_URL: db.url,
-      CORE_BASE_URL: sim.coreBaseUrl(),
-      CORE_APIKEY: TENANT.apikey,
-      CORE_USERNAME: TENANT.username,
-      CORE_PASSWORD: WRONG_PASSWORD,
-    }));
+    const res = await runCli(
+      ['sync', '--resource', 'customers'],
+      cliEnv({
+        DATABASE_URL: db.url,
+        CORE_BASE_URL: sim.coreBaseUrl(),
+        CORE_APIKEY: TENANT.apikey,
+        CORE_USERNAME: TENANT.username,
+        CORE_PASSWORD: WRONG_PASSWORD,
+      }),
+    );
     outputs.push(res);
     expect(res.code).toBe(4);
     expect(res.stderr + res.stdout).toMatch(/source "core".*CORE_APIKEY, CORE_USERNAME and CORE_PASSWORD/);
@@ -69,11 +89,16 @@ describe('clear errors from the CLI', () => {
   it('an unreachable API exits 6 and says which source and where', async () => {
     const res = await cli(['sync', '--source', 'down', '--resource', 'customers']);
     expect(res.code).toBe(6);
-    expect(res.stdout + res.stderr).toMatch(/source "down": cannot reach http:\/\/127\.0\.0\.1:1\/api\/v1\/customers\?\S*apikey=\[REDACTED\] \(ECONNREFUSED/);
+    expect(res.stdout + res.stderr).toMatch(
+      /source "down": cannot reach http:\/\/127\.0\.0\.1:1\/api\/v1\/customers\?\S*apikey=\[REDACTED\] \(ECONNREFUSED/,
+    );
   });
 
   it('an unreachable database exits 6 and says where, without its password', async () => {
-    const res = await runCli(['--config', config, 'status'], cliEnv({ DATABASE_URL: 'postgres://pmsync:Db-Secret-6610@127.0.0.1:1/pmsync' }));
+    const res = await runCli(
+      ['--config', config, 'status'],
+      cliEnv({ DATABASE_URL: 'postgres://pmsync:Db-Secret-6610@127.0.0.1:1/pmsync' }),
+    );
     outputs.push(res);
     expect(res.code).toBe(6);
     expect(res.stderr).toMatch(/Cannot reach PostgreSQL at postgres:\/\/127\.0\.0\.1:1\/pmsync: .*ECONNREFUSED/);
@@ -83,7 +108,14 @@ describe('clear errors from the CLI', () => {
   it('a configuration error lists every problem at once and exits 3', async () => {
     const bad = writeConfig({
       sources: [
-        { name: 'Bad Name', kind: 'core', baseUrl: 'ftp://example.com/api/v1', apikey: { env: 'PMSYNC_TEST_UNSET_KEY' }, username: 'a:b', password: 'Pw-Secret-4482' },
+        {
+          name: 'Bad Name',
+          kind: 'core',
+          baseUrl: 'ftp://example.com/api/v1',
+          apikey: { env: 'PMSYNC_TEST_UNSET_KEY' },
+          username: 'a:b',
+          password: 'Pw-Secret-4482',
+        },
         { name: 'sub', kind: 'subset', baseUrl: 'https://example.com/api/v1', apikey: 'k', username: 'u', password: 'p', dailyQuota: 0 },
       ],
     });
@@ -107,7 +139,9 @@ describe('clear errors from the CLI', () => {
     sim.setFaults({ quotaExhaustAfter: 3 });
     const res = await cli(['sync', '--source', 'clinic']);
     expect(res.code).toBe(5);
-    expect(res.stdout + res.stderr).toMatch(/answered 429 for source "clinic".*checkpoint saved; requests resume after 2026-03-03T00:00:00.000Z/);
+    expect(res.stdout + res.stderr).toMatch(
+      /answered 429 for source "clinic".*checkpoint saved; requests resume after 2026-03-03T00:00:00.000Z/,
+    );
     const before = sim.stats().requests.length;
     const again = await cli(['sync', '--source', 'clinic']);
     expect(again.code).toBe(5);
@@ -155,7 +189,10 @@ describe('secrets', () => {
     const leaks: string[] = [];
     for (const c of columns.rows) {
       const ident = `"${c.table_schema}"."${c.table_name}"`;
-      const res = await db.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${ident} WHERE "${c.column_name}"::text LIKE ANY($1)`, [SECRETS.map((s) => `%${s}%`)]);
+      const res = await db.pool.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM ${ident} WHERE "${c.column_name}"::text LIKE ANY($1)`,
+        [SECRETS.map((s) => `%${s}%`)],
+      );
       if (res.rows[0]!.n > 0) leaks.push(`${ident}.${c.column_name}`);
     }
     expect(leaks).toEqual([]);

@@ -53,7 +53,13 @@ function rng(seed: number): () => number {
  * and separate reads could see the rows before it and the checkpoint after it.
  */
 async function state(source: string) {
-  const res = await db.pool.query<{ rows: number; inserted: number; updated: number; cursor: Date | null; window: { paging?: { pagesRead: number } } | null }>(
+  const res = await db.pool.query<{
+    rows: number;
+    inserted: number;
+    updated: number;
+    cursor: Date | null;
+    window: { paging?: { pagesRead: number } } | null;
+  }>(
     `SELECT (SELECT count(*)::int FROM customers WHERE source = $1) AS rows,
             (SELECT coalesce(sum(inserted), 0)::int FROM pmsync.runs WHERE source = $1) AS inserted,
             (SELECT coalesce(sum(updated), 0)::int FROM pmsync.runs WHERE source = $1) AS updated,
@@ -78,7 +84,7 @@ describe('kill -9 and resume', () => {
     const kills: Array<{ afterMs: number; rows: number }> = [];
     for (let i = 0; i < KILLS; i++) {
       // On average each run gets a twentieth of the sync plus start-up before it is killed.
-      const afterMs = Math.floor(100 + random() * (2 * uninterruptedMs) / KILLS + random() * 800);
+      const afterMs = Math.floor(100 + (random() * (2 * uninterruptedMs)) / KILLS + random() * 800);
       const child = spawnCli(['--config', config, 'sync', '--source', 'killed'], env());
       const exited = waitExit(child);
       await new Promise((r) => setTimeout(r, afterMs));

@@ -20,7 +20,9 @@ let source: CoreSourceConfig;
 beforeAll(async () => {
   sim = await startSimulator({ seed: 4, now: clock.now, tenants: [{ ...TENANT, dailyQuota: 0, sizes: { customers: 3_000 } }] });
   db = await createTestDatabase();
-  const config = loadTestConfig(db.url, [coreEntry(sim, 'clinic', TENANT, { streams: ['customers'], overlapSeconds: 600, lagSeconds: 60 })]);
+  const config = loadTestConfig(db.url, [
+    coreEntry(sim, 'clinic', TENANT, { streams: ['customers'], overlapSeconds: 600, lagSeconds: 60 }),
+  ]);
   source = config.sources[0] as CoreSourceConfig;
   app = await openTestApp(config, { now: clock.now });
 });
@@ -31,7 +33,10 @@ afterAll(async () => {
 });
 
 function customerRequests(from: number) {
-  return sim.stats().requests.slice(from).filter((r) => r.path.endsWith('/customers'));
+  return sim
+    .stats()
+    .requests.slice(from)
+    .filter((r) => r.path.endsWith('/customers'));
 }
 
 describe('incremental reads after a full read', () => {

@@ -27,11 +27,25 @@ let app: TestApp;
 let source: CoreSourceConfig;
 
 beforeAll(async () => {
-  sim = await startSimulator({ seed: 9, now: clock.now, tenants: [{ ...TENANT, dailyQuota: QUOTA, sizes: { customers: CUSTOMERS, orders: 250 } }] });
-  db = await createTestDatabase();
-  const config = loadTestConfig(db.url, [coreEntry(sim, 'clinic', TENANT, { dailyQuota: QUOTA, streams: ['customers', 'orders'], retry: { maxAttempts: 6, baseDelayMs: 5, maxDelayMs: 50, maxElapsedMs: 30_000 } })], (s) => {
-    s.requestTimeoutMs = 200;
+  sim = await startSimulator({
+    seed: 9,
+    now: clock.now,
+    tenants: [{ ...TENANT, dailyQuota: QUOTA, sizes: { customers: CUSTOMERS, orders: 250 } }],
   });
+  db = await createTestDatabase();
+  const config = loadTestConfig(
+    db.url,
+    [
+      coreEntry(sim, 'clinic', TENANT, {
+        dailyQuota: QUOTA,
+        streams: ['customers', 'orders'],
+        retry: { maxAttempts: 6, baseDelayMs: 5, maxDelayMs: 50, maxElapsedMs: 30_000 },
+      }),
+    ],
+    (s) => {
+      s.requestTimeoutMs = 200;
+    },
+  );
   source = config.sources[0] as CoreSourceConfig;
   app = await openTestApp(config, { now: clock.now });
 });
@@ -53,7 +67,10 @@ async function settle(): Promise<void> {
 
 /** The runs recorded after `from` (a run id), in the order they started, with how each ended. */
 async function runsAfter(from: number): Promise<string[]> {
-  const res = await db.pool.query<{ resource: string; status: string }>('SELECT resource, status FROM pmsync.runs WHERE id > $1 ORDER BY id', [from]);
+  const res = await db.pool.query<{ resource: string; status: string }>(
+    'SELECT resource, status FROM pmsync.runs WHERE id > $1 ORDER BY id',
+    [from],
+  );
   return res.rows.map((r) => `${r.resource}:${r.status}`);
 }
 
@@ -66,7 +83,9 @@ describe('a backfill across quota days under faults and a 429', () => {
   it('day 1: stops at its checkpoint on a 429, says when it resumes, and sends nothing more that day', async () => {
     sim.setFaults({ ...FAULTS, quotaExhaustAfter: 120 });
     const result = await syncSource(app.ctx, source);
-    expect(result.fatal?.message).toMatch(/answered 429 .*Stopped with the checkpoint saved; requests resume after 2026-03-03T00:00:00.000Z/);
+    expect(result.fatal?.message).toMatch(
+      /answered 429 .*Stopped with the checkpoint saved; requests resume after 2026-03-03T00:00:00.000Z/,
+    );
     expect(await runsAfter(0)).toEqual(['customers:quota_exhausted']);
     expect(app.logs.some((l) => l.includes('request failed; retrying'))).toBe(true);
 
@@ -103,11 +122,17 @@ describe('a backfill across quota days under faults and a 429', () => {
     expect(await runsAfter(from)).toEqual(['orders:succeeded', 'customers:succeeded']);
 
     const tenant = sim.tenant(TENANT.apikey);
-    for (const [table, resource] of [['customers', 'customers'], ['orders', 'orders']] as const) {
+    for (const [table, resource] of [
+      ['customers', 'customers'],
+      ['orders', 'orders'],
+    ] as const) {
       const rows = await db.pool.query<{ id: string }>(`SELECT id FROM ${table} WHERE source = 'clinic'`);
       const ids = new Set(rows.rows.map((r) => r.id));
       const served = tenant.list(resource);
-      expect(served.filter((r) => !ids.has(String(r[resource === 'customers' ? 'CustomerId' : 'OrderId']))), resource).toEqual([]);
+      expect(
+        served.filter((r) => !ids.has(String(r[resource === 'customers' ? 'CustomerId' : 'OrderId']))),
+        resource,
+      ).toEqual([]);
       expect(ids.size).toBe(served.length);
     }
     const st = await db.pool.query(`SELECT resource, cursor, "window" FROM pmsync.sync_state WHERE source = 'clinic' ORDER BY resource`);

@@ -32,7 +32,10 @@ const env = () => cliEnv({ DATABASE_URL: db.url, LOG_LEVEL: 'info' });
 
 async function progress(source: string): Promise<{ rows: number; pagesRead: number | null; runs: string[] }> {
   const rows = await db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM customers WHERE source = $1', [source]);
-  const st = await db.pool.query<{ window: { paging?: { pagesRead: number } } | null }>('SELECT "window" FROM pmsync.sync_state WHERE source = $1', [source]);
+  const st = await db.pool.query<{ window: { paging?: { pagesRead: number } } | null }>(
+    'SELECT "window" FROM pmsync.sync_state WHERE source = $1',
+    [source],
+  );
   const runs = await db.pool.query<{ status: string }>('SELECT status FROM pmsync.runs WHERE source = $1 ORDER BY id', [source]);
   return { rows: rows.rows[0]!.n, pagesRead: st.rows[0]?.window?.paging?.pagesRead ?? null, runs: runs.rows.map((r) => r.status) };
 }
@@ -46,7 +49,10 @@ async function until(check: () => Promise<boolean>, what: string): Promise<void>
 }
 
 describe('shutdown signals', () => {
-  for (const [signal, source] of [['SIGTERM', 'term'], ['SIGINT', 'int']] as const) {
+  for (const [signal, source] of [
+    ['SIGTERM', 'term'],
+    ['SIGINT', 'int'],
+  ] as const) {
     it(`${signal} stops at a page boundary with the checkpoint committed, exits 130, and the next run resumes`, async () => {
       sim.setFaults({ slowMs: 25 });
       const child = spawnCli(['--config', config, 'sync', '--source', source], env());
@@ -56,7 +62,9 @@ describe('shutdown signals', () => {
       const res = await exited;
       expect(res.code).toBe(130);
       expect(res.stderr).toMatch(/shutdown requested: stopping at the next page boundary/);
-      expect(res.stdout).toMatch(new RegExp(`${source}: stopped: Stopped by a shutdown signal at a page boundary; the checkpoint is saved`));
+      expect(res.stdout).toMatch(
+        new RegExp(`${source}: stopped: Stopped by a shutdown signal at a page boundary; the checkpoint is saved`),
+      );
 
       const stopped = await progress(source);
       expect(stopped.pagesRead).not.toBeNull();
@@ -69,7 +77,9 @@ describe('shutdown signals', () => {
       expect(resumed.code).toBe(0);
       const done = await progress(source);
       expect(done).toMatchObject({ rows: ROWS, pagesRead: null, runs: ['interrupted', 'succeeded'] });
-      expect(resumed.stdout).toMatch(new RegExp(`${source}/customers: succeeded, incremental, ${ROWS / 100 - stopped.pagesRead!} page\\(s\\)`));
+      expect(resumed.stdout).toMatch(
+        new RegExp(`${source}/customers: succeeded, incremental, ${ROWS / 100 - stopped.pagesRead!} page\\(s\\)`),
+      );
     });
   }
 

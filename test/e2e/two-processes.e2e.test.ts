@@ -35,9 +35,21 @@ async function localRedis(): Promise<string | undefined> {
 }
 
 beforeAll(async () => {
-  sim = await startSimulator({ seed: 8, now: new TestClock(NOW).now, tenants: [{ ...TENANT, dailyQuota: 0, sizes: { customers: 30_000, orders: 6_000, appointments: 4_000 } }] });
+  sim = await startSimulator({
+    seed: 8,
+    now: new TestClock(NOW).now,
+    tenants: [{ ...TENANT, dailyQuota: 0, sizes: { customers: 30_000, orders: 6_000, appointments: 4_000 } }],
+  });
   db = await createTestDatabase();
-  config = writeConfig({ sources: [coreEntry(sim, 'clinic', TENANT, { dailyQuota: QUOTA, quota: { reservePercent: 0 }, streams: ['customers', 'orders', 'appointments'] })] });
+  config = writeConfig({
+    sources: [
+      coreEntry(sim, 'clinic', TENANT, {
+        dailyQuota: QUOTA,
+        quota: { reservePercent: 0 },
+        streams: ['customers', 'orders', 'appointments'],
+      }),
+    ],
+  });
   redisUrl = await localRedis();
   if (!redisUrl) console.warn('two-processes: no Redis answers; the processes share only the PostgreSQL ledger');
 });
@@ -60,7 +72,9 @@ describe('two processes, one key', () => {
     expect(ledger.rows[0]!.used).toBe(QUOTA);
     expect(seen).toBe(QUOTA);
     // Both processes did send requests: the quota was shared, not used by one alone.
-    const runs = await db.pool.query<{ n: number }>(`SELECT count(DISTINCT resource)::int AS n FROM pmsync.runs WHERE source = 'clinic' AND requests > 0`);
+    const runs = await db.pool.query<{ n: number }>(
+      `SELECT count(DISTINCT resource)::int AS n FROM pmsync.runs WHERE source = 'clinic' AND requests > 0`,
+    );
     expect(runs.rows[0]!.n).toBeGreaterThanOrEqual(2);
   });
 });

@@ -62,7 +62,9 @@ describe('pageProList', () => {
     const r = await read(server(130, { capAt: 40 }), 100, sizes);
     expect(r.ids).toEqual(Array.from({ length: 130 }, (_, i) => i + 1));
     expect(r.pages).toEqual([1, 2, 3, 4]);
-    expect(r.warnings).toEqual(['the server serves at most 40 records per page although Limit=100 was asked; set "pageLimit": 40 for this source']);
+    expect(r.warnings).toEqual([
+      'the server serves at most 40 records per page although Limit=100 was asked; set "pageLimit": 40 for this source',
+    ]);
     expect(sizes.cappedAt).toBe(40);
     // later lists of the same source page at 40 without checking again
     const next = await read(server(80, { capAt: 40 }), 100, sizes);
@@ -80,7 +82,12 @@ describe('pageProList', () => {
 
   it('accepts a bare array body and refuses a body without data', async () => {
     expect((await read(server(3, { bare: true }), 100)).ids).toEqual([1, 2, 3]);
-    const bad = pageProList(async () => ({ body: { items: [] }, headers: {}, sentAt: new Date() }), { limit: 10, sizes: new PageSizes(10), idOf: idReader('id'), warn: () => undefined });
+    const bad = pageProList(async () => ({ body: { items: [] }, headers: {}, sentAt: new Date() }), {
+      limit: 10,
+      sizes: new PageSizes(10),
+      idOf: idReader('id'),
+      warn: () => undefined,
+    });
     await expect(bad.next()).rejects.toThrow(PmsyncError);
   });
 });

@@ -14,7 +14,11 @@ import { PRO_STREAMS } from '../../src/sync/streams/index.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { writeConfig } from '../support/cli.ts';
 
-const PRACTICE = { token: 'int-pro-token-Hq3', practiceId: 77, sizes: { patients: 120, appointmentsPerPatient: 2, eventTypes: 3, providers: 3, waitlist: 6, waitlistSlots: 6 } };
+const PRACTICE = {
+  token: 'int-pro-token-Hq3',
+  practiceId: 77,
+  sizes: { patients: 120, appointmentsPerPatient: 2, eventTypes: 3, providers: 3, waitlist: 6, waitlistSlots: 6 },
+};
 
 let sim: Simulator;
 let db: TestDatabase;
@@ -41,7 +45,17 @@ beforeAll(async () => {
   sim = await startSimulator({ seed: 11, tenants: [], practices: [PRACTICE] });
   db = await createTestDatabase();
   const file = writeConfig({
-    sources: [{ kind: 'pro', name: 'pro-int', baseUrl: sim.proBaseUrl(), practiceId: PRACTICE.practiceId, token: PRACTICE.token, concurrency: 3, waitlistIds: [7_999] }],
+    sources: [
+      {
+        kind: 'pro',
+        name: 'pro-int',
+        baseUrl: sim.proBaseUrl(),
+        practiceId: PRACTICE.practiceId,
+        token: PRACTICE.token,
+        concurrency: 3,
+        waitlistIds: [7_999],
+      },
+    ],
   });
   const config = loadConfig({ configFile: file, env: { DATABASE_URL: db.url } });
   source = config.sources[0] as ProSourceConfig;
@@ -62,7 +76,9 @@ describe('Pro runner', () => {
     const gone = sim.practice(PRACTICE.practiceId).list('patients')[5]!;
     sim.practice(PRACTICE.practiceId).remove('patients', gone.patientId);
     await runProStream(app.ctx, source, stream('patients'));
-    const marked = await rows<{ id: number }>('SELECT id FROM pro_patients WHERE source = $1 AND not_seen_since IS NOT NULL', [source.name]);
+    const marked = await rows<{ id: number }>('SELECT id FROM pro_patients WHERE source = $1 AND not_seen_since IS NOT NULL', [
+      source.name,
+    ]);
     expect(marked.map((r) => r.id)).toEqual([gone.patientId]);
   });
 
@@ -71,7 +87,10 @@ describe('Pro runner', () => {
     const ctx: SyncContext = { ...withSignal(abort.signal), onProgress: (e) => e.page === 1 && abort.abort() };
     const from = sim.stats().requests.length;
     await expect(runProStream(ctx, source, stream('appointments'))).rejects.toMatchObject({ code: 'SHUTDOWN' });
-    const [run] = await rows<{ status: string; pages: number }>("SELECT status, pages FROM pmsync.runs WHERE source = $1 AND resource = 'appointments'", [source.name]);
+    const [run] = await rows<{ status: string; pages: number }>(
+      "SELECT status, pages FROM pmsync.runs WHERE source = $1 AND resource = 'appointments'",
+      [source.name],
+    );
     expect(run).toEqual({ status: 'interrupted', pages: 1 });
     expect(proRequests(from, /\/appointments$/)).toBe(FAN_OUT_BATCH);
 
@@ -79,8 +98,14 @@ describe('Pro runner', () => {
     expect(resumed).toMatchObject({ status: 'succeeded', mode: 'full' });
     const live = 119; // one patient was removed above
     expect(proRequests(from, /\/appointments$/)).toBe(live);
-    const expected = sim.practice(PRACTICE.practiceId).list('appointments').filter((a) => a.patientId !== undefined);
-    const stored = await rows<{ n: number; distinct: number }>('SELECT count(*)::int AS n, count(DISTINCT id)::int AS distinct FROM pro_appointments WHERE source = $1', [source.name]);
+    const expected = sim
+      .practice(PRACTICE.practiceId)
+      .list('appointments')
+      .filter((a) => a.patientId !== undefined);
+    const stored = await rows<{ n: number; distinct: number }>(
+      'SELECT count(*)::int AS n, count(DISTINCT id)::int AS distinct FROM pro_appointments WHERE source = $1',
+      [source.name],
+    );
     const ofLivePatients = expected.filter((a) => sim.practice(PRACTICE.practiceId).get('patients', a.patientId) !== undefined).length;
     expect(stored[0]).toEqual({ n: ofLivePatients, distinct: ofLivePatients });
   });
@@ -103,11 +128,24 @@ describe('Pro runner', () => {
     const from = sim.stats().requests.length;
     const summary = await runProStream(app.ctx, source, stream('appointments'));
     expect(summary).toMatchObject({ status: 'succeeded', mode: 'incremental', inserted: 1 });
-    const paths = sim.stats().requests.slice(from).filter((r) => /\/appointments$/.test(r.path)).map((r) => r.path).sort();
-    expect(paths).toEqual([`/practices/77/patients/${changed!.patientId}/appointments`, `/practices/77/patients/${newcomer.patientId}/appointments`].sort());
-    const gone = await rows<{ not_seen: boolean }>('SELECT not_seen_since IS NOT NULL AS not_seen FROM pro_appointments WHERE source = $1 AND id = $2', [source.name, dropped.appointmentId]);
+    const paths = sim
+      .stats()
+      .requests.slice(from)
+      .filter((r) => /\/appointments$/.test(r.path))
+      .map((r) => r.path)
+      .sort();
+    expect(paths).toEqual(
+      [`/practices/77/patients/${changed!.patientId}/appointments`, `/practices/77/patients/${newcomer.patientId}/appointments`].sort(),
+    );
+    const gone = await rows<{ not_seen: boolean }>(
+      'SELECT not_seen_since IS NOT NULL AS not_seen FROM pro_appointments WHERE source = $1 AND id = $2',
+      [source.name, dropped.appointmentId],
+    );
     expect(gone).toEqual([{ not_seen: true }]);
-    const fresh = await rows('SELECT patient_id, appt_date::text AS appt FROM pro_appointments WHERE source = $1 AND id = $2', [source.name, booked.appointmentId]);
+    const fresh = await rows('SELECT patient_id, appt_date::text AS appt FROM pro_appointments WHERE source = $1 AND id = $2', [
+      source.name,
+      booked.appointmentId,
+    ]);
     expect(fresh).toEqual([{ patient_id: newcomer.patientId, appt: booked.apptDate.replace('T', ' ') }]);
 
     const sweep = await runProStream(app.ctx, { ...source, appointments: { fullSweepHours: 0 } }, stream('appointments'));
@@ -118,13 +156,20 @@ describe('Pro runner', () => {
     await runProStream(app.ctx, source, stream('waitlist-slots'));
     const from = sim.stats().requests.length;
     const summary = await runProStream(app.ctx, source, stream('waitlist'));
-    const named = new Set(sim.practice(PRACTICE.practiceId).list('waitlistSlots').map((s) => s.waitlistId));
+    const named = new Set(
+      sim
+        .practice(PRACTICE.practiceId)
+        .list('waitlistSlots')
+        .map((s) => s.waitlistId),
+    );
     expect(summary).toMatchObject({ status: 'succeeded', inserted: named.size });
     expect(proRequests(from, /\/waitlist\/\d+$/)).toBe(named.size + 1); // + the configured 7999, which answers 404
     const one = [...named][0]!;
     sim.practice(PRACTICE.practiceId).remove('waitlist', one);
     await runProStream(app.ctx, source, stream('waitlist'));
-    const marked = await rows<{ id: number }>('SELECT id FROM pro_waitlist_entries WHERE source = $1 AND not_seen_since IS NOT NULL', [source.name]);
+    const marked = await rows<{ id: number }>('SELECT id FROM pro_waitlist_entries WHERE source = $1 AND not_seen_since IS NOT NULL', [
+      source.name,
+    ]);
     expect(marked.map((r) => r.id)).toEqual([one]);
   });
 
@@ -136,7 +181,10 @@ describe('Pro runner', () => {
     const ctx: SyncContext = { ...withSignal(abort.signal), onProgress: (e) => e.page === 1 && abort.abort() };
     const session = newProSession(source);
     await expect(runProStream(ctx, source, stream('availability'), { session })).rejects.toMatchObject({ code: 'SHUTDOWN' });
-    const open = await rows<{ completed: boolean; event_types: number }>('SELECT completed_at IS NOT NULL AS completed, event_types FROM pro_availability_captures WHERE source = $1', [source.name]);
+    const open = await rows<{ completed: boolean; event_types: number }>(
+      'SELECT completed_at IS NOT NULL AS completed, event_types FROM pro_availability_captures WHERE source = $1',
+      [source.name],
+    );
     expect(open).toEqual([{ completed: false, event_types: 1 }]);
 
     const done = await runProStream(withSignal(new AbortController().signal), source, stream('availability'), { session });
@@ -146,7 +194,9 @@ describe('Pro runner', () => {
       'SELECT DISTINCT event_type_id, run_id FROM pro_availability_providers WHERE source = $1 ORDER BY event_type_id',
       [source.name],
     );
-    const firstRun = (await rows<{ id: number }>("SELECT min(id) AS id FROM pmsync.runs WHERE source = $1 AND resource = 'availability'", [source.name]))[0]!.id;
+    const firstRun = (
+      await rows<{ id: number }>("SELECT min(id) AS id FROM pmsync.runs WHERE source = $1 AND resource = 'availability'", [source.name])
+    )[0]!.id;
     expect(byRun.map((r) => r.event_type_id)).toEqual(eventTypes.map((t) => t.eventTypeId).sort((a, b) => a - b));
     expect(byRun.map((r) => r.run_id)).toEqual([firstRun, done.runId, done.runId]);
     const [capture] = await rows<{ completed: boolean; event_types: number; providers: number; slots: number }>(
@@ -163,7 +213,10 @@ describe('Pro runner', () => {
 
     expect(await runProStream(app.ctx, source, stream('availability'))).toMatchObject({ status: 'skipped' });
     expect(await runProStream(app.ctx, source, stream('availability'), { full: true })).toMatchObject({ status: 'succeeded' });
-    const captures = await rows<{ n: number }>('SELECT count(*)::int AS n FROM pro_availability_captures WHERE source = $1 AND completed_at IS NOT NULL', [source.name]);
+    const captures = await rows<{ n: number }>(
+      'SELECT count(*)::int AS n FROM pro_availability_captures WHERE source = $1 AND completed_at IS NOT NULL',
+      [source.name],
+    );
     expect(captures[0]!.n).toBe(2);
   });
 

@@ -8,9 +8,21 @@ import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { cliEnv, runCli, spawnCli, waitExit, writeConfig, type CliResult } from '../support/cli.ts';
 import { FAN_OUT_BATCH } from '../../src/sync/pro-runner.ts';
 
-const CLINIC = { token: 'e2e-pro-token-Vb8', practiceId: 501, sizes: { patients: 200, appointmentsPerPatient: 2, eventTypes: 4, providers: 3, waitlist: 8, waitlistSlots: 8 } };
-const EMPTY = { token: 'e2e-pro-empty-Ks2', practiceId: 502, sizes: { patients: 0, appointmentsPerPatient: 0, eventTypes: 0, providers: 0, waitlist: 0, waitlistSlots: 0 } };
-const BUSY = { token: 'e2e-pro-busy-Jd5', practiceId: 503, sizes: { patients: 30, appointmentsPerPatient: 1, eventTypes: 1, providers: 1, waitlist: 0, waitlistSlots: 0 } };
+const CLINIC = {
+  token: 'e2e-pro-token-Vb8',
+  practiceId: 501,
+  sizes: { patients: 200, appointmentsPerPatient: 2, eventTypes: 4, providers: 3, waitlist: 8, waitlistSlots: 8 },
+};
+const EMPTY = {
+  token: 'e2e-pro-empty-Ks2',
+  practiceId: 502,
+  sizes: { patients: 0, appointmentsPerPatient: 0, eventTypes: 0, providers: 0, waitlist: 0, waitlistSlots: 0 },
+};
+const BUSY = {
+  token: 'e2e-pro-busy-Jd5',
+  practiceId: 503,
+  sizes: { patients: 30, appointmentsPerPatient: 1, eventTypes: 1, providers: 1, waitlist: 0, waitlistSlots: 0 },
+};
 const TOKENS = [CLINIC.token, EMPTY.token, BUSY.token];
 
 let sim: Simulator;
@@ -29,7 +41,10 @@ async function cli(args: string[], env: Record<string, string> = {}): Promise<Cl
 }
 
 function requestsSince(from: number, practiceId: number): RequestLogEntry[] {
-  return sim.stats().requests.slice(from).filter((r) => r.api === 'pro' && r.practiceId === practiceId);
+  return sim
+    .stats()
+    .requests.slice(from)
+    .filter((r) => r.api === 'pro' && r.practiceId === practiceId);
 }
 
 const count = (entries: RequestLogEntry[], pattern: RegExp) => entries.filter((r) => pattern.test(r.path)).length;
@@ -69,7 +84,9 @@ describe('pmsync sync against the Pro simulator', () => {
     expect(await rowCount('pro_event_types', 'clinic')).toBe(4);
     expect(await rowCount('pro_waitlist_slots', 'clinic')).toBe(8);
     expect(await rowCount('pro_waitlist_entries', 'clinic')).toBe(new Set(practice.list('waitlistSlots').map((s) => s.waitlistId)).size);
-    const capture = await db.pool.query("SELECT event_types, slots FROM pro_availability_captures WHERE source = 'clinic' AND completed_at IS NOT NULL");
+    const capture = await db.pool.query(
+      "SELECT event_types, slots FROM pro_availability_captures WHERE source = 'clinic' AND completed_at IS NOT NULL",
+    );
     expect(capture.rows).toEqual([{ event_types: 4, slots: await rowCount('pro_availability_slots', 'clinic') }]);
 
     const seen = requestsSince(from, CLINIC.practiceId);
@@ -92,7 +109,12 @@ describe('pmsync sync against the Pro simulator', () => {
     expect(res.code).toBe(0);
     const seen = requestsSince(from, CLINIC.practiceId);
     expect(count(seen, /\/patients$/)).toBe(3);
-    expect(seen.filter((r) => /\/appointments$/.test(r.path)).map((r) => r.path).sort()).toEqual(
+    expect(
+      seen
+        .filter((r) => /\/appointments$/.test(r.path))
+        .map((r) => r.path)
+        .sort(),
+    ).toEqual(
       [`/practices/501/patients/${changed!.patientId}/appointments`, `/practices/501/patients/${newcomer.patientId}/appointments`].sort(),
     );
     expect(res.stdout).toMatch(/clinic\/patients: succeeded, full, 3 page\(s\), 3 request\(s\), 1 inserted, 1 updated, 199 unchanged/);
@@ -111,10 +133,19 @@ describe('pmsync sync against the Pro simulator', () => {
     expect(count(seen, /\/appointments$/)).toBe(0);
     expect(count(seen, /\/waitlist-slots$/)).toBe(1);
     expect(count(seen, /\/waitlist\/\d+$/)).toBe(0);
-    for (const t of ['pro_patients', 'pro_appointments', 'pro_event_types', 'pro_waitlist_slots', 'pro_waitlist_entries', 'pro_availability_slots']) {
+    for (const t of [
+      'pro_patients',
+      'pro_appointments',
+      'pro_event_types',
+      'pro_waitlist_slots',
+      'pro_waitlist_entries',
+      'pro_availability_slots',
+    ]) {
       expect(await rowCount(t, 'empty'), t).toBe(0);
     }
-    const capture = await db.pool.query("SELECT event_types, completed_at IS NOT NULL AS done FROM pro_availability_captures WHERE source = 'empty'");
+    const capture = await db.pool.query(
+      "SELECT event_types, completed_at IS NOT NULL AS done FROM pro_availability_captures WHERE source = 'empty'",
+    );
     expect(capture.rows).toEqual([{ event_types: 0, done: true }]);
   });
 
@@ -151,7 +182,10 @@ describe('pmsync sync against the Pro simulator', () => {
     try {
       const from = sim.stats().requests.length;
       const appointmentReads = () => count(requestsSince(from, CLINIC.practiceId), /\/appointments$/);
-      const child = spawnCli(['--config', config, 'sync', '--source', 'clinic-sweep', '--resource', 'appointments'], cliEnv({ DATABASE_URL: db.url }));
+      const child = spawnCli(
+        ['--config', config, 'sync', '--source', 'clinic-sweep', '--resource', 'appointments'],
+        cliEnv({ DATABASE_URL: db.url }),
+      );
       while (appointmentReads() < 2 * FAN_OUT_BATCH + 10) await new Promise((r) => setTimeout(r, 10));
       child.kill('SIGKILL');
       outputs.push(await waitExit(child));
@@ -168,28 +202,54 @@ describe('pmsync sync against the Pro simulator', () => {
     } finally {
       sim.setFaults({});
     }
-    const stored = await db.pool.query("SELECT count(*)::int AS n, count(DISTINCT id)::int AS d FROM pro_appointments WHERE source = 'clinic-sweep'");
+    const stored = await db.pool.query(
+      "SELECT count(*)::int AS n, count(DISTINCT id)::int AS d FROM pro_appointments WHERE source = 'clinic-sweep'",
+    );
     const expected = sim.practice(CLINIC.practiceId).list('appointments').length;
     expect(stored.rows[0]).toEqual({ n: expected, d: expected });
-    const runs = await db.pool.query("SELECT status, error_code FROM pmsync.runs WHERE source = 'clinic-sweep' AND resource = 'appointments' ORDER BY id");
-    expect(runs.rows).toEqual([{ status: 'interrupted', error_code: 'ABANDONED' }, { status: 'succeeded', error_code: null }]);
+    const runs = await db.pool.query(
+      "SELECT status, error_code FROM pmsync.runs WHERE source = 'clinic-sweep' AND resource = 'appointments' ORDER BY id",
+    );
+    expect(runs.rows).toEqual([
+      { status: 'interrupted', error_code: 'ABANDONED' },
+      { status: 'succeeded', error_code: null },
+    ]);
   });
 
   it('status shows every Pro resource, its rows and where it stands', async () => {
     const res = await cli(['status', '--json', '--check']);
     expect(res.code).toBe(0);
-    const statuses = JSON.parse(res.stdout) as Array<{ source: string; kind: string; quota: unknown; connectivity?: { ok: boolean }; resources: Array<{ resource: string; table: string; rows: number; lastRun: { status: string } | null }> }>;
+    const statuses = JSON.parse(res.stdout) as Array<{
+      source: string;
+      kind: string;
+      quota: unknown;
+      connectivity?: { ok: boolean };
+      resources: Array<{ resource: string; table: string; rows: number; lastRun: { status: string } | null }>;
+    }>;
     const clinic = statuses.find((s) => s.source === 'clinic')!;
     expect(clinic).toMatchObject({ kind: 'pro', quota: null, connectivity: { ok: true } });
-    expect(clinic.resources.map((r) => r.resource)).toEqual(['patients', 'event-types', 'appointments', 'waitlist-slots', 'waitlist', 'availability']);
-    expect(clinic.resources.find((r) => r.resource === 'patients')).toMatchObject({ table: 'pro_patients', rows: 201, lastRun: { status: 'succeeded' } });
+    expect(clinic.resources.map((r) => r.resource)).toEqual([
+      'patients',
+      'event-types',
+      'appointments',
+      'waitlist-slots',
+      'waitlist',
+      'availability',
+    ]);
+    expect(clinic.resources.find((r) => r.resource === 'patients')).toMatchObject({
+      table: 'pro_patients',
+      rows: 201,
+      lastRun: { status: 'succeeded' },
+    });
     expect(statuses.find((s) => s.source === 'wrong-token')!.connectivity).toMatchObject({ ok: false });
   });
 
   it('refuses a wrong token with a clear message and exit code 4', async () => {
     const res = await cli(['sync', '--source', 'wrong-token']);
     expect(res.code).toBe(4);
-    expect(res.stdout).toMatch(/wrong-token: stopped: source "wrong-token": GET .*\/practices\/501\/patients.* was refused \(401 Unauthorized\)\. Check the token configured for source "wrong-token"/);
+    expect(res.stdout).toMatch(
+      /wrong-token: stopped: source "wrong-token": GET .*\/practices\/501\/patients.* was refused \(401 Unauthorized\)\. Check the token configured for source "wrong-token"/,
+    );
     expect(res.stdout).toMatch(/no "Bearer" word/);
     expect(res.stdout + res.stderr).not.toContain('not-the-token-Zz1');
   });
@@ -200,7 +260,9 @@ describe('pmsync sync against the Pro simulator', () => {
     const res = await runCli(['--config', file, 'sync'], cliEnv({ DATABASE_URL: db.url }));
     outputs.push(res);
     expect(res.code).toBe(3);
-    expect(res.stderr).toContain('source "bearer" (sources[0]): token is sent bare in the Authorization header: write the token alone, without a scheme word such as "Bearer"');
+    expect(res.stderr).toContain(
+      'source "bearer" (sources[0]): token is sent bare in the Authorization header: write the token alone, without a scheme word such as "Bearer"',
+    );
     expect(sim.stats().requests.length).toBe(from);
   });
 

@@ -8,8 +8,29 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PRO_STREAMS } from '../../src/sync/streams/index.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 
-const TYPES: Record<string, string> = { text: 'text', boolean: 'boolean', date: 'date', timestamp: 'timestamp without time zone', numeric: 'numeric', integer: 'integer', bigint: 'bigint', jsonb: 'jsonb' };
-const METADATA = { id: 'bigint', source: 'text', raw: 'jsonb', content_hash: 'text', source_modified_at: 'timestamp without time zone', fetched_at: 'timestamp with time zone', first_seen_at: 'timestamp with time zone', synced_at: 'timestamp with time zone', last_seen_at: 'timestamp with time zone', run_id: 'bigint', not_seen_since: 'timestamp with time zone' };
+const TYPES: Record<string, string> = {
+  text: 'text',
+  boolean: 'boolean',
+  date: 'date',
+  timestamp: 'timestamp without time zone',
+  numeric: 'numeric',
+  integer: 'integer',
+  bigint: 'bigint',
+  jsonb: 'jsonb',
+};
+const METADATA = {
+  id: 'bigint',
+  source: 'text',
+  raw: 'jsonb',
+  content_hash: 'text',
+  source_modified_at: 'timestamp without time zone',
+  fetched_at: 'timestamp with time zone',
+  first_seen_at: 'timestamp with time zone',
+  synced_at: 'timestamp with time zone',
+  last_seen_at: 'timestamp with time zone',
+  run_id: 'bigint',
+  not_seen_since: 'timestamp with time zone',
+};
 
 let db: TestDatabase;
 beforeAll(async () => {
@@ -31,7 +52,10 @@ describe('Pro tables', () => {
     it(`${s.table.name} holds every column ${s.resource} writes, keyed by (source, id) with a bigint id`, async () => {
       const cols = await columns(s.table.name);
       expect(s.table.idType).toBe('bigint');
-      for (const [name, type] of Object.entries({ ...METADATA, ...Object.fromEntries(Object.entries(s.table.columns).map(([n, t]) => [n, TYPES[t]!])) })) {
+      for (const [name, type] of Object.entries({
+        ...METADATA,
+        ...Object.fromEntries(Object.entries(s.table.columns).map(([n, t]) => [n, TYPES[t]!])),
+      })) {
         expect(cols[name], `${s.table.name}.${name}`).toBe(type);
       }
     });

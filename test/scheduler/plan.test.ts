@@ -42,7 +42,13 @@ describe('planSchedules', () => {
   });
 
   it('reports overrides naming unknown sources or resources', () => {
-    const settings = schedulesSchema.parse({ overrides: [{ source: 'nope', cron: 'off' }, { resource: 'widgets', cron: 'off' }, { source: 'a', resource: 'invoices', cron: 'off' }] });
+    const settings = schedulesSchema.parse({
+      overrides: [
+        { source: 'nope', cron: 'off' },
+        { resource: 'widgets', cron: 'off' },
+        { source: 'a', resource: 'invoices', cron: 'off' },
+      ],
+    });
     const plan = planSchedules(settings, [source('a')], catalog);
     expect(plan.problems).toEqual([
       'schedules.overrides[0]: no source named "nope" (known: a)',
@@ -74,7 +80,7 @@ describe('overrideFor', () => {
 });
 
 describe('timerGroups', () => {
-  it('groups one source\'s schedules that fire together, in stream order', () => {
+  it("groups one source's schedules that fire together, in stream order", () => {
     const plan = planSchedules(schedulesSchema.parse({}), [source('a'), source('b')], catalog);
     const groups = timerGroups([...plan.schedules].reverse());
     expect(groups.map((g) => `${g.source} ${g.cron}: ${g.schedules.map((s) => s.resource).join(',')}`).sort()).toEqual([

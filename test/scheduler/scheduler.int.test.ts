@@ -36,7 +36,11 @@ interface Harness {
   release: () => void;
 }
 
-function harness(schedules: Schedule[], now: Date, opts: { catchUp?: boolean; hold?: boolean; outcome?: StreamRunOutcome; holder?: string } = {}): Harness {
+function harness(
+  schedules: Schedule[],
+  now: Date,
+  opts: { catchUp?: boolean; hold?: boolean; outcome?: StreamRunOutcome; holder?: string } = {},
+): Harness {
   const calls: Harness['calls'] = [];
   const ticks: Harness['ticks'] = [];
   let release = () => undefined as void;
@@ -60,12 +64,16 @@ function harness(schedules: Schedule[], now: Date, opts: { catchUp?: boolean; ho
 }
 
 const lastFire = async (key: string) =>
-  (await db.pool.query<{ last_fire_at: Date | null }>('SELECT last_fire_at FROM pmsync.schedules WHERE key = $1', [key])).rows[0]?.last_fire_at ?? null;
+  (await db.pool.query<{ last_fire_at: Date | null }>('SELECT last_fire_at FROM pmsync.schedules WHERE key = $1', [key])).rows[0]
+    ?.last_fire_at ?? null;
 
 describe('catch-up after downtime', () => {
   it('runs a schedule missed while nothing was up exactly once, and not again on the next start', async () => {
     const s = schedule('customers', '0 2 * * *');
-    await db.pool.query(`INSERT INTO pmsync.schedules (key, source, resource, cron, time_zone, last_fire_at) VALUES ($1, 'core', 'customers', $2, 'UTC', '2026-11-19T02:00:00Z')`, [s.key, s.cron]);
+    await db.pool.query(
+      `INSERT INTO pmsync.schedules (key, source, resource, cron, time_zone, last_fire_at) VALUES ($1, 'core', 'customers', $2, 'UTC', '2026-11-19T02:00:00Z')`,
+      [s.key, s.cron],
+    );
     const now = new Date('2026-11-22T08:00:00Z');
 
     const first = harness([s], now);
@@ -98,7 +106,10 @@ describe('catch-up after downtime', () => {
   it('resumes at once a stream whose last run stopped part-way through a window', async () => {
     const s = schedule('orders');
     const now = new Date('2026-11-22T08:07:00Z');
-    await db.pool.query(`INSERT INTO pmsync.schedules (key, source, resource, cron, time_zone, last_fire_at) VALUES ($1, 'core', 'orders', $2, 'UTC', '2026-11-22T08:00:00Z')`, [s.key, s.cron]);
+    await db.pool.query(
+      `INSERT INTO pmsync.schedules (key, source, resource, cron, time_zone, last_fire_at) VALUES ($1, 'core', 'orders', $2, 'UTC', '2026-11-22T08:00:00Z')`,
+      [s.key, s.cron],
+    );
     await db.pool.query(`INSERT INTO pmsync.sync_state (source, resource, "window") VALUES ('core', 'orders', '{"nextPage": 3}')`);
     const h = harness([s], now);
     await h.scheduler.start();
@@ -139,9 +150,13 @@ describe('ticks', () => {
     expect(a.calls.length + b.calls.length).toBe(1);
   });
 
-  it('runs one source\'s streams one after another, in stream order', async () => {
+  it("runs one source's streams one after another, in stream order", async () => {
     const order: string[] = [];
-    const schedules = [{ ...schedule('companies'), order: 0 }, { ...schedule('customers'), order: 1 }, { ...schedule('orders'), order: 2 }];
+    const schedules = [
+      { ...schedule('companies'), order: 0 },
+      { ...schedule('customers'), order: 1 },
+      { ...schedule('orders'), order: 2 },
+    ];
     let active = 0;
     const scheduler = new Scheduler(schedules, {
       pool: db.pool,
@@ -177,9 +192,12 @@ describe('ticks', () => {
     ]);
   });
 
-  it('holds a source\'s ticks after its quota ran out, until the reset', async () => {
+  it("holds a source's ticks after its quota ran out, until the reset", async () => {
     const s = schedule('customers');
-    const h = harness([s], new Date('2026-11-22T08:00:30Z'), { catchUp: false, outcome: { locked: false, quotaResumeAt: new Date('2026-11-23T00:00:00Z') } });
+    const h = harness([s], new Date('2026-11-22T08:00:30Z'), {
+      catchUp: false,
+      outcome: { locked: false, quotaResumeAt: new Date('2026-11-23T00:00:00Z') },
+    });
     await h.scheduler.start();
     const [group] = timerGroups([s]);
     await h.scheduler.tick(group!, new Date('2026-11-22T08:00:00Z'));

@@ -40,7 +40,9 @@ describe('Dockerfile', () => {
   const last = steps.filter((s) => s.stage === finalStage);
 
   it('builds in stages on the Node major the project pins', () => {
-    const pinned = (JSON.parse(read('package.json')) as { devDependencies: Record<string, string> }).devDependencies.node!.replace(/^\D*/, '').split('.')[0];
+    const pinned = (JSON.parse(read('package.json')) as { devDependencies: Record<string, string> }).devDependencies
+      .node!.replace(/^\D*/, '')
+      .split('.')[0];
     const arg = steps.find((s) => s.op === 'ARG' && s.args.startsWith('NODE_IMAGE='))!.args.split('=')[1]!;
     expect(arg).toMatch(new RegExp(`^node:${pinned}(-|$)`));
     expect(steps.filter((s) => s.op === 'FROM').length).toBeGreaterThanOrEqual(2);
@@ -65,7 +67,19 @@ describe('Dockerfile', () => {
 
 describe('docker-compose.yml', () => {
   const compose = parse(read('docker-compose.yml'), { merge: true }) as {
-    services: Record<string, { command?: string[]; profiles?: string[]; healthcheck?: { test: string[] }; depends_on?: Record<string, { condition: string }>; network_mode?: string; environment?: Record<string, string>; stop_grace_period?: string; image?: string }>;
+    services: Record<
+      string,
+      {
+        command?: string[];
+        profiles?: string[];
+        healthcheck?: { test: string[] };
+        depends_on?: Record<string, { condition: string }>;
+        network_mode?: string;
+        environment?: Record<string, string>;
+        stop_grace_period?: string;
+        image?: string;
+      }
+    >;
   };
   const s = compose.services;
 
@@ -97,7 +111,13 @@ describe('docker-compose.yml', () => {
 
 describe('.env.example', () => {
   it('is a configuration pmsync accepts once the credentials are filled in, with the documented defaults', () => {
-    const env = { ...envExample(), CORE_APIKEY: 'k', CORE_USERNAME: 'u', CORE_PASSWORD: 'p', DATABASE_URL: 'postgres://u:p@db:5432/pmsync' };
+    const env = {
+      ...envExample(),
+      CORE_APIKEY: 'k',
+      CORE_USERNAME: 'u',
+      CORE_PASSWORD: 'p',
+      DATABASE_URL: 'postgres://u:p@db:5432/pmsync',
+    };
     const config = loadConfig({ env });
     expect(config.sources.map((x) => [x.name, x.kind])).toEqual([['core', 'core']]);
     expect(config.schedules).toMatchObject({ incremental: '*/15 * * * *', full: '0 2 * * *', catchUp: true });

@@ -22,8 +22,23 @@ beforeAll(async () => {
   sim = await startSimulator({ seed: 3, tenants: [{ ...TENANT, sizes: { customers: 120, orders: 40 } }] });
   db = await createTestDatabase();
   config = writeConfig({
-    sources: [{ name: 'clinic', kind: 'core', baseUrl: sim.coreBaseUrl(), apikey: TENANT.apikey, username: TENANT.username, password: TENANT.password, lagSeconds: 0 }],
-    schedules: { overrides: [{ resource: 'orders', cron: '5 4 * * *', timeZone: 'Europe/Berlin' }, { resource: 'products', cron: 'off' }] },
+    sources: [
+      {
+        name: 'clinic',
+        kind: 'core',
+        baseUrl: sim.coreBaseUrl(),
+        apikey: TENANT.apikey,
+        username: TENANT.username,
+        password: TENANT.password,
+        lagSeconds: 0,
+      },
+    ],
+    schedules: {
+      overrides: [
+        { resource: 'orders', cron: '5 4 * * *', timeZone: 'Europe/Berlin' },
+        { resource: 'products', cron: 'off' },
+      ],
+    },
   });
   const sync = await cli('sync', '--resource', 'customers', 'orders', 'companies');
   expect(sync.code, sync.stderr).toBe(0);
@@ -38,7 +53,9 @@ describe('pmsync runs', () => {
     const table = await cli('runs', '--limit', '2');
     expect(table.code, table.stderr).toBe(0);
     const lines = table.stdout.trimEnd().split('\n');
-    expect(lines[0]).toMatch(/^id\s+started \(UTC\)\s+source\/resource\s+mode\s+status\s+took\s+pages\s+req\s+ins\s+upd\s+same\s+rej\s+error$/);
+    expect(lines[0]).toMatch(
+      /^id\s+started \(UTC\)\s+source\/resource\s+mode\s+status\s+took\s+pages\s+req\s+ins\s+upd\s+same\s+rej\s+error$/,
+    );
     expect(lines.length).toBe(3);
 
     const json = await cli('runs', '--json', '--resource', 'customers');

@@ -49,7 +49,11 @@ describe('the image entry point', () => {
     const imageHealth = JSON.parse(/^HEALTHCHECK .*? CMD (\[.*\])$/m.exec(dockerfile)![1]!) as string[];
     const compose = parse(read('docker-compose.yml'), { merge: true }) as { services: { pmsync: { healthcheck: { test: string[] } } } };
 
-    const example = Object.fromEntries(read('.env.example').split('\n').flatMap((l) => (/^[A-Z0-9_]+=/.test(l) ? [l.split(/=(.*)/s).slice(0, 2) as [string, string]] : [])));
+    const example = Object.fromEntries(
+      read('.env.example')
+        .split('\n')
+        .flatMap((l) => (/^[A-Z0-9_]+=/.test(l) ? [l.split(/=(.*)/s).slice(0, 2) as [string, string]] : [])),
+    );
     const port = await freePort();
     const env: NodeJS.ProcessEnv = {
       PATH: process.env.PATH,
@@ -73,12 +77,22 @@ describe('the image entry point', () => {
     child.stderr.on('data', (d) => (stderr += String(d)));
     const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
     try {
-      await eventually(async () => (await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.ok, () => false)) || undefined, `serve to listen (${stderr})`);
+      await eventually(
+        async () =>
+          (await fetch(`http://127.0.0.1:${port}/healthz`).then(
+            (r) => r.ok,
+            () => false,
+          )) || undefined,
+        `serve to listen (${stderr})`,
+      );
       expect(imageHealth[0]).toBe('node');
       expect(await run(imageHealth, env)).toBe(0);
       const composeHealth = compose.services.pmsync.healthcheck.test.slice(1).map((a) => a.replace(':8080/', `:${port}/`));
       expect(await run(composeHealth, env)).toBe(0);
-      await eventually(async () => ((await db.pool.query(`SELECT 1 FROM customers LIMIT 1`)).rowCount ? true : undefined), 'the first sync');
+      await eventually(
+        async () => ((await db.pool.query(`SELECT 1 FROM customers LIMIT 1`)).rowCount ? true : undefined),
+        'the first sync',
+      );
     } finally {
       child.kill('SIGTERM');
     }

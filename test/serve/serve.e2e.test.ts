@@ -10,7 +10,18 @@ import { cliEnv, writeConfig } from '../support/cli.ts';
 import { eventually, kill, startServeCli, type ServeProcess } from './support.ts';
 
 const TENANT = { apikey: 'serve-key-K2', username: 'serve.user', password: 'serve-pass-Q8', variant: 'core' as const };
-const SIZES = { customers: 1_500, companies: 2, appointments: 200, orders: 150, memberships: 40, membershipprograms: 4, giftcertificates: 30, products: 10, services: 8, employees: 5 };
+const SIZES = {
+  customers: 1_500,
+  companies: 2,
+  appointments: 200,
+  orders: 150,
+  memberships: 40,
+  membershipprograms: 4,
+  giftcertificates: 30,
+  products: 10,
+  services: 8,
+  employees: 5,
+};
 const STREAMS = 10;
 
 let sim: Simulator;
@@ -23,7 +34,17 @@ const started: ServeProcess[] = [];
  */
 function configFile(overrides: unknown[] = []): string {
   return writeConfig({
-    sources: [{ name: 'clinic', kind: 'core', baseUrl: sim.coreBaseUrl(), apikey: TENANT.apikey, username: TENANT.username, password: TENANT.password, lagSeconds: 0 }],
+    sources: [
+      {
+        name: 'clinic',
+        kind: 'core',
+        baseUrl: sim.coreBaseUrl(),
+        apikey: TENANT.apikey,
+        username: TENANT.username,
+        password: TENANT.password,
+        lagSeconds: 0,
+      },
+    ],
     schedules: { incremental: '@yearly', full: '@yearly', overrides },
   });
 }
@@ -64,7 +85,10 @@ describe('pmsync serve', () => {
     expect(await (await fetch(`${p.url}/healthz`)).json()).toEqual({ status: 'ok' });
     expect(await (await fetch(`${p.url}/readyz`)).json()).toEqual({ status: 'ready' });
     // A first start loads every stream at once (each schedule's missed first fire).
-    await eventually(async () => ((await runsOf()).filter((r) => r.status === 'succeeded').length === STREAMS ? true : undefined), 'the first runs');
+    await eventually(
+      async () => ((await runsOf()).filter((r) => r.status === 'succeeded').length === STREAMS ? true : undefined),
+      'the first runs',
+    );
     const res = await fetch(`${p.url}/metrics`);
     expect(res.headers.get('content-type')).toMatch(/^text\/plain/);
     const text = await res.text();
@@ -110,7 +134,11 @@ describe('pmsync serve', () => {
     });
     expect(delivery.status).toBe(200);
     await eventually(
-      async () => ((await db.pool.query<{ first_name: string }>('SELECT first_name FROM customers WHERE id = $1', [target!.CustomerId])).rows[0]?.first_name === 'Hooked' ? true : undefined),
+      async () =>
+        (await db.pool.query<{ first_name: string }>('SELECT first_name FROM customers WHERE id = $1', [target!.CustomerId])).rows[0]
+          ?.first_name === 'Hooked'
+          ? true
+          : undefined,
       'the webhook refresh',
     );
 
@@ -125,7 +153,10 @@ describe('pmsync serve', () => {
     const config = configFile();
     const [a, b] = await Promise.all([serve(config), serve(config, ['--no-webhooks'])]);
     expect((await fetch(`${b!.url}/webhooks/clinic/x`, { method: 'POST' })).status).toBe(404);
-    await eventually(async () => ((await runsOf()).filter((r) => r.status === 'succeeded').length >= STREAMS ? true : undefined), 'the first runs');
+    await eventually(
+      async () => ((await runsOf()).filter((r) => r.status === 'succeeded').length >= STREAMS ? true : undefined),
+      'the first runs',
+    );
     const runs = await runsOf();
     const perStream = new Map<string, number>();
     for (const r of runs) perStream.set(r.resource, (perStream.get(r.resource) ?? 0) + 1);
@@ -147,7 +178,9 @@ describe('pmsync serve', () => {
     expect(stopped.code).toBe(0);
     const [interrupted] = await runsOf('customers');
     expect(interrupted!.status).toBe('interrupted');
-    const state = await db.pool.query<{ window: { nextPage: number } | null }>(`SELECT "window" FROM pmsync.sync_state WHERE source = 'clinic' AND resource = 'customers'`);
+    const state = await db.pool.query<{ window: { nextPage: number } | null }>(
+      `SELECT "window" FROM pmsync.sync_state WHERE source = 'clinic' AND resource = 'customers'`,
+    );
     expect(state.rows[0]!.window).not.toBeNull();
     const stored = (await db.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM customers`)).rows[0]!.n;
     expect(stored).toBe(interrupted!.pages * 100);

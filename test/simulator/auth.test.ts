@@ -9,7 +9,10 @@ describe('Core and Subset authentication', () => {
     sim = await startSimulator({
       seed: 7,
       tenants: [CORE, SUBSET],
-      practices: [{ token: 'tok-1', practiceId: 11 }, { token: 'tok-2', practiceId: 12 }],
+      practices: [
+        { token: 'tok-1', practiceId: 11 },
+        { token: 'tok-2', practiceId: 12 },
+      ],
     });
   });
   afterAll(() => sim.close());
@@ -28,11 +31,29 @@ describe('Core and Subset authentication', () => {
 
   it.each([
     ['no apikey', () => call(`${sim.coreBaseUrl()}/status`, { headers: { authorization: `Basic ${basic('alice', 's3cret')}` } })],
-    ['an unknown apikey', () => call(coreUrl(sim.coreBaseUrl(), 'status', { ...CORE, apikey: 'nope' }), { headers: { authorization: `Basic ${basic('alice', 's3cret')}` } })],
+    [
+      'an unknown apikey',
+      () =>
+        call(coreUrl(sim.coreBaseUrl(), 'status', { ...CORE, apikey: 'nope' }), {
+          headers: { authorization: `Basic ${basic('alice', 's3cret')}` },
+        }),
+    ],
     ['no user credentials', () => call(coreUrl(sim.coreBaseUrl(), 'status', CORE))],
-    ['a wrong password', () => call(coreUrl(sim.coreBaseUrl(), 'status', CORE), { headers: { authorization: `Basic ${basic('alice', 'wrong')}` } })],
-    ['a bearer scheme', () => call(coreUrl(sim.coreBaseUrl(), 'status', CORE), { headers: { authorization: `Bearer ${basic('alice', 's3cret')}` } })],
-    ['double-encoded credentials', () => call(coreUrl(sim.coreBaseUrl(), 'status', CORE), { headers: { authorization: `Basic ${Buffer.from(basic('alice', 's3cret')).toString('base64')}` } })],
+    [
+      'a wrong password',
+      () => call(coreUrl(sim.coreBaseUrl(), 'status', CORE), { headers: { authorization: `Basic ${basic('alice', 'wrong')}` } }),
+    ],
+    [
+      'a bearer scheme',
+      () => call(coreUrl(sim.coreBaseUrl(), 'status', CORE), { headers: { authorization: `Bearer ${basic('alice', 's3cret')}` } }),
+    ],
+    [
+      'double-encoded credentials',
+      () =>
+        call(coreUrl(sim.coreBaseUrl(), 'status', CORE), {
+          headers: { authorization: `Basic ${Buffer.from(basic('alice', 's3cret')).toString('base64')}` },
+        }),
+    ],
     ['a wrong api_key value', () => call(coreUrl(sim.coreBaseUrl(), 'status', CORE, { api_key: basic('alice', 'nope') }))],
     ['a Core key on a Subset path', () => coreGet(sim.subsetBaseUrl('Acme'), 'companies', CORE)],
     ['a Subset key on a Core path', () => coreGet(sim.coreBaseUrl(), 'companies', SUBSET)],

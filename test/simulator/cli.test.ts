@@ -15,7 +15,23 @@ describe('simulate command', () => {
   it('serves the demo accounts with the requested sizes until SIGTERM', async () => {
     const child = spawn(
       process.execPath,
-      ['--input-type=module', '-e', SCRIPT, '--', '--port', '0', '--customers', '321', '--size', 'orders=7', '--no-data-headers', '--quota', '50', '--practices', '2'],
+      [
+        '--input-type=module',
+        '-e',
+        SCRIPT,
+        '--',
+        '--port',
+        '0',
+        '--customers',
+        '321',
+        '--size',
+        'orders=7',
+        '--no-data-headers',
+        '--quota',
+        '50',
+        '--practices',
+        '2',
+      ],
       { cwd: process.cwd(), stdio: ['ignore', 'pipe', 'pipe'] },
     );
     let out = '';
@@ -38,7 +54,9 @@ describe('simulate command', () => {
       expect(orders.json<unknown[]>()).toHaveLength(7);
       const stats = await call(`${url}/__sim/stats`);
       expect(stats.json<{ byApikey: Record<string, { dailyQuota: number }> }>().byApikey[DEMO_CORE.apikey]?.dailyQuota).toBe(50);
-      const pro = await call(`${url}/practices/${DEMO_PRO.practiceId + 1}/event-types`, { headers: { authorization: `${DEMO_PRO.token}-2` } });
+      const pro = await call(`${url}/practices/${DEMO_PRO.practiceId + 1}/event-types`, {
+        headers: { authorization: `${DEMO_PRO.token}-2` },
+      });
       expect(pro.status).toBe(200);
     } finally {
       child.kill('SIGTERM');
@@ -50,7 +68,8 @@ describe('simulate command', () => {
 
   it('rejects a malformed --size', async () => {
     const child = spawn(process.execPath, ['--input-type=module', '-e', SCRIPT, '--', '--size', 'widgets=3'], {
-      cwd: process.cwd(), stdio: ['ignore', 'pipe', 'pipe'],
+      cwd: process.cwd(),
+      stdio: ['ignore', 'pipe', 'pipe'],
     });
     let err = '';
     child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));

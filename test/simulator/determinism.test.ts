@@ -6,7 +6,12 @@ import { CORE, coreGet } from './support.ts';
 const NOW = () => new Date('2025-02-14T09:30:00Z');
 
 async function withSim<T>(options: SimulatorOptions, use: (sim: Simulator) => Promise<T>): Promise<T> {
-  const sim = await startSimulator({ now: NOW, tenants: [{ ...CORE, dailyQuota: 0 }], practices: [{ token: 't', practiceId: 1 }], ...options });
+  const sim = await startSimulator({
+    now: NOW,
+    tenants: [{ ...CORE, dailyQuota: 0 }],
+    practices: [{ token: 't', practiceId: 1 }],
+    ...options,
+  });
   try {
     return await use(sim);
   } finally {
@@ -30,7 +35,8 @@ describe('seeded data', () => {
   });
 
   it('serves the same bytes over HTTP for the same seed', async () => {
-    const body = (seed: number) => withSim({ seed }, async (sim) => (await coreGet(sim.coreBaseUrl(), 'customers', CORE, { Rows: 100, Page: 2 })).text);
+    const body = (seed: number) =>
+      withSim({ seed }, async (sim) => (await coreGet(sim.coreBaseUrl(), 'customers', CORE, { Rows: 100, Page: 2 })).text);
     expect(await body(5)).toBe(await body(5));
   });
 
@@ -59,8 +65,8 @@ describe('seeded data', () => {
         MobilePhone: expect.stringMatching(/^\(\d{3}\) 555-\d{4}$/) as unknown,
         IsActive: expect.any(Boolean) as unknown,
       });
-      expect(customer.CreatedOn as string <= (customer.ModifiedOn as string)).toBe(true);
-      expect(customer.ModifiedOn as string < '2025-02-14').toBe(true);
+      expect((customer.CreatedOn as string) <= (customer.ModifiedOn as string)).toBe(true);
+      expect((customer.ModifiedOn as string) < '2025-02-14').toBe(true);
     });
   });
 });

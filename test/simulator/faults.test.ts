@@ -57,7 +57,9 @@ describe('faults', () => {
 
   it('timeoutRate hangs the request for hangMs', async () => {
     sim.setFaults({ timeoutRate: 1, hangMs: 400 });
-    await expect(request(coreUrl(sim.coreBaseUrl(), 'status', CORE), { headers: authHeader(CORE), signal: AbortSignal.timeout(100) })).rejects.toThrow();
+    await expect(
+      request(coreUrl(sim.coreBaseUrl(), 'status', CORE), { headers: authHeader(CORE), signal: AbortSignal.timeout(100) }),
+    ).rejects.toThrow();
     const started = Date.now();
     expect((await status()).status).toBe(200);
     expect(Date.now() - started).toBeGreaterThanOrEqual(350);
@@ -72,7 +74,9 @@ describe('faults', () => {
 
   it('quotaExhaustAfter forces 429 after N more requests', async () => {
     sim.setFaults({ quotaExhaustAfter: 2 });
-    expect([(await status()).status, (await status()).status, (await status()).status, (await status()).status]).toEqual([200, 200, 429, 429]);
+    expect([(await status()).status, (await status()).status, (await status()).status, (await status()).status]).toEqual([
+      200, 200, 429, 429,
+    ]);
     sim.setFaults({});
     expect((await status()).status).toBe(200);
   });
@@ -88,7 +92,10 @@ describe('faults', () => {
       seen.push(...reply.json<CoreRecord[]>().map((r) => String(r.CustomerId)));
     }
     sim.setFaults({});
-    const changed = sim.tenant(CORE.apikey).list('customers').filter((r) => r.ModifiedOn === '2025-04-01T12:00:00');
+    const changed = sim
+      .tenant(CORE.apikey)
+      .list('customers')
+      .filter((r) => r.ModifiedOn === '2025-04-01T12:00:00');
     expect(changed.length).toBeGreaterThan(0);
     // Every changed record was served before it changed, and the rows that slid back a page were never served.
     expect(changed.every((r) => seen.includes(String(r.CustomerId)))).toBe(true);

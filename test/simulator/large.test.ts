@@ -24,7 +24,8 @@ describe('a 200k-customer tenant', () => {
     const totals = new Set<string>();
     for (let page = 1; ; page++) {
       const res = await request(coreUrl(sim.coreBaseUrl(), 'customers', CORE, { ...query, Rows: 100, Page: page }), {
-        headers: authHeader(CORE), dispatcher: agent,
+        headers: authHeader(CORE),
+        dispatcher: agent,
       });
       const records = (await res.body.json()) as CoreRecord[];
       totals.add(String(res.headers.datatotalrows));
@@ -43,7 +44,9 @@ describe('a 200k-customer tenant', () => {
 
   it('pages a ModifiedOn window that matches the records’ own stamps', async () => {
     const start = '2025-01-01T00:00:00';
-    const expected = sim.tenant(CORE.apikey).list('customers')
+    const expected = sim
+      .tenant(CORE.apikey)
+      .list('customers')
       .filter((r) => String(r.ModifiedOn) >= start)
       .map((r) => String(r.CustomerId));
     expect(expected.length).toBeGreaterThan(1000);

@@ -5,7 +5,11 @@ import { CORE, coreGet, TestClock } from './support.ts';
 
 const EMPTY: CoreTenantOptions = { apikey: 'empty-key', username: 'e', password: 'e', variant: 'core', sizes: { orders: 0 } };
 const QUIET: CoreTenantOptions = {
-  apikey: 'quiet-key', username: 'q', password: 'q', variant: 'core', dataHeaders: { customers: false },
+  apikey: 'quiet-key',
+  username: 'q',
+  password: 'q',
+  variant: 'core',
+  dataHeaders: { customers: false },
 };
 const SILENT: CoreTenantOptions = { apikey: 'silent-key', username: 's', password: 's', variant: 'core', dataHeaders: false };
 
@@ -27,7 +31,11 @@ describe('Core lists', () => {
     expect(first.status).toBe(200);
     expect(first.json<CoreRecord[]>()).toHaveLength(20);
     expect(first.headers).toMatchObject({
-      datatotalrows: '45', datatotalpages: '3', datacurrentpage: '1', datanextpage: '2', datapriorpage: '1',
+      datatotalrows: '45',
+      datatotalpages: '3',
+      datacurrentpage: '1',
+      datanextpage: '2',
+      datapriorpage: '1',
     });
     const last = await get('customers', { Rows: 20, Page: 3 });
     expect(last.json<CoreRecord[]>()).toHaveLength(5);
@@ -44,7 +52,13 @@ describe('Core lists', () => {
   it('reports 0 pages for an empty list', async () => {
     const empty = await get('orders', {}, EMPTY);
     expect(empty.json()).toEqual([]);
-    expect(empty.headers).toMatchObject({ datatotalrows: '0', datatotalpages: '0', datacurrentpage: '1', datanextpage: '1', datapriorpage: '1' });
+    expect(empty.headers).toMatchObject({
+      datatotalrows: '0',
+      datatotalpages: '0',
+      datacurrentpage: '1',
+      datanextpage: '1',
+      datapriorpage: '1',
+    });
   });
 
   it('never sends Data* headers for giftcertificates', async () => {
@@ -69,13 +83,14 @@ describe('Core lists', () => {
     expect(clamped.headers.datatotalpages).toBe(String(Math.ceil(300 / 100)));
   });
 
-  it.each([
-    [{ Rows: 0 }], [{ Rows: 'ten' }], [{ Page: 0 }], [{ Page: '-1' }], [{ Page: '1.5' }],
-  ])('answers 400 with a JSON message for %o', async (query) => {
-    const reply = await get('customers', query);
-    expect(reply.status).toBe(400);
-    expect(reply.json()).toHaveProperty('Message');
-  });
+  it.each([[{ Rows: 0 }], [{ Rows: 'ten' }], [{ Page: 0 }], [{ Page: '-1' }], [{ Page: '1.5' }]])(
+    'answers 400 with a JSON message for %o',
+    async (query) => {
+      const reply = await get('customers', query);
+      expect(reply.status).toBe(400);
+      expect(reply.json()).toHaveProperty('Message');
+    },
+  );
 
   it('binds query names case-insensitively', async () => {
     expect((await get('orders', { rows: 7 })).json<CoreRecord[]>()).toHaveLength(7);
@@ -86,7 +101,12 @@ describe('Core lists', () => {
     for (let page = 1; page <= 3; page++) {
       for (const record of (await get('customers', { Rows: 20, Page: page })).json<CoreRecord[]>()) seen.push(String(record.CustomerId));
     }
-    expect(seen).toEqual(sim.tenant(CORE.apikey).list('customers').map((r) => r.CustomerId));
+    expect(seen).toEqual(
+      sim
+        .tenant(CORE.apikey)
+        .list('customers')
+        .map((r) => r.CustomerId),
+    );
     expect(new Set(seen).size).toBe(45);
   });
 
@@ -132,7 +152,9 @@ describe('Core lists', () => {
     expect((await get('appointments', { StartDate: '2025-01-01' })).status).toBe(400);
     expect((await get('appointments', { StartDate: '2025-01-01', EndDate: 'soon' })).status).toBe(400);
     const all = sim.tenant(CORE.apikey).list('appointments');
-    const expected = all.filter((a) => String(a.StartDateTime).slice(0, 10) >= '2025-01-01' && String(a.StartDateTime).slice(0, 10) <= '2025-01-31');
+    const expected = all.filter(
+      (a) => String(a.StartDateTime).slice(0, 10) >= '2025-01-01' && String(a.StartDateTime).slice(0, 10) <= '2025-01-31',
+    );
     const reply = await get('appointments', { StartDate: '2025-01-01', EndDate: '2025-01-31', Rows: 100 });
     expect(reply.status).toBe(200);
     expect(reply.json<CoreRecord[]>().map((a) => a.AppointmentId)).toEqual(expected.map((a) => a.AppointmentId));
@@ -143,7 +165,9 @@ describe('Core lists', () => {
     const all = sim.tenant(CORE.apikey).list('customers');
     const sample = all[3] as CoreRecord;
     const byCompany = await get('customers', { CompanyId: String(sample.CompanyId), Rows: 100 });
-    expect(byCompany.json<CoreRecord[]>().map((r) => r.CustomerId)).toEqual(all.filter((r) => r.CompanyId === sample.CompanyId).map((r) => r.CustomerId));
+    expect(byCompany.json<CoreRecord[]>().map((r) => r.CustomerId)).toEqual(
+      all.filter((r) => r.CompanyId === sample.CompanyId).map((r) => r.CustomerId),
+    );
     const inactive = await get('customers', { IsActive: 'false', Rows: 100 });
     expect(inactive.json<CoreRecord[]>().every((r) => r.IsActive === false)).toBe(true);
     expect(inactive.json<CoreRecord[]>()).toHaveLength(all.filter((r) => r.IsActive === false).length);
@@ -187,7 +211,8 @@ describe('Core lists', () => {
     tenant.remove('customers', String(records[4]?.CustomerId));
     tenant.create('customers', { IsActive: true });
     tenant.touch('customers', 5);
-    const expected = tenant.list('customers')
+    const expected = tenant
+      .list('customers')
       .filter((r) => r.IsActive === true && String(r.ModifiedOn) >= '2023-01-01')
       .map((r) => r.CustomerId);
     const reply = await get('customers', query);
@@ -196,9 +221,15 @@ describe('Core lists', () => {
 
   it('exposes the full Core catalog with the contract’s id fields', async () => {
     const ids: Record<string, string> = {
-      companies: 'CompanyId', customers: 'CustomerId', orders: 'OrderId', memberships: 'MembershipId',
-      membershipprograms: 'MembershipProgramId', giftcertificates: 'GiftCertificateId', products: 'ProductId',
-      services: 'ServiceId', employees: 'EmployeeId',
+      companies: 'CompanyId',
+      customers: 'CustomerId',
+      orders: 'OrderId',
+      memberships: 'MembershipId',
+      membershipprograms: 'MembershipProgramId',
+      giftcertificates: 'GiftCertificateId',
+      products: 'ProductId',
+      services: 'ServiceId',
+      employees: 'EmployeeId',
     };
     for (const [resource, idField] of Object.entries(ids)) {
       const reply = await get(resource);
@@ -209,7 +240,12 @@ describe('Core lists', () => {
       expect(first.CreatedOn).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}$/);
       expect(first.ModifiedOn).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}$/);
     }
-    const programs = new Set(sim.tenant(CORE.apikey).list('membershipprograms').map((p) => p.ProgramName));
+    const programs = new Set(
+      sim
+        .tenant(CORE.apikey)
+        .list('membershipprograms')
+        .map((p) => p.ProgramName),
+    );
     for (const membership of sim.tenant(CORE.apikey).list('memberships')) {
       expect(programs.has(membership.MembershipProgram)).toBe(true);
       expect(membership).not.toHaveProperty('ProgramName');

@@ -15,7 +15,9 @@ describe('Pro API', () => {
       seed: 11,
       now: clock.now,
       tenants: [],
-      practices: [{ token: TOKEN, practiceId: PRACTICE, sizes: { patients: 260, appointmentsPerPatient: 3, waitlist: 4, waitlistSlots: 6 } }],
+      practices: [
+        { token: TOKEN, practiceId: PRACTICE, sizes: { patients: 260, appointmentsPerPatient: 3, waitlist: 4, waitlistSlots: 6 } },
+      ],
     });
   });
   afterAll(() => sim.close());
@@ -45,7 +47,9 @@ describe('Pro API', () => {
     expect(found.every((p) => p.lastName === target.lastName && p.firstName === target.firstName)).toBe(true);
     expect((await pro(`patients?DOB=${target.dob}`)).json<Data<ProPatient>>().data.map((p) => p.patientId)).toContain(target.patientId);
     const digits = target.cellPhone.replace(/\D/g, '');
-    expect((await pro(`patients?CellPhone=%2B1${digits}`)).json<Data<ProPatient>>().data.map((p) => p.patientId)).toContain(target.patientId);
+    expect((await pro(`patients?CellPhone=%2B1${digits}`)).json<Data<ProPatient>>().data.map((p) => p.patientId)).toContain(
+      target.patientId,
+    );
     expect((await pro('patients?DOB=1990-13-01')).status).toBe(400);
   });
 
@@ -67,7 +71,9 @@ describe('Pro API', () => {
     let eventTypeId = 0;
     let providerId = 0;
     for (const type of types) {
-      const entries = (await pro(`scheduling/availability/providers?EventTypeId=${type.eventTypeId}`)).json<Data<{ provider: { providerId: number } }>>().data;
+      const entries = (await pro(`scheduling/availability/providers?EventTypeId=${type.eventTypeId}`)).json<
+        Data<{ provider: { providerId: number } }>
+      >().data;
       if (entries[0] !== undefined) {
         eventTypeId = type.eventTypeId;
         providerId = entries[0].provider.providerId;
@@ -76,7 +82,9 @@ describe('Pro API', () => {
     }
     expect(providerId).toBeGreaterThan(0);
     const facility = sim.practice(PRACTICE).get('providers', providerId)?.serviceFacilityId;
-    const scoped = (await pro(`scheduling/availability/providers?EventTypeId=${eventTypeId}&serviceFacilityId=${facility}`)).json<Data<{ provider: { providerId: number } }>>();
+    const scoped = (await pro(`scheduling/availability/providers?EventTypeId=${eventTypeId}&serviceFacilityId=${facility}`)).json<
+      Data<{ provider: { providerId: number } }>
+    >();
     expect(scoped.data.map((e) => e.provider.providerId)).toContain(providerId);
 
     const slotsPath = `scheduling/availability/slots?EventTypeId=${eventTypeId}&ProviderId=${providerId}&Start=2025-06-02&End=2025-06-06`;
@@ -111,8 +119,13 @@ describe('Pro API', () => {
     const eventType = practice.list('eventTypes')[0];
     const provider = practice.list('providers')[0];
     const body = {
-      patientId: patient.patientId, eventTypeId: eventType?.eventTypeId, providerIds: [provider?.providerId],
-      daysOfWeek: 'Monday,Wednesday', timesOfDay: 'Morning', dateRangeStart: '2025-06-10', dateRangeEnd: '2025-07-10',
+      patientId: patient.patientId,
+      eventTypeId: eventType?.eventTypeId,
+      providerIds: [provider?.providerId],
+      daysOfWeek: 'Monday,Wednesday',
+      timesOfDay: 'Morning',
+      dateRangeStart: '2025-06-10',
+      dateRangeEnd: '2025-07-10',
       comments: 'Prefers early',
     };
     const created = await pro('waitlist', { method: 'POST', body });
@@ -123,10 +136,20 @@ describe('Pro API', () => {
       waitlistId,
       patient: { patientId: patient.patientId, firstName: patient.firstName, lastName: patient.lastName },
       eventType: { eventTypeId: eventType?.eventTypeId, name: eventType?.name },
-      dateFrom: '2025-06-10', dateTo: '2025-07-10', providerIds: body.providerIds,
-      daysOfWeek: 'Monday,Wednesday', timesOfDay: 'Morning', comments: 'Prefers early',
+      dateFrom: '2025-06-10',
+      dateTo: '2025-07-10',
+      providerIds: body.providerIds,
+      daysOfWeek: 'Monday,Wednesday',
+      timesOfDay: 'Morning',
+      comments: 'Prefers early',
     });
-    for (const bad of [{ daysOfWeek: 'Monday, Tuesday' }, { daysOfWeek: 'Mon' }, { timesOfDay: 'Noonish' }, { dateRangeStart: '06/10/2025' }, { providerIds: 'all' }]) {
+    for (const bad of [
+      { daysOfWeek: 'Monday, Tuesday' },
+      { daysOfWeek: 'Mon' },
+      { timesOfDay: 'Noonish' },
+      { dateRangeStart: '06/10/2025' },
+      { providerIds: 'all' },
+    ]) {
       expect((await pro('waitlist', { method: 'POST', body: { ...body, ...bad } })).status).toBe(400);
     }
     expect((await pro('waitlist/1')).status).toBe(404);

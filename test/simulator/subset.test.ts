@@ -31,7 +31,9 @@ describe('Subset API', () => {
 
   it('has no webhook registration', async () => {
     const reply = await call(coreUrl(base(), 'webhooks', SUBSET), {
-      method: 'POST', headers: authHeader(SUBSET), body: { EventName: 'Order.Created', WebhookUrl: 'http://127.0.0.1:1/x' },
+      method: 'POST',
+      headers: authHeader(SUBSET),
+      body: { EventName: 'Order.Created', WebhookUrl: 'http://127.0.0.1:1/x' },
     });
     expect(reply.status).toBe(404);
   });

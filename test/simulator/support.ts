@@ -6,7 +6,11 @@ import type { CoreTenantOptions } from '../../src/simulator/index.ts';
 
 export const CORE: CoreTenantOptions = { apikey: 'core-key', username: 'alice', password: 's3cret', variant: 'core' };
 export const SUBSET: CoreTenantOptions = {
-  apikey: 'subset-key', username: 'bob', password: 'hunter2', variant: 'subset', subsetName: 'Acme',
+  apikey: 'subset-key',
+  username: 'bob',
+  password: 'hunter2',
+  variant: 'subset',
+  subsetName: 'Acme',
 };
 
 export function basic(username: string, password: string): string {
@@ -48,7 +52,12 @@ export function authHeader(tenant: CoreTenantOptions): Record<string, string> {
 }
 
 /** GET a Core or Subset path with Basic credentials. */
-export function coreGet(base: string, path: string, tenant: CoreTenantOptions, query: Record<string, string | number> = {}): Promise<Reply> {
+export function coreGet(
+  base: string,
+  path: string,
+  tenant: CoreTenantOptions,
+  query: Record<string, string | number> = {},
+): Promise<Reply> {
   return call(coreUrl(base, path, tenant, query), { headers: authHeader(tenant) });
 }
 

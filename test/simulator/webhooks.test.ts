@@ -63,7 +63,8 @@ describe('webhook registrations', () => {
     expect((await coreGet(sim.coreBaseUrl(), `webhooks/${one.Id}`, OTHER)).status).toBe(404);
     expect((await coreGet(sim.coreBaseUrl(), 'webhooks', OTHER)).json()).toEqual([]);
 
-    const del = (id: string, tenant = CORE) => call(coreUrl(sim.coreBaseUrl(), `webhooks/${id}`, tenant), { method: 'DELETE', headers: authHeader(tenant) });
+    const del = (id: string, tenant = CORE) =>
+      call(coreUrl(sim.coreBaseUrl(), `webhooks/${id}`, tenant), { method: 'DELETE', headers: authHeader(tenant) });
     expect((await del(String(one.Id), OTHER)).status).toBe(404);
     const deleted = await del(String(one.Id));
     expect(deleted.status).toBe(204);
@@ -87,7 +88,9 @@ describe('webhook delivery', () => {
   });
   const register = async (event: string, url: string): Promise<number> => {
     const reply = await call(coreUrl(sim.coreBaseUrl(), 'webhooks', CORE), {
-      method: 'POST', headers: authHeader(CORE), body: { EventName: event, WebhookUrl: url },
+      method: 'POST',
+      headers: authHeader(CORE),
+      body: { EventName: event, WebhookUrl: url },
     });
     return reply.json<WebhookRegistration>().Id;
   };
@@ -115,7 +118,11 @@ describe('webhook delivery', () => {
       Url: `${sim.coreBaseUrl()}/customers/${String(customer.CustomerId)}`,
     });
     const attempts = sim.stats().webhookAttempts.filter((a) => a.webhookId === id);
-    expect(attempts.map((a) => [a.attempt, a.status, a.ok])).toEqual([[1, 500, false], [2, 500, false], [3, 204, true]]);
+    expect(attempts.map((a) => [a.attempt, a.status, a.ok])).toEqual([
+      [1, 500, false],
+      [2, 500, false],
+      [3, 204, true],
+    ]);
     expect(sim.stats().webhookDeliveries.find((d) => d.webhookId === id)?.state).toBe('delivered');
 
     // The Url carries no apikey; the receiver appends it to fetch the record.
@@ -167,7 +174,9 @@ describe('webhook delivery', () => {
     });
     receiver = await startReceiver((_n, _req, res) => res.writeHead(503).end());
     await call(coreUrl(slow.coreBaseUrl(), 'webhooks', CORE), {
-      method: 'POST', headers: authHeader(CORE), body: { EventName: 'Order.Created', WebhookUrl: receiver.url },
+      method: 'POST',
+      headers: authHeader(CORE),
+      body: { EventName: 'Order.Created', WebhookUrl: receiver.url },
     });
     slow.tenant(CORE.apikey).create('orders');
     await waitFor(() => slow.stats().webhookAttempts.length === 1);

@@ -61,7 +61,9 @@ describe('quota ledger', () => {
     const ledger = new QuotaLedger(db.pool, settings(), clock.now);
     expect(await drain(ledger, 'sync')).toBe(90);
     const err = (await ledger.take('sync').catch((e: unknown) => e)) as QuotaExhaustedError;
-    expect(err.message).toMatch(/used up for 2026-03-02: 90 of 90 requests \(10% is kept for webhook refreshes and resyncs\).*resume after 2026-03-03T00:00:00.000Z/);
+    expect(err.message).toMatch(
+      /used up for 2026-03-02: 90 of 90 requests \(10% is kept for webhook refreshes and resyncs\).*resume after 2026-03-03T00:00:00.000Z/,
+    );
     expect(await drain(ledger, 'priority')).toBe(10);
     expect((await ledger.snapshot()).used).toBe(100);
   });

@@ -19,7 +19,14 @@ function problems(list: unknown[]): string[] {
   return [];
 }
 
-const subset = { kind: 'subset', name: 'sub', baseUrl: 'https://api.example.com/CustomAPI/Glow/api/v1', apikey: 'k-123', username: 'u', password: 'p-123' };
+const subset = {
+  kind: 'subset',
+  name: 'sub',
+  baseUrl: 'https://api.example.com/CustomAPI/Glow/api/v1',
+  apikey: 'k-123',
+  username: 'u',
+  password: 'p-123',
+};
 const core = { ...subset, kind: 'core', name: 'core', baseUrl: 'https://api.example.com/api/v1' };
 const pro = { kind: 'pro', name: 'pro', baseUrl: 'https://pro.example.com', practiceId: 9, token: 'tok-123' };
 
@@ -36,7 +43,9 @@ describe('auth advice', () => {
   it('adds kind-specific advice to a 401 and leaves other errors alone', () => {
     const [c, s, p] = sources([core, subset, pro]);
     const refused = new HttpError('AUTH_FAILED', 401, 'https://x', 'refused (401).', false);
-    expect((withAuthAdvice(c!, refused) as PmsyncError).message).toMatch(/^refused \(401\)\. A Subset gateway key is refused on the Core path/);
+    expect((withAuthAdvice(c!, refused) as PmsyncError).message).toMatch(
+      /^refused \(401\)\. A Subset gateway key is refused on the Core path/,
+    );
     expect((withAuthAdvice(s!, refused) as PmsyncError).message).toMatch(/a Core key is refused there\.$/);
     expect((withAuthAdvice(p!, refused) as PmsyncError).message).toMatch(/no "Bearer" word/);
     expect((withAuthAdvice(p!, refused) as PmsyncError).code).toBe('AUTH_FAILED');
@@ -48,7 +57,14 @@ describe('auth advice', () => {
 describe('source configuration', () => {
   it('gives a Pro source its defaults', () => {
     const [p] = sources([pro]);
-    expect(p).toMatchObject({ pageLimit: 100, concurrency: 4, limiter: { maxConcurrent: 4 }, waitlistIds: [], appointments: { fullSweepHours: 24 }, availability: { horizonDays: 14, minIntervalMinutes: 60 } });
+    expect(p).toMatchObject({
+      pageLimit: 100,
+      concurrency: 4,
+      limiter: { maxConcurrent: 4 },
+      waitlistIds: [],
+      appointments: { fullSweepHours: 24 },
+      availability: { horizonDays: 14, minIntervalMinutes: 60 },
+    });
   });
 
   it('refuses a Bearer token, a Pro baseUrl with /practices, and a Subset URL under kind core, without echoing the token', () => {
@@ -66,12 +82,17 @@ describe('source configuration', () => {
     expect(problems([{ ...pro, token: 'token-abc' }])).toEqual([]);
   });
 
-  it('selects a source\'s configured streams and refuses names its kind does not serve', () => {
-    const [s, p] = sources([{ ...subset, streams: ['orders', 'companies'] }, { ...pro, streams: ['patients', 'appointments'] }]);
+  it("selects a source's configured streams and refuses names its kind does not serve", () => {
+    const [s, p] = sources([
+      { ...subset, streams: ['orders', 'companies'] },
+      { ...pro, streams: ['patients', 'appointments'] },
+    ]);
     expect(selectRestStreams(s!).map((x) => x.resource)).toEqual(['companies', 'orders']);
     expect(selectProStreams(p as Extract<SourceConfig, { kind: 'pro' }>).map((x) => x.resource)).toEqual(['patients', 'appointments']);
     expect(() => selectRestStreams(s!, ['customers'])).toThrow(/has no resource "customers"/);
     const [bad] = sources([{ ...pro, streams: ['patients', 'bookings'] }]);
-    expect(() => selectProStreams(bad as Extract<SourceConfig, { kind: 'pro' }>)).toThrow(/"streams" names "bookings", which the pro API does not serve/);
+    expect(() => selectProStreams(bad as Extract<SourceConfig, { kind: 'pro' }>)).toThrow(
+      /"streams" names "bookings", which the pro API does not serve/,
+    );
   });
 });

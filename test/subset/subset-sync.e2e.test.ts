@@ -9,10 +9,26 @@ import { basicValue } from '../../src/api/http.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { cliEnv, runCli, writeConfig, type CliResult } from '../support/cli.ts';
 
-const SUBSET = { apikey: 'e2e-sub-key-Tq4', username: 'sub.user', password: 'sub-pass-Np6', variant: 'subset' as const, subsetName: 'Glow' };
-const BARE = { apikey: 'e2e-sub-nohdr-Mm3', username: 'sub.bare', password: 'sub-pass-Rf9', variant: 'subset' as const, subsetName: 'Bare' };
+const SUBSET = {
+  apikey: 'e2e-sub-key-Tq4',
+  username: 'sub.user',
+  password: 'sub-pass-Np6',
+  variant: 'subset' as const,
+  subsetName: 'Glow',
+};
+const BARE = {
+  apikey: 'e2e-sub-nohdr-Mm3',
+  username: 'sub.bare',
+  password: 'sub-pass-Rf9',
+  variant: 'subset' as const,
+  subsetName: 'Bare',
+};
 const CORE = { apikey: 'e2e-core-key-Lw2', username: 'core.user', password: 'core-pass-Gh8', variant: 'core' as const };
-const PRO = { token: 'e2e-mixed-pro-Xc7', practiceId: 610, sizes: { patients: 12, appointmentsPerPatient: 1, eventTypes: 2, providers: 2, waitlist: 2, waitlistSlots: 2 } };
+const PRO = {
+  token: 'e2e-mixed-pro-Xc7',
+  practiceId: 610,
+  sizes: { patients: 12, appointmentsPerPatient: 1, eventTypes: 2, providers: 2, waitlist: 2, waitlistSlots: 2 },
+};
 // Exact multiples of the page size (orders), an empty list (employees) and a short one (services).
 const SIZES = { companies: 2, appointments: 130, orders: 200, employees: 0, services: 7, customers: 40 };
 const SECRETS = [SUBSET, BARE, CORE].flatMap((t) => [t.apikey, t.password, basicValue(t.username, t.password)]).concat(PRO.token);
@@ -21,7 +37,12 @@ let sim: Simulator;
 let db: TestDatabase;
 const outputs: CliResult[] = [];
 
-function rest(kind: 'core' | 'subset', name: string, t: { apikey: string; username: string; password: string; subsetName?: string }, extra: Record<string, unknown> = {}) {
+function rest(
+  kind: 'core' | 'subset',
+  name: string,
+  t: { apikey: string; username: string; password: string; subsetName?: string },
+  extra: Record<string, unknown> = {},
+) {
   const baseUrl = kind === 'core' ? sim.coreBaseUrl() : sim.subsetBaseUrl(t.subsetName!);
   return { kind, name, baseUrl, apikey: t.apikey, username: t.username, password: t.password, lagSeconds: 0, ...extra };
 }
@@ -48,7 +69,13 @@ async function rowCount(table: string, source: string): Promise<number> {
   return r.rows[0]!.n;
 }
 
-const TABLES: Record<string, string> = { companies: 'companies', appointments: 'appointments', orders: 'orders', employees: 'employees', services: 'services' };
+const TABLES: Record<string, string> = {
+  companies: 'companies',
+  appointments: 'appointments',
+  orders: 'orders',
+  employees: 'employees',
+  services: 'services',
+};
 
 beforeAll(async () => {
   sim = await startSimulator({
@@ -56,7 +83,21 @@ beforeAll(async () => {
     tenants: [
       { ...SUBSET, sizes: SIZES },
       { ...BARE, sizes: SIZES, dataHeaders: false },
-      { ...CORE, sizes: { customers: 30, companies: 1, appointments: 20, orders: 10, memberships: 3, membershipprograms: 2, giftcertificates: 2, products: 3, services: 2, employees: 2 } },
+      {
+        ...CORE,
+        sizes: {
+          customers: 30,
+          companies: 1,
+          appointments: 20,
+          orders: 10,
+          memberships: 3,
+          membershipprograms: 2,
+          giftcertificates: 2,
+          products: 3,
+          services: 2,
+          employees: 2,
+        },
+      },
     ],
     practices: [PRO],
   });
@@ -121,14 +162,21 @@ describe('pmsync sync against the Subset simulator', () => {
     expect(listRequests(SUBSET.apikey, from)).toEqual({ companies: 1, services: 1 });
     const bad = await cli({ sources: [rest('subset', 'glow-three', SUBSET, { streams: ['companies', 'customers'] })] }, ['sync']);
     expect(bad.code).toBe(3);
-    expect(bad.stderr).toContain('source "glow-three" (subset): "streams" names "customers", which the subset API does not serve; known: companies, appointments, orders, services, employees');
+    expect(bad.stderr).toContain(
+      'source "glow-three" (subset): "streams" names "customers", which the subset API does not serve; known: companies, appointments, orders, services, employees',
+    );
   });
 
   it('explains a Subset key used on the Core path, and a Core key on the Subset path', async () => {
     const onCore = await cli({ sources: [rest('core', 'mixed-up', SUBSET)] }, ['sync']);
     expect(onCore.code).toBe(4);
-    expect(onCore.stdout).toMatch(/mixed-up: stopped: .*was refused \(401 Unauthorized\)\..*A Subset gateway key is refused on the Core path/);
-    const onSubset = await cli({ sources: [{ ...rest('core', 'core-on-subset', CORE), kind: 'subset', baseUrl: sim.subsetBaseUrl(SUBSET.subsetName) }] }, ['status', '--check']);
+    expect(onCore.stdout).toMatch(
+      /mixed-up: stopped: .*was refused \(401 Unauthorized\)\..*A Subset gateway key is refused on the Core path/,
+    );
+    const onSubset = await cli(
+      { sources: [{ ...rest('core', 'core-on-subset', CORE), kind: 'subset', baseUrl: sim.subsetBaseUrl(SUBSET.subsetName) }] },
+      ['status', '--check'],
+    );
     expect(onSubset.code).toBe(0);
     expect(onSubset.stdout).toMatch(/connectivity FAILED: .*401 Unauthorized.*a Core key is refused there/);
     const subsetUrlAsCore = await cli({ sources: [{ ...rest('subset', 'wrong-kind', SUBSET), kind: 'core' }] }, ['sync']);
@@ -146,7 +194,13 @@ describe('pmsync sync against the Subset simulator', () => {
 });
 
 describe('one config file with a Core, a Subset and a Pro source', () => {
-  const config = () => ({ sources: [rest('core', 'main', CORE), rest('subset', 'branch', SUBSET), { kind: 'pro', name: 'practice', baseUrl: sim.proBaseUrl(), practiceId: PRO.practiceId, token: PRO.token }] });
+  const config = () => ({
+    sources: [
+      rest('core', 'main', CORE),
+      rest('subset', 'branch', SUBSET),
+      { kind: 'pro', name: 'practice', baseUrl: sim.proBaseUrl(), practiceId: PRO.practiceId, token: PRO.token },
+    ],
+  });
 
   it('sync and status work for every kind', async () => {
     const res = await cli(config(), ['sync']);
@@ -159,7 +213,12 @@ describe('one config file with a Core, a Subset and a Pro source', () => {
 
     const status = await cli(config(), ['status', '--json', '--check']);
     expect(status.code).toBe(0);
-    const statuses = JSON.parse(status.stdout) as Array<{ source: string; kind: string; connectivity: { ok: boolean; checked: string }; resources: Array<{ resource: string; rows: number }> }>;
+    const statuses = JSON.parse(status.stdout) as Array<{
+      source: string;
+      kind: string;
+      connectivity: { ok: boolean; checked: string };
+      resources: Array<{ resource: string; rows: number }>;
+    }>;
     expect(statuses.map((s) => [s.source, s.kind, s.connectivity])).toEqual([
       ['main', 'core', { ok: true, checked: 'GET /status' }],
       ['branch', 'subset', { ok: true, checked: 'GET /companies' }],

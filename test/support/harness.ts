@@ -42,7 +42,11 @@ export function coreEntry(sim: Simulator, name: string, c: Credentials, extra: R
 }
 
 /** Parses sources with the real loader; `tweak` may then set values the schema would refuse (tiny timeouts). */
-export function loadTestConfig(databaseUrl: string, sources: Array<Record<string, unknown>>, tweak?: (s: CoreSourceConfig) => void): Config {
+export function loadTestConfig(
+  databaseUrl: string,
+  sources: Array<Record<string, unknown>>,
+  tweak?: (s: CoreSourceConfig) => void,
+): Config {
   const file = writeConfig({ sources });
   const config = loadConfig({ configFile: file, env: { DATABASE_URL: databaseUrl, LOG_LEVEL: 'info' } });
   if (tweak) for (const s of config.sources) if (s.kind === 'core') tweak(s);

@@ -27,12 +27,27 @@ describe('loadConfig', () => {
     const c = loadConfig({ env: goodEnv });
     expect(c.databaseUrl).toBeUndefined();
     expect(c.sources).toHaveLength(1);
-    expect(c.sources[0]).toMatchObject({ kind: 'core', name: 'core', dailyQuota: 1000, timeZone: 'UTC', overlapSeconds: 600, lagSeconds: 60 });
+    expect(c.sources[0]).toMatchObject({
+      kind: 'core',
+      name: 'core',
+      dailyQuota: 1000,
+      timeZone: 'UTC',
+      overlapSeconds: 600,
+      lagSeconds: 60,
+    });
   });
 
   it('lists every problem at once, naming the variables, without echoing secrets', () => {
     const list = problems(() =>
-      loadConfig({ env: { CORE_BASE_URL: 'http://api.example.com/v2', CORE_APIKEY: 'key-abc', CORE_USERNAME: 'a:b', CORE_DAILY_QUOTA: '-5', DATABASE_URL: 'mysql://x' } }),
+      loadConfig({
+        env: {
+          CORE_BASE_URL: 'http://api.example.com/v2',
+          CORE_APIKEY: 'key-abc',
+          CORE_USERNAME: 'a:b',
+          CORE_DAILY_QUOTA: '-5',
+          DATABASE_URL: 'mysql://x',
+        },
+      }),
     );
     const text = list.join('\n');
     expect(text).toMatch(/CORE_PASSWORD/);
@@ -55,8 +70,23 @@ describe('loadConfig', () => {
       file,
       JSON.stringify({
         sources: [
-          { name: 'clinic-a', kind: 'core', baseUrl: 'https://h/api/v1', apikey: { env: 'A_KEY' }, username: 'u', password: { env: 'A_PW' } },
-          { name: 'clinic-b', kind: 'subset', baseUrl: 'https://h/CustomAPI/ACME/api/v1', apikey: 'k2', username: 'u2', password: 'p2', dailyQuota: 2500 },
+          {
+            name: 'clinic-a',
+            kind: 'core',
+            baseUrl: 'https://h/api/v1',
+            apikey: { env: 'A_KEY' },
+            username: 'u',
+            password: { env: 'A_PW' },
+          },
+          {
+            name: 'clinic-b',
+            kind: 'subset',
+            baseUrl: 'https://h/CustomAPI/ACME/api/v1',
+            apikey: 'k2',
+            username: 'u2',
+            password: 'p2',
+            dailyQuota: 2500,
+          },
           { name: 'pro-1', kind: 'pro', baseUrl: 'https://pro.example.com', practiceId: 7, token: { env: 'PRO_TOKEN' } },
         ],
       }),

@@ -6,7 +6,10 @@ import customers from '../../src/sync/streams/core/customers.ts';
 import memberships from '../../src/sync/streams/core/memberships.ts';
 import { toTimestamp } from '../../src/mappers/common.ts';
 
-const fixtures = JSON.parse(readFileSync(new URL('../fixtures/core/records.json', import.meta.url), 'utf8')) as Record<string, Array<Record<string, unknown>>>;
+const fixtures = JSON.parse(readFileSync(new URL('../fixtures/core/records.json', import.meta.url), 'utf8')) as Record<
+  string,
+  Array<Record<string, unknown>>
+>;
 
 describe('Core mappers on recorded records', () => {
   for (const stream of REST_STREAMS) {
@@ -42,7 +45,12 @@ describe('Core mappers on recorded records', () => {
 
   it('memberships: bill amount as an exact decimal string, date-times reduced to dates', () => {
     const row = memberships.map(memberships.raw.parse(fixtures.memberships![0]));
-    expect(row.columns).toMatchObject({ membership_program: 'Glow Club Gold', bill_amount: '99.00', next_bill_date: '2026-12-01', last_bill_date: '2026-11-01' });
+    expect(row.columns).toMatchObject({
+      membership_program: 'Glow Club Gold',
+      bill_amount: '99.00',
+      next_bill_date: '2026-12-01',
+      last_bill_date: '2026-11-01',
+    });
   });
 });
 
@@ -50,14 +58,18 @@ describe('validation sets bad records aside with a reason', () => {
   const idOf = idReader('CustomerId');
   it('wrong types, missing ids and impossible dates', () => {
     const good = fixtures.customers![0]!;
-    const { good: ok, rejected } = validateRecords(customers, [
-      good,
-      { ...good, CustomerId: 'x1', IsActive: 'yes' },
-      { ...good, CustomerId: undefined },
-      { ...good, CustomerId: 'x3', Birthday: '2026-02-30' },
-      { ...good, CustomerId: 'x4', ModifiedOn: 'yesterday' },
-      'not an object',
-    ], idOf);
+    const { good: ok, rejected } = validateRecords(
+      customers,
+      [
+        good,
+        { ...good, CustomerId: 'x1', IsActive: 'yes' },
+        { ...good, CustomerId: undefined },
+        { ...good, CustomerId: 'x3', Birthday: '2026-02-30' },
+        { ...good, CustomerId: 'x4', ModifiedOn: 'yesterday' },
+        'not an object',
+      ],
+      idOf,
+    );
     expect(ok.map((r) => r.id)).toEqual([good.CustomerId]);
     expect(rejected.map((r) => [r.recordId, r.reason])).toEqual([
       ['x1', expect.stringMatching(/^IsActive: .*boolean/)],

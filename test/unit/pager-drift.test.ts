@@ -44,7 +44,12 @@ class Listing {
     const body = this.ids.slice(from, from + size).map((id) => ({ id }));
     const total = this.ids.length;
     const pages = Math.ceil(total / size);
-    const headers = { datatotalrows: String(total), datatotalpages: String(pages), datacurrentpage: String(page), datanextpage: String(Math.min(page + 1, Math.max(pages, 1))) };
+    const headers = {
+      datatotalrows: String(total),
+      datatotalpages: String(pages),
+      datacurrentpage: String(page),
+      datanextpage: String(Math.min(page + 1, Math.max(pages, 1))),
+    };
     this.afterPage({ from, to: Math.min(from + size, total) });
     return { body, headers, sentAt: new Date() };
   };

@@ -9,9 +9,26 @@ const stream = (resource: string) => REST_STREAMS.find((s) => s.resource === res
 const source = { fullRefresh: [] as string[] };
 
 function window(paging: PagingState): WindowCheckpoint {
-  return { mode: 'incremental', start: null, end: '2026-03-02T09:59:00.000Z', nextPage: paging.nextPage, filters: {}, startedAt: '2026-03-02T10:00:00.000Z', totalRows: null, paging };
+  return {
+    mode: 'incremental',
+    start: null,
+    end: '2026-03-02T09:59:00.000Z',
+    nextPage: paging.nextPage,
+    filters: {},
+    startedAt: '2026-03-02T10:00:00.000Z',
+    totalRows: null,
+    paging,
+  };
 }
-const backward = (nextPage: number, totalPages: number): PagingState => ({ ...initialPaging(), order: 'backward', nextPage, totalPages, rowsPerPage: 100, lastTotal: totalPages * 100, pagesRead: totalPages - nextPage + 1 });
+const backward = (nextPage: number, totalPages: number): PagingState => ({
+  ...initialPaging(),
+  order: 'backward',
+  nextPage,
+  totalPages,
+  rowsPerPage: 100,
+  lastTotal: totalPages * 100,
+  pagesRead: totalPages - nextPage + 1,
+});
 
 describe('planner', () => {
   it('runs caught-up incremental streams before backfills, whatever the catalog order', () => {

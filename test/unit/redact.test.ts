@@ -32,7 +32,10 @@ describe('redaction', () => {
       },
     });
     const log = createLogger(r, { level: 'info', destination: sink });
-    log.info({ headers: { authorization: 'Basic abc' }, nested: { url: 'x?apikey=TOPSECRET' }, err: new Error('bad TOPSECRET') }, 'message with TOPSECRET');
+    log.info(
+      { headers: { authorization: 'Basic abc' }, nested: { url: 'x?apikey=TOPSECRET' }, err: new Error('bad TOPSECRET') },
+      'message with TOPSECRET',
+    );
     await new Promise((res) => setTimeout(res, 20));
     const all = lines.join('');
     expect(all).toContain('message with [REDACTED]');

@@ -19,7 +19,10 @@ describe('nextWindow', () => {
   });
 
   it('still re-reads the overlap when the cursor is exactly at the window end', () => {
-    expect(nextWindow(new Date('2026-05-10T11:59:00Z'), runStart, 600, 60)).toEqual({ start: new Date('2026-05-10T11:49:00Z'), end: new Date('2026-05-10T11:59:00Z') });
+    expect(nextWindow(new Date('2026-05-10T11:59:00Z'), runStart, 600, 60)).toEqual({
+      start: new Date('2026-05-10T11:49:00Z'),
+      end: new Date('2026-05-10T11:59:00Z'),
+    });
   });
 });
 

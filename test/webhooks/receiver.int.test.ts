@@ -48,7 +48,10 @@ async function stored(eventId: string) {
 }
 
 async function jobsFor(part: string): Promise<number> {
-  const r = await db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM pgboss.job WHERE name = $1 AND singleton_key LIKE $2', [REFRESH_QUEUE, `%${part}%`]);
+  const r = await db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM pgboss.job WHERE name = $1 AND singleton_key LIKE $2', [
+    REFRESH_QUEUE,
+    `%${part}%`,
+  ]);
   return r.rows[0]!.n;
 }
 
@@ -102,7 +105,8 @@ describe('webhook receiver', () => {
     expect(await stored(body.EventId)).toMatchObject({ duplicates: 1 });
     expect(await jobsFor(customer.CustomerId as string)).toBe(1);
     const row = await waitFor(
-      async () => (await db.pool.query('SELECT first_name FROM customers WHERE source = $1 AND id = $2', ['clinic', customer.CustomerId])).rows[0],
+      async () =>
+        (await db.pool.query('SELECT first_name FROM customers WHERE source = $1 AND id = $2', ['clinic', customer.CustomerId])).rows[0],
       'the refreshed row',
     );
     expect(row.first_name).toBe(customer.FirstName);
@@ -149,7 +153,9 @@ describe('webhook receiver', () => {
     const send = (t: string) => post(`${receiver}/webhooks/rotating/${t}`, delivery(`${sim.coreBaseUrl()}/customers/${id}`));
     expect((await send(after)).status).toBe(200);
     expect((await send(before)).status).toBe(200);
-    await db.pool.query(`UPDATE pmsync.webhook_secrets SET expires_at = now() - interval '1 second' WHERE token_hash = $1`, [hashToken(before)]);
+    await db.pool.query(`UPDATE pmsync.webhook_secrets SET expires_at = now() - interval '1 second' WHERE token_hash = $1`, [
+      hashToken(before),
+    ]);
     await new Promise((r) => setTimeout(r, 5_100)); // the receiver re-reads secrets at least this often
     expect((await send(before)).status).toBe(401);
     expect((await send(after)).status).toBe(200);
@@ -187,7 +193,12 @@ describe('webhook receiver', () => {
     // The worker is running (the first test saw it refresh); give it a moment anyway.
     await new Promise((r) => setTimeout(r, 500));
     expect(foreign.requests).toEqual([]);
-    expect(sim.stats().requests.slice(sim0).filter((r) => r.path.includes('evil'))).toEqual([]);
+    expect(
+      sim
+        .stats()
+        .requests.slice(sim0)
+        .filter((r) => r.path.includes('evil')),
+    ).toEqual([]);
   });
 
   it('never writes the secret token to the logs or the database', async () => {

@@ -16,7 +16,17 @@ import { activateSecret, addProvisionalSecret, hashToken, newToken } from '../..
 import { webhookSettings } from '../../src/webhooks/settings.ts';
 import { startRefreshWorker, type RefreshWorker } from '../../src/webhooks/worker.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
-import { coreSourceEntry, openTestApp, post, startGate, startListener, testConfig, waitFor, type Gate, type TestServer } from './support.ts';
+import {
+  coreSourceEntry,
+  openTestApp,
+  post,
+  startGate,
+  startListener,
+  testConfig,
+  waitFor,
+  type Gate,
+  type TestServer,
+} from './support.ts';
 
 const TENANT = { apikey: 'wh-ref-key-A1', username: 'wh.ref', password: 'wh-ref-pass-B2', variant: 'core' as const };
 const QUOTA_TENANT = { apikey: 'wh-ref-key-C3', username: 'wh.quota', password: 'wh-ref-pass-D4', variant: 'core' as const };
@@ -38,7 +48,14 @@ const base = (source: 'gated' | 'direct' | 'quota') => (source === 'direct' ? si
 
 function delivery(url: string, eventType = 'Patient.Updated') {
   seq += 1;
-  return { Application: 'pm', TenantId: 'sim01_1', EventId: `evt-${seq}-${Math.random().toString(36).slice(2)}`, EventType: eventType, EventTimestamp: new Date().toISOString(), Url: url };
+  return {
+    Application: 'pm',
+    TenantId: 'sim01_1',
+    EventId: `evt-${seq}-${Math.random().toString(36).slice(2)}`,
+    EventType: eventType,
+    EventTimestamp: new Date().toISOString(),
+    Url: url,
+  };
 }
 
 async function deliver(source: 'gated' | 'direct' | 'quota', url: string, eventType?: string): Promise<string> {
@@ -47,24 +64,39 @@ async function deliver(source: 'gated' | 'direct' | 'quota', url: string, eventT
   return (res.body as { status: string }).status;
 }
 
-const customers = (t = TENANT) => sim.tenant(t.apikey).list('customers').map((c) => c.CustomerId as string);
-const gateFetches = (id: string) => gate.requests.filter((r) => r.method === 'GET' && r.url.split('?')[0]!.endsWith(`/customers/${id}`)).length;
+const customers = (t = TENANT) =>
+  sim
+    .tenant(t.apikey)
+    .list('customers')
+    .map((c) => c.CustomerId as string);
+const gateFetches = (id: string) =>
+  gate.requests.filter((r) => r.method === 'GET' && r.url.split('?')[0]!.endsWith(`/customers/${id}`)).length;
 
 async function row(source: string, id: string) {
-  return (await db.pool.query('SELECT first_name, not_seen_since, fetched_at FROM customers WHERE source = $1 AND id = $2', [source, id])).rows[0] as
-    | { first_name: string; not_seen_since: Date | null; fetched_at: Date }
-    | undefined;
+  return (await db.pool.query('SELECT first_name, not_seen_since, fetched_at FROM customers WHERE source = $1 AND id = $2', [source, id]))
+    .rows[0] as { first_name: string; not_seen_since: Date | null; fetched_at: Date } | undefined;
 }
 
 async function startWorker(): Promise<void> {
-  worker = await startRefreshWorker({ config: app.config, ctx: app.ctx, pool: app.pool, logger: app.logger, redactor: app.redactor, queue });
+  worker = await startRefreshWorker({
+    config: app.config,
+    ctx: app.ctx,
+    pool: app.pool,
+    logger: app.logger,
+    redactor: app.redactor,
+    queue,
+  });
 }
 
 async function idle(): Promise<void> {
-  await waitFor(async () => {
-    const c = await refreshQueueCounts(db.pool);
-    return c.ready + c.active + c.retrying === 0;
-  }, 'the refresh queue to drain', 60_000);
+  await waitFor(
+    async () => {
+      const c = await refreshQueueCounts(db.pool);
+      return c.ready + c.active + c.retrying === 0;
+    },
+    'the refresh queue to drain',
+    60_000,
+  );
 }
 
 beforeAll(async () => {
@@ -157,7 +189,10 @@ describe('coalescing by record', () => {
     const fetched = gate.requests.slice(from).filter((r) => r.method === 'GET' && /\/customers\/[^/?]+/.test(r.url));
     expect(fetched.length).toBeLessThanOrEqual(ids.length);
     expect(new Set(fetched.map((r) => r.url.split('?')[0])).size).toBe(ids.length);
-    const landed = await db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM customers WHERE source = $1 AND id = ANY($2)', ['gated', ids]);
+    const landed = await db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM customers WHERE source = $1 AND id = ANY($2)', [
+      'gated',
+      ids,
+    ]);
     expect(landed.rows[0]!.n).toBe(ids.length);
   });
 });
@@ -236,7 +271,10 @@ describe('quota', () => {
     await startWorker();
     await deliver('quota', `${base('quota')}/customers/${id}`);
     const waiting = await waitFor(async () => {
-      const r = await db.pool.query<{ start_after: Date }>(`SELECT start_after FROM pgboss.job WHERE name = $1 AND state = 'created' AND singleton_key = $2 AND start_after > now()`, [REFRESH_QUEUE, `quota:customers:${id}`]);
+      const r = await db.pool.query<{ start_after: Date }>(
+        `SELECT start_after FROM pgboss.job WHERE name = $1 AND state = 'created' AND singleton_key = $2 AND start_after > now()`,
+        [REFRESH_QUEUE, `quota:customers:${id}`],
+      );
       return r.rows[0];
     }, 'the deferred refresh');
     expect(waiting.start_after.getTime()).toBe((await ledger().snapshot()).resetsAt.getTime());
@@ -258,7 +296,10 @@ describe('quota', () => {
     await startWorker();
     await deliver('quota', `${base('quota')}/customers/${id}`);
     await waitFor(async () => {
-      const r = await db.pool.query(`SELECT 1 FROM pgboss.job WHERE name = $1 AND state = 'created' AND singleton_key = $2 AND start_after > now()`, [REFRESH_QUEUE, `quota:customers:${id}`]);
+      const r = await db.pool.query(
+        `SELECT 1 FROM pgboss.job WHERE name = $1 AND state = 'created' AND singleton_key = $2 AND start_after > now()`,
+        [REFRESH_QUEUE, `quota:customers:${id}`],
+      );
       return r.rowCount;
     }, 'the deferred refresh');
     expect((await ledger().snapshot()).exhaustedUntil).not.toBeNull();
@@ -287,10 +328,17 @@ describe('deliveries from the simulator', () => {
     });
     await new Promise<void>((r) => flaky.listen(0, '127.0.0.1', r));
     const tenant = sim.tenant(TENANT.apikey);
-    const registered = await post(`${sim.coreBaseUrl()}/webhooks?apikey=${TENANT.apikey}`, { EventName: 'Patient.Updated', WebhookUrl: `http://127.0.0.1:${(flaky.address() as AddressInfo).port}/webhooks/direct/${tokens.direct}` }, {
-      'content-type': 'application/json',
-      authorization: `Basic ${Buffer.from(`${TENANT.username}:${TENANT.password}`).toString('base64')}`,
-    });
+    const registered = await post(
+      `${sim.coreBaseUrl()}/webhooks?apikey=${TENANT.apikey}`,
+      {
+        EventName: 'Patient.Updated',
+        WebhookUrl: `http://127.0.0.1:${(flaky.address() as AddressInfo).port}/webhooks/direct/${tokens.direct}`,
+      },
+      {
+        'content-type': 'application/json',
+        authorization: `Basic ${Buffer.from(`${TENANT.username}:${TENANT.password}`).toString('base64')}`,
+      },
+    );
     expect(registered.status).toBe(200);
     try {
       await startWorker();
@@ -301,9 +349,15 @@ describe('deliveries from the simulator', () => {
       await waitFor(async () => (await row('direct', id))?.first_name === 'Delivered-Thrice', 'the refreshed row');
       await idle();
       expect([...seen.values()]).toEqual([3]);
-      const fetches = sim.stats().requests.slice(from).filter((r) => r.path === `/api/v1/customers/${id}`);
+      const fetches = sim
+        .stats()
+        .requests.slice(from)
+        .filter((r) => r.path === `/api/v1/customers/${id}`);
       expect(fetches).toHaveLength(1);
-      const event = await db.pool.query('SELECT duplicates FROM pmsync.webhook_events WHERE source = $1 AND record_id = $2', ['direct', id]);
+      const event = await db.pool.query('SELECT duplicates FROM pmsync.webhook_events WHERE source = $1 AND record_id = $2', [
+        'direct',
+        id,
+      ]);
       expect(event.rows).toEqual([{ duplicates: 2 }]);
     } finally {
       await new Promise<void>((r) => flaky.close(() => r()));

@@ -1,6 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { EVENT_NAMES, deliverySchema } from '../../src/webhooks/events.ts';
-import { maskUrl, normalizePublicBase, parseRegistrationUrl, planRegistration, registrationUrl, type Registration } from '../../src/webhooks/registration.ts';
+import {
+  maskUrl,
+  normalizePublicBase,
+  parseRegistrationUrl,
+  planRegistration,
+  registrationUrl,
+  type Registration,
+} from '../../src/webhooks/registration.ts';
 import { hashToken, newToken, TOKEN_PATTERN, tokenMatches, type SecretRow } from '../../src/webhooks/secrets.ts';
 
 const BASE = 'https://sync.example.com';

@@ -8,14 +8,26 @@ const source = { name: 'clinic', kind: 'core', baseUrl: 'https://api.example.com
 describe('webhook settings', () => {
   it('default when the config file has none', () => {
     const config = loadConfig({ configFile: writeConfig({ sources: [source] }), env: {} });
-    expect(webhookSettings(config)).toEqual({ concurrency: 2, maxAttempts: 8, retryDelaySeconds: 30, expireSeconds: 300, eventRetentionDays: 7, maxBodyBytes: 65_536 });
+    expect(webhookSettings(config)).toEqual({
+      concurrency: 2,
+      maxAttempts: 8,
+      retryDelaySeconds: 30,
+      expireSeconds: 300,
+      eventRetentionDays: 7,
+      maxBodyBytes: 65_536,
+    });
     const core = config.sources[0]!;
     expect(core.kind === 'core' && secretGraceSeconds(core)).toBe(3600);
   });
 
   it('are validated with the rest of the configuration, every problem listed', () => {
-    const file = writeConfig({ sources: [{ ...source, webhook: { secretGraceSeconds: -1 } }], webhooks: { concurrency: 0, expireSeconds: 'soon' } });
-    expect(() => loadConfig({ configFile: file, env: {} })).toThrow(/webhooks\.concurrency[\s\S]*webhooks\.expireSeconds|webhooks\.expireSeconds[\s\S]*webhooks\.concurrency/);
+    const file = writeConfig({
+      sources: [{ ...source, webhook: { secretGraceSeconds: -1 } }],
+      webhooks: { concurrency: 0, expireSeconds: 'soon' },
+    });
+    expect(() => loadConfig({ configFile: file, env: {} })).toThrow(
+      /webhooks\.concurrency[\s\S]*webhooks\.expireSeconds|webhooks\.expireSeconds[\s\S]*webhooks\.concurrency/,
+    );
     expect(() => loadConfig({ configFile: file, env: {} })).toThrow(/secretGraceSeconds/);
   });
 });

@@ -75,15 +75,18 @@ export async function startGate(target: string): Promise<Gate> {
       }
     }
     if (gate.intercept?.(req, res)) return;
-    const upstream = httpRequest({ host: to.hostname, port: to.port, method: req.method, path: req.url, headers: { ...req.headers, host: to.host } }, (up) => {
-      const chunks: Buffer[] = [];
-      up.on('data', (c: Buffer) => chunks.push(c));
-      up.on('end', () => {
-        const send = () => res.writeHead(up.statusCode ?? 502, up.headers).end(Buffer.concat(chunks));
-        if (gate.holding) held.push(send);
-        else send();
-      });
-    });
+    const upstream = httpRequest(
+      { host: to.hostname, port: to.port, method: req.method, path: req.url, headers: { ...req.headers, host: to.host } },
+      (up) => {
+        const chunks: Buffer[] = [];
+        up.on('data', (c: Buffer) => chunks.push(c));
+        up.on('end', () => {
+          const send = () => res.writeHead(up.statusCode ?? 502, up.headers).end(Buffer.concat(chunks));
+          if (gate.holding) held.push(send);
+          else send();
+        });
+      },
+    );
     upstream.on('error', () => res.writeHead(502).end());
     req.pipe(upstream);
   });
@@ -121,8 +124,23 @@ export function logSink(): { stream: Writable; text(): string } {
 export const FAST_RETRY: RetryPolicy = { maxAttempts: 2, baseDelayMs: 10, maxDelayMs: 50, maxElapsedMs: 2_000 };
 
 /** A source entry of the config file. */
-export function coreSourceEntry(name: string, baseUrl: string, t: { apikey: string; username: string; password: string }, extra: Record<string, unknown> = {}) {
-  return { name, kind: 'core', baseUrl, apikey: t.apikey, username: t.username, password: t.password, lagSeconds: 0, requestTimeoutMs: 5_000, ...extra };
+export function coreSourceEntry(
+  name: string,
+  baseUrl: string,
+  t: { apikey: string; username: string; password: string },
+  extra: Record<string, unknown> = {},
+) {
+  return {
+    name,
+    kind: 'core',
+    baseUrl,
+    apikey: t.apikey,
+    username: t.username,
+    password: t.password,
+    lagSeconds: 0,
+    requestTimeoutMs: 5_000,
+    ...extra,
+  };
 }
 
 /** The configuration loadConfig makes of a config file with these sources and webhook settings. */
@@ -135,7 +153,11 @@ export async function openTestApp(config: Config, options: { logs?: Writable } =
   return openApp(config, { retry: FAST_RETRY, logDestination: options.logs ?? logSink().stream });
 }
 
-export async function waitFor<T>(probe: () => Promise<T | undefined | null | false> | T | undefined | null | false, what: string, timeoutMs = 20_000): Promise<T> {
+export async function waitFor<T>(
+  probe: () => Promise<T | undefined | null | false> | T | undefined | null | false,
+  what: string,
+  timeoutMs = 20_000,
+): Promise<T> {
   const until = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe();
@@ -145,8 +167,17 @@ export async function waitFor<T>(probe: () => Promise<T | undefined | null | fal
   }
 }
 
-export async function post(url: string, body: unknown, headers: Record<string, string> = { 'content-type': 'application/json' }, method = 'POST'): Promise<{ status: number; body: unknown }> {
-  const res = await fetch(url, { method, headers, body: method === 'GET' ? undefined : typeof body === 'string' ? body : JSON.stringify(body) });
+export async function post(
+  url: string,
+  body: unknown,
+  headers: Record<string, string> = { 'content-type': 'application/json' },
+  method = 'POST',
+): Promise<{ status: number; body: unknown }> {
+  const res = await fetch(url, {
+    method,
+    headers,
+    body: method === 'GET' ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+  });
   const text = await res.text();
   let parsed: unknown = text;
   try {

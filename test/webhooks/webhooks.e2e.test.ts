@@ -10,7 +10,13 @@ import { cliEnv, runCli, spawnCli, waitExit, writeConfig, type CliResult } from 
 import { waitFor } from './support.ts';
 
 const TENANT = { apikey: 'wh-e2e-key-K5', username: 'wh.e2e', password: 'wh-e2e-pass-L6', variant: 'core' as const };
-const SUBSET = { apikey: 'wh-e2e-sub-M7', username: 'wh.e2e.sub', password: 'wh-e2e-pass-N8', variant: 'subset' as const, subsetName: 'Part' };
+const SUBSET = {
+  apikey: 'wh-e2e-sub-M7',
+  username: 'wh.e2e.sub',
+  password: 'wh-e2e-pass-N8',
+  variant: 'subset' as const,
+  subsetName: 'Part',
+};
 
 let sim: Simulator;
 let db: TestDatabase;
@@ -29,7 +35,10 @@ type Receiver = ReturnType<typeof spawnCli>;
 /** Starts `pmsync webhooks receive` and resolves with its port once it listens. */
 async function startReceiver(port = 0): Promise<{ child: Receiver; port: number }> {
   const child = spawnCli(['--config', config, 'webhooks', 'receive', '--port', String(port)], env);
-  const found = await waitFor(() => /listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(child.output.stdout)?.[1] ?? (child.exitCode !== null ? 'exited' : undefined), 'the receiver to listen');
+  const found = await waitFor(
+    () => /listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(child.output.stdout)?.[1] ?? (child.exitCode !== null ? 'exited' : undefined),
+    'the receiver to listen',
+  );
   if (found === 'exited') throw new Error(`receiver exited: ${child.output.stderr}`);
   return { child, port: Number(found) };
 }
@@ -43,7 +52,11 @@ async function stop(child: Receiver, signal: NodeJS.Signals = 'SIGTERM'): Promis
 }
 
 const tenant = () => sim.tenant(TENANT.apikey);
-const fetchesOf = (id: string, from: number) => sim.stats().requests.slice(from).filter((r) => r.path === `/api/v1/customers/${id}`).length;
+const fetchesOf = (id: string, from: number) =>
+  sim
+    .stats()
+    .requests.slice(from)
+    .filter((r) => r.path === `/api/v1/customers/${id}`).length;
 
 async function firstName(id: string): Promise<string | undefined> {
   const r = await db.pool.query<{ first_name: string }>('SELECT first_name FROM customers WHERE source = $1 AND id = $2', ['clinic', id]);
@@ -51,7 +64,10 @@ async function firstName(id: string): Promise<string | undefined> {
 }
 
 async function jobState(id: string): Promise<string | undefined> {
-  const r = await db.pool.query<{ state: string }>(`SELECT state FROM pgboss.job WHERE name = 'pmsync-refresh' AND singleton_key = $1 ORDER BY created_on DESC LIMIT 1`, [`clinic:customers:${id}`]);
+  const r = await db.pool.query<{ state: string }>(
+    `SELECT state FROM pgboss.job WHERE name = 'pmsync-refresh' AND singleton_key = $1 ORDER BY created_on DESC LIMIT 1`,
+    [`clinic:customers:${id}`],
+  );
   return r.rows[0]?.state;
 }
 
@@ -65,8 +81,23 @@ beforeAll(async () => {
   const source = { kind: 'core', baseUrl: sim.coreBaseUrl(), lagSeconds: 0, requestTimeoutMs: 1_000 };
   config = writeConfig({
     sources: [
-      { ...source, name: 'clinic', apikey: TENANT.apikey, username: TENANT.username, password: TENANT.password, webhook: { tenantId: 'sim01_1000' } },
-      { ...source, kind: 'subset', name: 'part', baseUrl: sim.subsetBaseUrl('Part'), apikey: SUBSET.apikey, username: SUBSET.username, password: SUBSET.password },
+      {
+        ...source,
+        name: 'clinic',
+        apikey: TENANT.apikey,
+        username: TENANT.username,
+        password: TENANT.password,
+        webhook: { tenantId: 'sim01_1000' },
+      },
+      {
+        ...source,
+        kind: 'subset',
+        name: 'part',
+        baseUrl: sim.subsetBaseUrl('Part'),
+        apikey: SUBSET.apikey,
+        username: SUBSET.username,
+        password: SUBSET.password,
+      },
     ],
     // A refresh whose worker died is retried 3 s after it started (300 s by default).
     webhooks: { expireSeconds: 3, retryDelaySeconds: 1 },
@@ -101,7 +132,14 @@ describe('pmsync webhooks', () => {
     expect(first.stderr).toBe('');
     expect(first.code).toBe(0);
     const regs = tenant().webhooks();
-    expect(regs.map((r) => r.EventType).sort()).toEqual(['Appointment.Created', 'Appointment.Updated', 'Order.Created', 'Order.Updated', 'Patient.Created', 'Patient.Updated']);
+    expect(regs.map((r) => r.EventType).sort()).toEqual([
+      'Appointment.Created',
+      'Appointment.Updated',
+      'Order.Created',
+      'Order.Updated',
+      'Patient.Created',
+      'Patient.Updated',
+    ]);
     expect(new Set(regs.map((r) => r.WebhookUrl)).size).toBe(1);
     expect(regs[0]!.WebhookUrl).toMatch(new RegExp(`^${publicUrl}/webhooks/clinic/[A-Za-z0-9_-]{43}$`));
 
@@ -142,7 +180,10 @@ describe('pmsync webhooks', () => {
     const id = tenant().list('customers')[7]!.CustomerId as string;
     const from = sim.stats().requests.length;
     tenant().update('customers', id, { FirstName: 'Patient' });
-    await waitFor(() => sim.stats().webhookAttempts.filter((a) => a.eventType === 'Patient.Updated' && !a.ok && a.error).length >= 2, 'two failed attempts');
+    await waitFor(
+      () => sim.stats().webhookAttempts.filter((a) => a.eventType === 'Patient.Updated' && !a.ok && a.error).length >= 2,
+      'two failed attempts',
+    );
     receiver = await startReceiver(receiver.port);
     await waitFor(async () => (await firstName(id)) === 'Patient', 'the refreshed row');
     await sim.webhooksSettled();
@@ -164,8 +205,19 @@ describe('pmsync webhooks', () => {
     const id = tenant().list('customers')[9]!.CustomerId as string;
     tenant().update('customers', id, { FirstName: 'Rotated' });
     await waitFor(async () => (await firstName(id)) === 'Rotated', 'a delivery to the new URL');
-    const body = { Application: 'pm', TenantId: 'sim01_1000', EventId: 'old-url-event', EventType: 'Patient.Updated', EventTimestamp: new Date().toISOString(), Url: `${sim.coreBaseUrl()}/customers/${id}` };
-    const old = await fetch(before[0]!.WebhookUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const body = {
+      Application: 'pm',
+      TenantId: 'sim01_1000',
+      EventId: 'old-url-event',
+      EventType: 'Patient.Updated',
+      EventTimestamp: new Date().toISOString(),
+      Url: `${sim.coreBaseUrl()}/customers/${id}`,
+    };
+    const old = await fetch(before[0]!.WebhookUrl, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
     expect(old.status).toBe(200);
 
     const deleted = await cli('webhooks', 'delete', '--all', '--source', 'clinic', '--yes');

@@ -50,7 +50,9 @@ async function printTables(app: App): Promise<void> {
 
 export function demoCommand(): Command {
   return new Command('demo')
-    .description('sync a seeded local simulator into PostgreSQL (embedded unless DATABASE_URL is set), change some records, sync again, and show what landed')
+    .description(
+      'sync a seeded local simulator into PostgreSQL (embedded unless DATABASE_URL is set), change some records, sync again, and show what landed',
+    )
     .option('--customers <n>', 'customers in the simulated account', (v) => Number(v), 2500)
     .action(async (opts: { customers: number }) => {
       const sim = await startSimulator({
@@ -63,7 +65,9 @@ export function demoCommand(): Command {
         const config: Config = { ...base, logLevel: process.env.LOG_LEVEL ?? 'warn', sources: [demoSource(sim.coreBaseUrl())] };
         await withApp(config, async (app) => {
           await resetDemoRows(app);
-          process.stdout.write(`Simulator: ${sim.coreBaseUrl()} (seeded, ${opts.customers} customers)\nDatabase:  ${app.databaseUrl}\n\n1) First sync: every list, page by page\n`);
+          process.stdout.write(
+            `Simulator: ${sim.coreBaseUrl()} (seeded, ${opts.customers} customers)\nDatabase:  ${app.databaseUrl}\n\n1) First sync: every list, page by page\n`,
+          );
           const first = await runSync(app, config, {});
           printResults(first.results);
           const afterFirst = (await app.ledgerFor(config.sources[0]!).snapshot()).used;
@@ -82,7 +86,9 @@ export function demoCommand(): Command {
           process.stdout.write(
             `\nRequests: ${afterFirst} for the first sync, ${total - afterFirst} for the incremental one (daily quota 1000).\n` +
               `\nTry a query:\n  psql ${app.embedded ? app.databaseUrl : '"$DATABASE_URL"'} -c "SELECT first_name, last_name, email, synced_at FROM customers ORDER BY synced_at DESC LIMIT 5"\n` +
-              (app.embedded ? `\nThe embedded database keeps its data in ${config.dataDir}/pgdata. Start it again for psql with:\n  npm run pmsync -- db\n` : ''),
+              (app.embedded
+                ? `\nThe embedded database keeps its data in ${config.dataDir}/pgdata. Start it again for psql with:\n  npm run pmsync -- db\n`
+                : ''),
           );
           process.exitCode = Math.max(first.exitCode, second.exitCode);
         });

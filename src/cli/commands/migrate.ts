@@ -13,7 +13,9 @@ export function migrateCommand(): Command {
           async (app) => {
             const result = await migrate(app.pool);
             process.stdout.write(
-              result.applied.length > 0 ? `Applied ${result.applied.length} migration(s): ${result.applied.join(', ')}\n` : `Database is up to date (${result.alreadyApplied} migration(s) applied).\n`,
+              result.applied.length > 0
+                ? `Applied ${result.applied.length} migration(s): ${result.applied.join(', ')}\n`
+                : `Database is up to date (${result.alreadyApplied} migration(s) applied).\n`,
             );
           },
           { migrate: false },

@@ -33,11 +33,15 @@ export function parseSince(text: string, timeZone: string): Date {
     const [, y, mo, d, h = '0', mi = '0', s = '0'] = local;
     const base = zonedToUtc(Number(y), Number(mo), Number(d), Number(h), timeZone);
     const at = new Date(base.getTime() + (Number(mi) * 60 + Number(s)) * 1000);
-    if (Number.isNaN(at.getTime()) || Number(mo) < 1 || Number(mo) > 12 || Number(d) < 1 || Number(d) > 31) throw new PmsyncError('USAGE', `--since ${text}: not a valid date`);
+    if (Number.isNaN(at.getTime()) || Number(mo) < 1 || Number(mo) > 12 || Number(d) < 1 || Number(d) > 31)
+      throw new PmsyncError('USAGE', `--since ${text}: not a valid date`);
     return at;
   }
   if (/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/.test(text.trim())) return new Date(text.trim());
-  throw new PmsyncError('USAGE', `--since ${text}: expected YYYY-MM-DD, YYYY-MM-DDThh:mm[:ss] (in the source's time zone) or an ISO instant with Z or an offset`);
+  throw new PmsyncError(
+    'USAGE',
+    `--since ${text}: expected YYYY-MM-DD, YYYY-MM-DDThh:mm[:ss] (in the source's time zone) or an ISO instant with Z or an offset`,
+  );
 }
 
 function seconds(text: string): number {
@@ -57,7 +61,10 @@ function resourcesOf(source: SourceConfig): string[] {
 function refuseForPro(source: SourceConfig, resource: string, opts: ResyncCliOptions): void {
   if (source.kind !== 'pro' || opts.full) return;
   const what = opts.id !== undefined ? 'single records by id' : 'changes since a date';
-  throw new PmsyncError('USAGE', `source "${source.name}" is a Pro source: the Pro API cannot list ${what} for ${resource}; use "pmsync resync ${resource} --source ${source.name} --full"`);
+  throw new PmsyncError(
+    'USAGE',
+    `source "${source.name}" is a Pro source: the Pro API cannot list ${what} for ${resource}; use "pmsync resync ${resource} --source ${source.name} --full"`,
+  );
 }
 
 function sourcesFor(config: Config, resource: string, name: string | undefined): SourceConfig[] {
@@ -65,7 +72,10 @@ function sourcesFor(config: Config, resource: string, name: string | undefined):
   const having = candidates.filter((s) => resourcesOf(s).includes(resource));
   if (having.length === 0) {
     const known = [...new Set(candidates.flatMap(resourcesOf))].join(', ');
-    throw new PmsyncError('USAGE', `${name ? `source "${name}"` : 'no configured source'} has ${name ? 'no ' : 'a '}resource "${resource}" (known: ${known || 'none'})`);
+    throw new PmsyncError(
+      'USAGE',
+      `${name ? `source "${name}"` : 'no configured source'} has ${name ? 'no ' : 'a '}resource "${resource}" (known: ${known || 'none'})`,
+    );
   }
   return having;
 }
@@ -107,7 +117,9 @@ async function boundedSince(app: App, source: SourceConfig, resource: string, si
     );
   }
   if (since <= bound) return since;
-  process.stderr.write(`${source.name}/${resource}: the stream has read changes only up to ${bound.toISOString()}; reading from there instead of ${since.toISOString()}\n`);
+  process.stderr.write(
+    `${source.name}/${resource}: the stream has read changes only up to ${bound.toISOString()}; reading from there instead of ${since.toISOString()}\n`,
+  );
   return bound;
 }
 
@@ -139,7 +151,11 @@ export function resyncCommand(): Command {
     .option('--id <id>', 'refetch one record by its id, exactly as the API gives it')
     .option('--since <date>', "re-read records modified since DATE (YYYY-MM-DD or date-time, in the source's time zone)")
     .option('--full', 'read the whole resource and mark rows the API no longer returns with not_seen_since (never deleted)')
-    .option('--wait <seconds>', 'how long to wait while a scheduled run of the same stream is going (default serve.lockWaitSeconds, 120)', seconds)
+    .option(
+      '--wait <seconds>',
+      'how long to wait while a scheduled run of the same stream is going (default serve.lockWaitSeconds, 120)',
+      seconds,
+    )
     .addHelpText(
       'after',
       `
@@ -160,10 +176,15 @@ a date later than the cursor reads from the cursor. Exit codes as for "pmsync sy
         const waitMs = (opts.wait ?? (config.serve ?? serveSchema.parse({})).lockWaitSeconds) * 1000;
         process.exitCode = await withApp(config, async (app) => {
           if (opts.id !== undefined) {
-            if (sources.length > 1) throw new PmsyncError('USAGE', `several sources have ${resource} (${sources.map((s) => s.name).join(', ')}): add --source NAME`);
+            if (sources.length > 1)
+              throw new PmsyncError(
+                'USAGE',
+                `several sources have ${resource} (${sources.map((s) => s.name).join(', ')}): add --source NAME`,
+              );
             const source = sources[0]!;
             const stream = source.kind === 'pro' ? undefined : restStreamsFor(source).find((s) => s.resource === resource);
-            if (!stream || source.kind === 'pro') throw new PmsyncError('USAGE', `source "${source.name}" cannot refetch single ${resource} records; use --since or --full`);
+            if (!stream || source.kind === 'pro')
+              throw new PmsyncError('USAGE', `source "${source.name}" cannot refetch single ${resource} records; use --since or --full`);
             const outcome = await refreshRecord(app.ctx, source, stream, opts.id, 'priority');
             process.stdout.write(
               outcome.status === 'written'

@@ -29,7 +29,10 @@ export interface RunRow {
 }
 
 /** The most recent runs, newest first, optionally narrowed. */
-export async function recentRuns(db: Queryable, opts: { limit: number; source?: string; resource?: string; status?: string }): Promise<RunRow[]> {
+export async function recentRuns(
+  db: Queryable,
+  opts: { limit: number; source?: string; resource?: string; status?: string },
+): Promise<RunRow[]> {
   const res = await db.query<RunRow>(
     `SELECT id, source, resource, mode, status, started_at AS "startedAt", ended_at AS "endedAt", pages, requests, inserted, updated, unchanged, rejected,
             error_code AS "errorCode", error_message AS "errorMessage"
@@ -67,7 +70,11 @@ export function formatRuns(rows: RunRow[]): string {
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));
   const numeric = new Set([0, 6, 7, 8, 9, 10, 11]);
-  const fmt = (cells: string[]) => cells.map((c, i) => (i === cells.length - 1 ? c : numeric.has(i) ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join('  ').trimEnd();
+  const fmt = (cells: string[]) =>
+    cells
+      .map((c, i) => (i === cells.length - 1 ? c : numeric.has(i) ? c.padStart(widths[i]!) : c.padEnd(widths[i]!)))
+      .join('  ')
+      .trimEnd();
   return `${[fmt(header), ...lines.map(fmt)].join('\n')}\n`;
 }
 

@@ -52,10 +52,13 @@ within serve.shutdownTimeoutSeconds (default 30), or 1 if runs were still going 
           process.once('SIGINT', again);
           process.once('SIGTERM', again);
           // Closing the pool can hang on a query that never returns; the shutdown timeout bounds the whole exit.
-          const hard = setTimeout(() => {
-            app.logger.error('shutdown timeout reached; exiting');
-            process.exit(EXIT.FAILED);
-          }, (serve.shutdownTimeoutSeconds + 2) * 1000);
+          const hard = setTimeout(
+            () => {
+              app.logger.error('shutdown timeout reached; exiting');
+              process.exit(EXIT.FAILED);
+            },
+            (serve.shutdownTimeoutSeconds + 2) * 1000,
+          );
           hard.unref();
           const drained = await running.stop();
           return drained ? EXIT.OK : EXIT.FAILED;

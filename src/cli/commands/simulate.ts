@@ -56,13 +56,20 @@ export function simulateCommand(): Command {
         host: opts.host,
         port: opts.port,
         seed: opts.seed,
-        tenants: [{ ...DEMO_CORE, ...shared }, { ...DEMO_SUBSET, ...shared }],
+        tenants: [
+          { ...DEMO_CORE, ...shared },
+          { ...DEMO_SUBSET, ...shared },
+        ],
         practices,
       });
       const out = process.stdout;
       out.write(`Simulator listening on ${sim.url} (seed ${opts.seed})\n\n`);
-      out.write(`Core    ${sim.coreBaseUrl()}\n        apikey=${DEMO_CORE.apikey} username=${DEMO_CORE.username} password=${DEMO_CORE.password}\n`);
-      out.write(`Subset  ${sim.subsetBaseUrl(DEMO_SUBSET.subsetName)}\n        apikey=${DEMO_SUBSET.apikey} username=${DEMO_SUBSET.username} password=${DEMO_SUBSET.password}\n`);
+      out.write(
+        `Core    ${sim.coreBaseUrl()}\n        apikey=${DEMO_CORE.apikey} username=${DEMO_CORE.username} password=${DEMO_CORE.password}\n`,
+      );
+      out.write(
+        `Subset  ${sim.subsetBaseUrl(DEMO_SUBSET.subsetName)}\n        apikey=${DEMO_SUBSET.apikey} username=${DEMO_SUBSET.username} password=${DEMO_SUBSET.password}\n`,
+      );
       for (const practice of practices) {
         out.write(`Pro     ${sim.proBaseUrl()}/practices/${practice.practiceId}\n        Authorization: ${practice.token}\n`);
       }

@@ -18,7 +18,17 @@ export interface ResourceStatus {
   cursor: string | null;
   /** `position` says where a Pro fan-out or capture resumes (its windows have no pages). */
   inWindow: { nextPage: number; end: string; estimate: WindowEstimate | null; position?: string | null } | null;
-  lastRun: { status: string; startedAt: string; endedAt: string | null; requests: number; inserted: number; updated: number; unchanged: number; rejected: number; error: string | null } | null;
+  lastRun: {
+    status: string;
+    startedAt: string;
+    endedAt: string | null;
+    requests: number;
+    inserted: number;
+    updated: number;
+    unchanged: number;
+    rejected: number;
+    error: string | null;
+  } | null;
   quarantined: number;
   /** Its schedule in `pmsync serve` and the process running it now, if any. */
   schedule?: StreamScheduleStatus | null;
@@ -39,7 +49,13 @@ export interface WindowEstimate {
 }
 
 /** Pure: the estimate for a window, given what is left of today's allowance. */
-export function estimateWindow(totalPages: number, pagesRead: number, left: number, dailyAllowance: number, leftToday: number): WindowEstimate {
+export function estimateWindow(
+  totalPages: number,
+  pagesRead: number,
+  left: number,
+  dailyAllowance: number,
+  leftToday: number,
+): WindowEstimate {
   const today = Math.max(0, leftToday);
   const later = Math.max(0, left - today);
   const quotaDays = left === 0 ? 0 : (today > 0 ? 1 : 0) + Math.ceil(later / Math.max(1, dailyAllowance));
@@ -67,12 +83,18 @@ export async function collectStatus(app: App, config: Config, options: { check?:
     for (const s of streams) {
       const [rows, state, run, q] = await Promise.all([
         app.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM "${s.table.name}" WHERE source = $1`, [source.name]),
-        app.pool.query<{ cursor: Date | null; window: unknown }>('SELECT cursor, "window" FROM pmsync.sync_state WHERE source = $1 AND resource = $2', [source.name, s.resource]),
+        app.pool.query<{ cursor: Date | null; window: unknown }>(
+          'SELECT cursor, "window" FROM pmsync.sync_state WHERE source = $1 AND resource = $2',
+          [source.name, s.resource],
+        ),
         app.pool.query(
           'SELECT status, started_at, ended_at, requests, inserted, updated, unchanged, rejected, error_message FROM pmsync.runs WHERE source = $1 AND resource = $2 ORDER BY id DESC LIMIT 1',
           [source.name, s.resource],
         ),
-        app.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM pmsync.quarantine WHERE source = $1 AND resource = $2', [source.name, s.resource]),
+        app.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM pmsync.quarantine WHERE source = $1 AND resource = $2', [
+          source.name,
+          s.resource,
+        ]),
       ]);
       const st = state.rows[0];
       const r = run.rows[0];
@@ -80,13 +102,17 @@ export async function collectStatus(app: App, config: Config, options: { check?:
       const win = parsed?.success ? parsed.data : null;
       const left = win?.paging ? pagesLeft(win.paging) : null;
       const estimate =
-        win?.paging && left !== null && win.paging.totalPages !== null ? estimateWindow(win.paging.totalPages, win.paging.pagesRead, left, dailyAllowance, leftToday) : null;
+        win?.paging && left !== null && win.paging.totalPages !== null
+          ? estimateWindow(win.paging.totalPages, win.paging.pagesRead, left, dailyAllowance, leftToday)
+          : null;
       resources.push({
         resource: s.resource,
         table: s.table.name,
         rows: rows.rows[0]?.n ?? 0,
         cursor: st?.cursor?.toISOString() ?? null,
-        inWindow: win ? { nextPage: win.nextPage, end: win.end, estimate, ...(source.kind === 'pro' ? { position: describePosition(win) } : {}) } : null,
+        inWindow: win
+          ? { nextPage: win.nextPage, end: win.end, estimate, ...(source.kind === 'pro' ? { position: describePosition(win) } : {}) }
+          : null,
         lastRun: r
           ? {
               status: r.status,
@@ -110,7 +136,13 @@ export async function collectStatus(app: App, config: Config, options: { check?:
       quota:
         source.kind === 'pro'
           ? null
-          : { day: snap.day, used: snap.used, dailyLimit: snap.dailyLimit, exhaustedUntil: snap.exhaustedUntil?.toISOString() ?? null, resetsAt: snap.resetsAt.toISOString() },
+          : {
+              day: snap.day,
+              used: snap.used,
+              dailyLimit: snap.dailyLimit,
+              exhaustedUntil: snap.exhaustedUntil?.toISOString() ?? null,
+              resetsAt: snap.resetsAt.toISOString(),
+            },
       resources,
       ...(options.check ? { connectivity: await connectivityOf(app, source) } : {}),
     });
@@ -132,7 +164,9 @@ export function printStatus(statuses: SourceStatus[]): void {
     const q = s.quota;
     process.stdout.write(
       `source ${s.source} (${s.kind})` +
-        (q ? `: ${q.used}/${q.dailyLimit} requests used on quota day ${q.day}, resets ${q.resetsAt}${q.exhaustedUntil ? `, EXHAUSTED until ${q.exhaustedUntil}` : ''}` : '') +
+        (q
+          ? `: ${q.used}/${q.dailyLimit} requests used on quota day ${q.day}, resets ${q.resetsAt}${q.exhaustedUntil ? `, EXHAUSTED until ${q.exhaustedUntil}` : ''}`
+          : '') +
         '\n',
     );
     const c = s.connectivity;
@@ -143,11 +177,15 @@ export function printStatus(statuses: SourceStatus[]): void {
       const pos = r.inWindow?.position
         ? `, resumes ${r.inWindow.position}`
         : r.inWindow
-        ? `, resumes at page ${r.inWindow.nextPage}` +
-          (e ? ` (${e.pagesLeft} of ${e.totalPages} pages left, about ${e.quotaDays} quota day(s) at ${e.dailyAllowance} requests a day)` : '')
-        : '';
+          ? `, resumes at page ${r.inWindow.nextPage}` +
+            (e
+              ? ` (${e.pagesLeft} of ${e.totalPages} pages left, about ${e.quotaDays} quota day(s) at ${e.dailyAllowance} requests a day)`
+              : '')
+          : '';
       const quarantined = r.quarantined > 0 ? `, ${r.quarantined} quarantined` : '';
-      process.stdout.write(`  ${r.resource.padEnd(20)} ${String(r.rows).padStart(8)} rows  cursor ${r.cursor ?? '-'}${pos}  ${run}${quarantined}${describeSchedule(r.schedule)}\n`);
+      process.stdout.write(
+        `  ${r.resource.padEnd(20)} ${String(r.rows).padStart(8)} rows  cursor ${r.cursor ?? '-'}${pos}  ${run}${quarantined}${describeSchedule(r.schedule)}\n`,
+      );
     }
   }
 }
@@ -165,7 +203,8 @@ export function statusCommand(): Command {
           if (opts.json) process.stdout.write(`${JSON.stringify(statuses, null, 2)}\n`);
           else {
             printStatus(statuses);
-            if (config.sources.some((s) => s.kind === 'core')) process.stdout.write(`${describeRefreshCounts(await refreshQueueCounts(app.pool))}\n`);
+            if (config.sources.some((s) => s.kind === 'core'))
+              process.stdout.write(`${describeRefreshCounts(await refreshQueueCounts(app.pool))}\n`);
           }
         });
       } catch (err) {

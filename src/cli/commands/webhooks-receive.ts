@@ -43,7 +43,8 @@ export function receiveCommand(): Command {
       try {
         const config = configFrom(cmd);
         requireSources(config);
-        if (!config.sources.some((s) => s.kind === 'core')) throw new ConfigError(['no core source is configured: only the Core API sends webhooks']);
+        if (!config.sources.some((s) => s.kind === 'core'))
+          throw new ConfigError(['no core source is configured: only the Core API sends webhooks']);
         await withApp(config, async (app) => {
           const webhooks = await startWebhooks(app, { worker: opts.worker });
           const server = createServer((req, res) => {
@@ -60,7 +61,9 @@ export function receiveCommand(): Command {
             throw err;
           }
           const shown = address.family === 'IPv6' ? `[${address.address}]` : address.address;
-          process.stdout.write(`webhook receiver listening on http://${shown}:${address.port}${WEBHOOK_PATH_PREFIX}<source>/<token>${webhooks.worker ? ', refresh worker running' : ''}\n`);
+          process.stdout.write(
+            `webhook receiver listening on http://${shown}:${address.port}${WEBHOOK_PATH_PREFIX}<source>/<token>${webhooks.worker ? ', refresh worker running' : ''}\n`,
+          );
           app.logger.info({ host: address.address, port: address.port, worker: webhooks.worker !== null }, 'webhook receiver listening');
           await untilAborted(app.abort.signal);
           await new Promise<void>((resolve) => {

@@ -32,7 +32,10 @@ export function coreSource(config: Config, name: string | undefined): CoreSource
   const cores = config.sources.filter((s): s is CoreSourceConfig => s.kind === 'core');
   if (!name) {
     if (cores.length === 1) return cores[0]!;
-    throw new PmsyncError('USAGE', `pass --source: ${cores.length === 0 ? 'no core source is configured' : `core sources are ${cores.map((s) => s.name).join(', ')}`}`);
+    throw new PmsyncError(
+      'USAGE',
+      `pass --source: ${cores.length === 0 ? 'no core source is configured' : `core sources are ${cores.map((s) => s.name).join(', ')}`}`,
+    );
   }
   const [source] = findSource(config, name);
   if (source!.kind !== 'core') {
@@ -46,7 +49,10 @@ export function coreSource(config: Config, name: string | undefined): CoreSource
 async function confirm(question: string, yes: boolean | undefined): Promise<boolean> {
   if (yes) return true;
   if (!process.stdin.isTTY || !process.stdout.isTTY) {
-    throw new PmsyncError('USAGE', 'these are live changes to the account and there is no terminal to confirm them on: nothing was changed. Re-run with --yes to approve.');
+    throw new PmsyncError(
+      'USAGE',
+      'these are live changes to the account and there is no terminal to confirm them on: nothing was changed. Re-run with --yes to approve.',
+    );
   }
   const rl = createInterface({ input: process.stdin, output: process.stdout });
   try {
@@ -58,11 +64,13 @@ async function confirm(question: string, yes: boolean | undefined): Promise<bool
 
 function parseEvents(values: string[] | undefined): EventName[] {
   if (!values || values.length === 0) return [...EVENT_NAMES];
-  return values.flatMap((v) => v.split(',')).map((v) => {
-    const name = canonicalEventName(v);
-    if (!name) throw new PmsyncError('USAGE', `--events ${v}: not an event name (${EVENT_NAMES.join(', ')})`);
-    return name;
-  });
+  return values
+    .flatMap((v) => v.split(','))
+    .map((v) => {
+      const name = canonicalEventName(v);
+      if (!name) throw new PmsyncError('USAGE', `--events ${v}: not an event name (${EVENT_NAMES.join(', ')})`);
+      return name;
+    });
 }
 
 function printPlan(source: CoreSourceConfig, plan: RegistrationPlan): void {
@@ -105,11 +113,24 @@ async function register(app: App, config: Config, opts: RegisterOptions, rotate:
     // rotate-secret without --url keeps the URL the registrations already use.
     const bases = [...new Set((owned.some((r) => r.current) ? owned.filter((r) => r.current) : owned).map((r) => r.base))];
     if (bases.length !== 1) {
-      throw new PmsyncError('USAGE', bases.length === 0 ? `source "${source.name}" has no pmsync webhook registrations: run "pmsync webhooks register" first` : `the registrations of source "${source.name}" point to several URLs: pass --url`);
+      throw new PmsyncError(
+        'USAGE',
+        bases.length === 0
+          ? `source "${source.name}" has no pmsync webhook registrations: run "pmsync webhooks register" first`
+          : `the registrations of source "${source.name}" point to several URLs: pass --url`,
+      );
     }
     publicBase = bases[0]!;
   }
-  const plan = planRegistration({ source: source.name, publicBase, events: parseEvents(opts.events), rotate, registrations, secrets, newToken });
+  const plan = planRegistration({
+    source: source.name,
+    publicBase,
+    events: parseEvents(opts.events),
+    rotate,
+    registrations,
+    secrets,
+    newToken,
+  });
   app.redactor.add(plan.token);
   printPlan(source, plan);
   if (plan.create.length === 0 && plan.remove.length === 0) {
@@ -134,12 +155,17 @@ function registrationCommand(name: 'register' | 'rotate-secret'): Command {
     .option('-y, --yes', 'apply without asking (required when not on a terminal)');
   if (rotate) {
     cmd
-      .description('issue a new secret token and move every webhook registration of the source to it; the old token stays accepted for the grace period')
+      .description(
+        'issue a new secret token and move every webhook registration of the source to it; the old token stays accepted for the grace period',
+      )
       .option('--url <public-base>', 'public base URL of the receiver (default: the one the registrations use)');
   } else {
     cmd
       .description('register the receiver for the events (all six by default), once per event; existing registrations are kept')
-      .requiredOption('--url <public-base>', 'public base URL of the receiver, e.g. https://sync.example.com (pmsync adds /webhooks/<source>/<token>)')
+      .requiredOption(
+        '--url <public-base>',
+        'public base URL of the receiver, e.g. https://sync.example.com (pmsync adds /webhooks/<source>/<token>)',
+      )
       .option('--events <names...>', `events to register (${EVENT_NAMES.join(', ')})`);
   }
   return cmd.action(async (opts: RegisterOptions, command: Command) => {
@@ -196,7 +222,8 @@ function deleteCommand(): Command {
     .action(async (idText: string | undefined, opts: { source: string; all?: boolean; yes?: boolean }, command: Command) => {
       try {
         if ((idText === undefined) === !opts.all) throw new PmsyncError('USAGE', 'pass either a registration id or --all');
-        if (idText !== undefined && !/^[1-9]\d{0,14}$/.test(idText)) throw new PmsyncError('USAGE', `${idText}: a registration id is a positive integer`);
+        if (idText !== undefined && !/^[1-9]\d{0,14}$/.test(idText))
+          throw new PmsyncError('USAGE', `${idText}: a registration id is a positive integer`);
         const config = configFrom(command);
         requireSources(config);
         const source = coreSource(config, opts.source);
@@ -246,7 +273,8 @@ function deadLettersCommand(): Command {
           }
           const counts = await refreshQueueCounts(app.pool);
           out(`${counts.deadLettered} dead-lettered refresh(es)`);
-          for (const d of await listDeadLetters(app.pool, opts.limit)) out(`  ${d.failedAt.toISOString()}  ${d.source}/${d.resource}/${d.id}  ${d.error ?? ''}`);
+          for (const d of await listDeadLetters(app.pool, opts.limit))
+            out(`  ${d.failedAt.toISOString()}  ${d.source}/${d.resource}/${d.id}  ${d.error ?? ''}`);
         });
       } catch (err) {
         fail(err);

@@ -1,6 +1,13 @@
 import {
-  AREA_CODES, COMPANY_NAMES, EMAIL_DOMAINS, FIRST_NAMES, LAST_NAMES, LOCATIONS,
-  PRODUCT_NAMES, PROGRAM_NAMES, SERVICE_NAMES,
+  AREA_CODES,
+  COMPANY_NAMES,
+  EMAIL_DOMAINS,
+  FIRST_NAMES,
+  LAST_NAMES,
+  LOCATIONS,
+  PRODUCT_NAMES,
+  PROGRAM_NAMES,
+  SERVICE_NAMES,
 } from '../names.ts';
 import type { Rng } from '../random.ts';
 import type { TenantClock } from '../time.ts';
@@ -96,8 +103,13 @@ export function pickBrand(rng: Rng): string {
 }
 
 const companies: ResourceDef = {
-  name: 'companies', kind: 1, idField: 'CompanyId', defaultRows: 20, defaultSize: 3,
-  hasCompany: false, hasIsActive: true,
+  name: 'companies',
+  kind: 1,
+  idField: 'CompanyId',
+  defaultRows: 20,
+  defaultSize: 3,
+  hasCompany: false,
+  hasIsActive: true,
   generate: (g) => ({
     CompanyName: `${g.brand} - ${numbered(LOCATIONS, g.index)}`,
     IsActive: g.index === 0 || g.rng.chance(0.9),
@@ -105,8 +117,13 @@ const companies: ResourceDef = {
 };
 
 const customers: ResourceDef = {
-  name: 'customers', kind: 2, idField: 'CustomerId', defaultRows: 20, defaultSize: 250,
-  hasCompany: true, hasIsActive: true,
+  name: 'customers',
+  kind: 2,
+  idField: 'CustomerId',
+  defaultRows: 20,
+  defaultSize: 250,
+  hasCompany: true,
+  hasIsActive: true,
   event: { name: 'Patient', path: (id) => `customers/${id}` },
   generate: (g) => {
     const { first, last } = person(g);
@@ -127,8 +144,13 @@ const customers: ResourceDef = {
 };
 
 const appointments: ResourceDef = {
-  name: 'appointments', kind: 3, idField: 'AppointmentId', defaultRows: 30, defaultSize: 500,
-  hasCompany: true, hasIsActive: false,
+  name: 'appointments',
+  kind: 3,
+  idField: 'AppointmentId',
+  defaultRows: 30,
+  defaultSize: 500,
+  hasCompany: true,
+  hasIsActive: false,
   event: { name: 'Appointment', path: (id) => `appointments/${id}/details` },
   generate: (g) => {
     // Appointments are booked in the practice's own wall time, so the strings
@@ -148,8 +170,13 @@ const appointments: ResourceDef = {
 };
 
 const orders: ResourceDef = {
-  name: 'orders', kind: 4, idField: 'OrderId', defaultRows: 30, defaultSize: 300,
-  hasCompany: true, hasIsActive: false,
+  name: 'orders',
+  kind: 4,
+  idField: 'OrderId',
+  defaultRows: 30,
+  defaultSize: 300,
+  hasCompany: true,
+  hasIsActive: false,
   event: { name: 'Order', path: (id) => `orders/${id}` },
   generate: (g) => ({
     CompanyId: ref(g, 'companies'),
@@ -160,8 +187,13 @@ const orders: ResourceDef = {
 };
 
 const memberships: ResourceDef = {
-  name: 'memberships', kind: 5, idField: 'MembershipId', defaultRows: 30, defaultSize: 60,
-  hasCompany: true, hasIsActive: false,
+  name: 'memberships',
+  kind: 5,
+  idField: 'MembershipId',
+  defaultRows: 30,
+  defaultSize: 60,
+  hasCompany: true,
+  hasIsActive: false,
   generate: (g) => {
     const program = g.pick('membershipprograms');
     const soldOn = g.clock.date(g.createdMs);
@@ -181,8 +213,13 @@ const memberships: ResourceDef = {
 };
 
 const membershipPrograms: ResourceDef = {
-  name: 'membershipprograms', kind: 6, idField: 'MembershipProgramId', defaultRows: 20, defaultSize: 5,
-  hasCompany: true, hasIsActive: false,
+  name: 'membershipprograms',
+  kind: 6,
+  idField: 'MembershipProgramId',
+  defaultRows: 20,
+  defaultSize: 5,
+  hasCompany: true,
+  hasIsActive: false,
   generate: (g) => ({
     CompanyId: ref(g, 'companies'),
     ProgramName: programName(g.index),
@@ -191,8 +228,13 @@ const membershipPrograms: ResourceDef = {
 };
 
 const giftCertificates: ResourceDef = {
-  name: 'giftcertificates', kind: 7, idField: 'GiftCertificateId', defaultRows: 30, defaultSize: 45,
-  hasCompany: true, hasIsActive: false,
+  name: 'giftcertificates',
+  kind: 7,
+  idField: 'GiftCertificateId',
+  defaultRows: 30,
+  defaultSize: 45,
+  hasCompany: true,
+  hasIsActive: false,
   generate: (g) => {
     const amount = g.rng.pick([25, 50, 75, 100, 150, 200, 250, 500]);
     return {
@@ -206,8 +248,13 @@ const giftCertificates: ResourceDef = {
 };
 
 const products: ResourceDef = {
-  name: 'products', kind: 8, idField: 'ProductId', defaultRows: 20, defaultSize: 25,
-  hasCompany: true, hasIsActive: true,
+  name: 'products',
+  kind: 8,
+  idField: 'ProductId',
+  defaultRows: 20,
+  defaultSize: 25,
+  hasCompany: true,
+  hasIsActive: true,
   generate: (g) => ({
     CompanyId: ref(g, 'companies'),
     Name: numbered(PRODUCT_NAMES, g.index),
@@ -217,8 +264,13 @@ const products: ResourceDef = {
 };
 
 const services: ResourceDef = {
-  name: 'services', kind: 9, idField: 'ServiceId', defaultRows: 20, defaultSize: 12,
-  hasCompany: true, hasIsActive: true,
+  name: 'services',
+  kind: 9,
+  idField: 'ServiceId',
+  defaultRows: 20,
+  defaultSize: 12,
+  hasCompany: true,
+  hasIsActive: true,
   generate: (g) => ({
     CompanyId: ref(g, 'companies'),
     Name: numbered(SERVICE_NAMES, g.index),
@@ -229,8 +281,13 @@ const services: ResourceDef = {
 };
 
 const employees: ResourceDef = {
-  name: 'employees', kind: 10, idField: 'EmployeeId', defaultRows: 20, defaultSize: 10,
-  hasCompany: true, hasIsActive: true,
+  name: 'employees',
+  kind: 10,
+  idField: 'EmployeeId',
+  defaultRows: 20,
+  defaultSize: 10,
+  hasCompany: true,
+  hasIsActive: true,
   generate: (g) => {
     const { first, last } = person(g);
     return {
@@ -244,6 +301,14 @@ const employees: ResourceDef = {
 };
 
 export const RESOURCE_DEFS: Readonly<Record<CoreResource, ResourceDef>> = {
-  companies, customers, appointments, orders, memberships,
-  membershipprograms: membershipPrograms, giftcertificates: giftCertificates, products, services, employees,
+  companies,
+  customers,
+  appointments,
+  orders,
+  memberships,
+  membershipprograms: membershipPrograms,
+  giftcertificates: giftCertificates,
+  products,
+  services,
+  employees,
 };

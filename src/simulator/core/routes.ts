@@ -63,9 +63,7 @@ function authenticate(deps: CoreDeps, { req, url, variant, subsetName }: CoreReq
   if (tenant === undefined || tenant.variant !== variant) return undefined;
   if (variant === 'subset' && tenant.subsetName?.toLowerCase() !== subsetName?.toLowerCase()) return undefined;
   const header = req.headers.authorization;
-  const token = header === undefined
-    ? url.searchParams.get('api_key')
-    : /^Basic ([A-Za-z0-9+/=]+)$/i.exec(header.trim())?.[1];
+  const token = header === undefined ? url.searchParams.get('api_key') : /^Basic ([A-Za-z0-9+/=]+)$/i.exec(header.trim())?.[1];
   return token && tenant.credentialsMatch(token) ? tenant : undefined;
 }
 
@@ -251,9 +249,7 @@ async function createWebhook(deps: CoreDeps, { req, res }: CoreRequest, tenant: 
   const webhookUrl = body.value.WebhookUrl;
   if (!isWebhookUrl(webhookUrl)) return sendMessage(res, 400, 'WebhookUrl must be an absolute http or https URL');
   // One registration pairs one event with one URL: registering the pair again returns it.
-  let registration = [...tenant.registrations.values()].find(
-    (r) => r.EventType === eventType && r.WebhookUrl === webhookUrl,
-  );
+  let registration = [...tenant.registrations.values()].find((r) => r.EventType === eventType && r.WebhookUrl === webhookUrl);
   if (registration === undefined) {
     registration = { Id: deps.nextWebhookId(), WebhookUrl: webhookUrl, EventType: eventType };
     tenant.registrations.set(registration.Id, registration);

@@ -81,8 +81,16 @@ class GenState implements Gen {
 }
 
 const KINDS: Record<CoreResource, number> = {
-  companies: 1, customers: 2, appointments: 3, orders: 4, memberships: 5,
-  membershipprograms: 6, giftcertificates: 7, products: 8, services: 9, employees: 10,
+  companies: 1,
+  customers: 2,
+  appointments: 3,
+  orders: 4,
+  memberships: 5,
+  membershipprograms: 6,
+  giftcertificates: 7,
+  products: 8,
+  services: 9,
+  employees: 10,
 };
 
 export function kindOf(resource: CoreResource): number {
@@ -343,4 +351,3 @@ function isUnfiltered(filter: ListFilter): boolean {
 function toSecond(ms: number): number {
   return Math.floor(ms / 1000) * 1000;
 }
-

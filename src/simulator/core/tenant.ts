@@ -1,9 +1,7 @@
 import { IdCodec } from '../ids.ts';
 import { combine, hashString, Rng } from '../random.ts';
 import { TenantClock } from '../time.ts';
-import type {
-  CoreRecord, CoreResource, CoreTenantOptions, EventName, ListOptions, TenantHandle, WebhookRegistration,
-} from '../types.ts';
+import type { CoreRecord, CoreResource, CoreTenantOptions, EventName, ListOptions, TenantHandle, WebhookRegistration } from '../types.ts';
 import { CORE_RESOURCES, SUBSET_RESOURCES } from '../types.ts';
 import { pickBrand, RESOURCE_DEFS } from './resources.ts';
 import { ResourceStore } from './store.ts';

@@ -2,8 +2,16 @@ import { AREA_CODES, EVENT_TYPE_NAMES, FIRST_NAMES, LAST_NAMES } from '../names.
 import { combine, Rng } from '../random.ts';
 import { dayToDate, utcWall } from '../time.ts';
 import type {
-  PracticeHandle, ProAppointment, ProEventType, ProPatient, ProPracticeOptions, ProProvider, ProRecords, ProResource,
-  ProWaitlistEntry, ProWaitlistSlot,
+  PracticeHandle,
+  ProAppointment,
+  ProEventType,
+  ProPatient,
+  ProPracticeOptions,
+  ProProvider,
+  ProRecords,
+  ProResource,
+  ProWaitlistEntry,
+  ProWaitlistSlot,
 } from '../types.ts';
 
 // One Pro practice: patients, appointments, event types, providers, waitlist
@@ -33,7 +41,12 @@ const ID_FIELDS: { [R in ProResource]: keyof ProRecords[R] } = {
 };
 
 const FIRST_IDS: Record<ProResource, number> = {
-  patients: 10_001, appointments: 500_001, eventTypes: 101, providers: 201, waitlist: 7_001, waitlistSlots: 9_001,
+  patients: 10_001,
+  appointments: 500_001,
+  eventTypes: 101,
+  providers: 201,
+  waitlist: 7_001,
+  waitlistSlots: 9_001,
 };
 
 /** Rows in insertion order plus an id index; removal is rare, so it may be O(n). */
@@ -220,7 +233,11 @@ export class Practice {
         const index = id - FIRST_IDS.eventTypes;
         const base = EVENT_TYPE_NAMES[index % EVENT_TYPE_NAMES.length] ?? 'Visit';
         const round = Math.floor(index / EVENT_TYPE_NAMES.length);
-        const row: ProEventType = { eventTypeId: id, name: round === 0 ? base : `${base} ${round + 1}`, durationMinutes: rng.pick([15, 30, 45, 60]) };
+        const row: ProEventType = {
+          eventTypeId: id,
+          name: round === 0 ? base : `${base} ${round + 1}`,
+          durationMinutes: rng.pick([15, 30, 45, 60]),
+        };
         return row as ProRecords[R];
       }
       case 'providers': {
@@ -269,7 +286,10 @@ export class Practice {
           patientId: anyPatientId(),
           eventTypeId: eventType?.eventTypeId ?? FIRST_IDS.eventTypes,
           providerIds: providers.filter(() => rng.chance(0.6)).map((p) => p.providerId),
-          daysOfWeek: DAY_NAMES.slice(1, 6).filter(() => rng.chance(0.5)).join(',') || 'Monday',
+          daysOfWeek:
+            DAY_NAMES.slice(1, 6)
+              .filter(() => rng.chance(0.5))
+              .join(',') || 'Monday',
           timesOfDay: rng.pick(TIMES_OF_DAY),
           dateRangeStart: rng.chance(0.7) ? dayToDate(start) : null,
           dateRangeEnd: rng.chance(0.7) ? dayToDate(start + rng.between(14, 60)) : null,
@@ -279,8 +299,8 @@ export class Practice {
       }
       case 'waitlistSlots': {
         const entry = this.waitlist.rows[rng.int(Math.max(1, this.waitlist.rows.length))];
-        const providerId = entry?.providerIds[rng.int(Math.max(1, entry.providerIds.length))]
-          ?? this.providers.rows[0]?.providerId ?? FIRST_IDS.providers;
+        const providerId =
+          entry?.providerIds[rng.int(Math.max(1, entry.providerIds.length))] ?? this.providers.rows[0]?.providerId ?? FIRST_IDS.providers;
         const day = this.weekday(this.anchorDay + rng.between(1, 30));
         const minute = FIRST_SLOT_MINUTE + rng.int(16) * SLOT_STEP_MINUTES;
         const roll = rng.next();

@@ -63,7 +63,12 @@ async function route(practice: Practice, request: ProRequest): Promise<void> {
     return method === 'GET' ? patientAppointments(practice, request, second) : allow('GET');
   }
   if (path === 'event-types') {
-    return method === 'GET' ? page(request, practice.eventTypes.rows.map(({ eventTypeId, name }) => ({ eventTypeId, name }))) : allow('GET');
+    return method === 'GET'
+      ? page(
+          request,
+          practice.eventTypes.rows.map(({ eventTypeId, name }) => ({ eventTypeId, name })),
+        )
+      : allow('GET');
   }
   if (path === 'scheduling/availability/providers') return method === 'GET' ? availableProviders(practice, request) : allow('GET');
   if (path === 'scheduling/availability/slots') return method === 'GET' ? availableSlots(practice, request) : allow('GET');
@@ -130,9 +135,8 @@ function listPatients(practice: Practice, request: ProRequest): void {
     checks.push((p) => digits(p.cellPhone) === wanted);
     keys.push(`cell=${wanted}`);
   }
-  const rows = checks.length === 0
-    ? practice.patients.rows
-    : patientListing(practice, keys.join('&'), (p) => checks.every((check) => check(p)));
+  const rows =
+    checks.length === 0 ? practice.patients.rows : patientListing(practice, keys.join('&'), (p) => checks.every((check) => check(p)));
   page(request, rows);
 }
 
@@ -179,7 +183,10 @@ function availableProviders(practice: Practice, request: ProRequest): void {
   const facility = requiredId(request, 'serviceFacilityId', false);
   if (facility === undefined) return;
   const providers = practice.providersFor(eventTypeId).filter((p) => facility === null || p.serviceFacilityId === facility);
-  page(request, providers.map(({ providerId, firstName, lastName }) => ({ provider: { providerId, firstName, lastName } })));
+  page(
+    request,
+    providers.map(({ providerId, firstName, lastName }) => ({ provider: { providerId, firstName, lastName } })),
+  );
 }
 
 function availableSlots(practice: Practice, request: ProRequest): void {
@@ -195,7 +202,10 @@ function availableSlots(practice: Practice, request: ProRequest): void {
   if (end < start) return fail(request.res, 400, 'End must not be before Start');
   if (end - start > MAX_SLOT_RANGE_DAYS) return fail(request.res, 400, `Start..End may span at most ${MAX_SLOT_RANGE_DAYS} days`);
   const providers = practice.providersFor(eventTypeId).filter((p) => providerId === null || p.providerId === providerId);
-  page(request, providers.map((p) => ({ providerId: p.providerId, slots: practice.openSlots(p.providerId, start, end) })));
+  page(
+    request,
+    providers.map((p) => ({ providerId: p.providerId, slots: practice.openSlots(p.providerId, start, end) })),
+  );
 }
 
 async function jsonBody(request: ProRequest): Promise<Record<string, unknown> | undefined> {
@@ -241,7 +251,8 @@ async function addToWaitlist(practice: Practice, request: ProRequest): Promise<v
   const { patientId, eventTypeId, providerIds, daysOfWeek, timesOfDay, dateRangeStart, dateRangeEnd, comments } = body;
   const res = request.res;
   if (!isId(patientId) || practice.patients.get(patientId) === undefined) return fail(res, 400, 'patientId must name a patient');
-  if (!isId(eventTypeId) || practice.eventTypes.get(eventTypeId) === undefined) return fail(res, 400, 'eventTypeId must name an event type');
+  if (!isId(eventTypeId) || practice.eventTypes.get(eventTypeId) === undefined)
+    return fail(res, 400, 'eventTypeId must name an event type');
   if (!Array.isArray(providerIds) || !providerIds.every((id) => isId(id) && practice.providers.get(id) !== undefined)) {
     return fail(res, 400, 'providerIds must be an array of provider ids');
   }
@@ -283,9 +294,10 @@ function getWaitlistEntry(practice: Practice, res: ServerResponse, idText: strin
   const eventType = practice.eventTypes.get(entry.eventTypeId);
   sendJson(res, 200, {
     waitlistId: entry.waitlistId,
-    patient: patient === undefined
-      ? { patientId: entry.patientId, firstName: null, lastName: null }
-      : { patientId: patient.patientId, firstName: patient.firstName, lastName: patient.lastName },
+    patient:
+      patient === undefined
+        ? { patientId: entry.patientId, firstName: null, lastName: null }
+        : { patientId: patient.patientId, firstName: patient.firstName, lastName: patient.lastName },
     eventType: { eventTypeId: entry.eventTypeId, name: eventType?.name ?? null },
     dateFrom: entry.dateRangeStart,
     dateTo: entry.dateRangeEnd,

@@ -69,13 +69,17 @@ function select<S extends { resource: string }>(source: SourceConfig, available:
   const known = `known: ${available.map((s) => s.resource).join(', ')}`;
   const badConfigured = unknownIn(source.streams ?? []);
   if (badConfigured.length > 0) {
-    throw new ConfigError([`source "${source.name}" (${source.kind}): "streams" names ${badConfigured.map((u) => `"${u}"`).join(', ')}, which the ${source.kind} API does not serve; ${known}`]);
+    throw new ConfigError([
+      `source "${source.name}" (${source.kind}): "streams" names ${badConfigured.map((u) => `"${u}"`).join(', ')}, which the ${source.kind} API does not serve; ${known}`,
+    ]);
   }
   const configured = source.streams ? available.filter((s) => source.streams!.includes(s.resource)) : available;
   if (!resources || resources.length === 0) return configured;
   const unknown = unknownIn(resources);
   if (unknown.length > 0) {
-    throw new ConfigError([`source "${source.name}" (${source.kind}) has no resource ${unknown.map((u) => `"${u}"`).join(', ')}; ${known}`]);
+    throw new ConfigError([
+      `source "${source.name}" (${source.kind}) has no resource ${unknown.map((u) => `"${u}"`).join(', ')}; ${known}`,
+    ]);
   }
   return available.filter((s) => resources.includes(s.resource));
 }

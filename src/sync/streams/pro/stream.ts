@@ -64,10 +64,14 @@ export type ProStream = ProListStream | ProFanOutStream | ProSnapshotStream;
 
 type Def<S extends z.ZodType<Record<string, unknown>>> = { raw: S; map: (raw: z.infer<S>) => MappedRow; table: TableDef };
 
-export function defineProList<S extends z.ZodType<Record<string, unknown>>>(def: Omit<ProListStream, 'kind' | 'raw' | 'map' | 'table'> & Def<S>): ProListStream {
+export function defineProList<S extends z.ZodType<Record<string, unknown>>>(
+  def: Omit<ProListStream, 'kind' | 'raw' | 'map' | 'table'> & Def<S>,
+): ProListStream {
   return { kind: 'pro-list', ...def } as unknown as ProListStream;
 }
 
-export function defineProFanOut<S extends z.ZodType<Record<string, unknown>>>(def: Omit<ProFanOutStream, 'kind' | 'raw' | 'map' | 'table'> & Def<S>): ProFanOutStream {
+export function defineProFanOut<S extends z.ZodType<Record<string, unknown>>>(
+  def: Omit<ProFanOutStream, 'kind' | 'raw' | 'map' | 'table'> & Def<S>,
+): ProFanOutStream {
   return { kind: 'pro-fan-out', ...def } as unknown as ProFanOutStream;
 }
