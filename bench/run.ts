@@ -2,7 +2,7 @@
  * Runs the benchmarks and writes their report (see bench/RESULTS.md for what
  * each part proves and how to run it).
  *
- *   node bench/run.ts --quick            every part, small sizes (under two minutes)
+ *   node bench/run.ts --quick            every part, small sizes (a few minutes)
  *   node bench/run.ts --full             every part at full size
  *   node bench/run.ts --full --only write,e2e
  *
@@ -16,7 +16,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { startBenchServer } from './support/db.ts';
 
-const PARTS = ['economy', 'write', 'e2e', 'webhooks'] as const;
+const PARTS = ['economy', 'write', 'e2e', 'webhooks', 'schedule'] as const;
 type Part = (typeof PARTS)[number];
 
 const { values } = parseArgs({
@@ -83,6 +83,12 @@ try {
     const r = await runWebhooks(server, { ackSeconds: full ? 30 : 5, burst: 1000, concurrencies: full ? [2, 8] : [2], log });
     sections.push(`## 4. Webhooks\n\n${r.markdown}`);
     data.webhooks = r.data;
+  }
+  if (selected('schedule')) {
+    const { runSchedule } = await import('./schedule.ts');
+    const r = await runSchedule(server, { full, log });
+    sections.push(`## 5. Scheduling: requests and freshness over a practice day\n\n${r.markdown}`);
+    data.schedule = r.data;
   }
 } finally {
   await server.stop();

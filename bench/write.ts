@@ -1,7 +1,8 @@
 /**
  * Part 2, write throughput: pmsync's page upsert against COPY (the ceiling)
  * and a per-row Prisma upsert (what a hand-written script does first), on the
- * same PostgreSQL in the same run, for inserts, updates and unchanged rows.
+ * same PostgreSQL in the same run, for inserts, updates and unchanged rows;
+ * and what history mode (customers_history versions) adds to a page write.
  *
  * Records are the simulator's customers, exactly as served, mapped by the
  * customers stream; preparing them is not timed. Each pmsync page commits in
@@ -14,6 +15,7 @@ import { PrismaPg } from '@prisma/adapter-pg';
 import { PrismaClient } from '../src/generated/prisma/client.ts';
 import { withTransaction } from '../src/db/pool.ts';
 import { buildPageUpsert, upsertPage } from '../src/db/upsert.ts';
+import { upsertRows } from '../src/sync/page.ts';
 import { DEMO_CORE, startSimulator } from '../src/simulator/index.ts';
 import type { Simulator } from '../src/simulator/index.ts';
 import customers from '../src/sync/streams/core/customers.ts';
@@ -34,6 +36,9 @@ export interface WriteOptions {
   curveSize: number;
   /** Rows written one by one through Prisma per pass (it is too slow for the full sizes). */
   prismaSample: number;
+  /** Rows and repetitions of the history-mode comparison (default: curveSize rows, 3 runs; off and on alternate in each). */
+  historySize?: number;
+  historyReps?: number;
   log: (line: string) => void;
 }
 
@@ -86,6 +91,52 @@ async function pmsyncPass(db: BenchDatabase, sim: Simulator, size: number, pass:
   });
   if (counted !== size) throw new Error(`pmsync ${pass} pass of ${size} rows reported ${counted} ${pass}`);
   return (size / ms) * 1000;
+}
+
+/**
+ * A page write as a sync does it (upsertRows: the page upsert, then the
+ * versions of the rows it wrote), with history mode off or on.
+ */
+async function historyPass(db: BenchDatabase, sim: Simulator, size: number, pass: Pass, history: boolean): Promise<number> {
+  let counted = 0;
+  const ms = await eachChunk(sim, size, pass === 'update', async (rows) => {
+    for (let i = 0; i < rows.length; i += PRODUCTION_PAGE) {
+      const page = rows.slice(i, i + PRODUCTION_PAGE);
+      const out = await withTransaction(db.pool, (tx) =>
+        upsertRows(tx, customers.table, page, { source: SOURCE, runId: 1, fetchedAt: new Date() }, history),
+      );
+      counted += pass === 'insert' ? out.inserted : pass === 'update' ? out.updated : out.unchanged;
+    }
+  });
+  if (counted !== size) throw new Error(`history ${history ? 'on' : 'off'} ${pass} pass of ${size} rows reported ${counted} ${pass}`);
+  return (size / ms) * 1000;
+}
+
+type HistoryRates = Record<'off' | 'on', Record<Pass, number[]>>;
+
+/** History off and on, alternating which goes first, each from empty tables: insert, unchanged, update. */
+async function historyComparison(
+  db: BenchDatabase,
+  sim: Simulator,
+  size: number,
+  reps: number,
+  log: (line: string) => void,
+): Promise<{ rates: HistoryRates; versions: number }> {
+  const rates: HistoryRates = { off: { insert: [], update: [], unchanged: [] }, on: { insert: [], update: [], unchanged: [] } };
+  let versions = 0;
+  for (let rep = 0; rep < reps; rep++) {
+    for (const mode of rep % 2 === 0 ? (['off', 'on'] as const) : (['on', 'off'] as const)) {
+      await truncate(db);
+      for (const pass of ['insert', 'unchanged', 'update'] as const)
+        rates[mode][pass].push(await historyPass(db, sim, size, pass, mode === 'on'));
+      if (mode === 'on') versions = (await db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM customers_history')).rows[0]!.n;
+      log(
+        `write history ${mode} ${fmtInt(size)} rep ${rep + 1}: insert ${fmtInt(rates[mode].insert.at(-1)!)}/s, unchanged ${fmtInt(rates[mode].unchanged.at(-1)!)}/s, update ${fmtInt(rates[mode].update.at(-1)!)}/s`,
+      );
+    }
+  }
+  if (versions !== 2 * size) throw new Error(`history on wrote ${versions} versions for ${size} inserts and ${size} updates`);
+  return { rates, versions };
 }
 
 function copyChunk(rows: Row[], fetchedAt: string): Buffer {
@@ -223,7 +274,7 @@ async function breakdown(db: BenchDatabase, sim: Simulator, size: number, reps: 
 }
 
 async function truncate(db: BenchDatabase): Promise<void> {
-  await db.pool.query('TRUNCATE customers, bench_copy');
+  await db.pool.query('TRUNCATE customers, customers_history, bench_copy');
   await db.pool.query('CHECKPOINT').catch(() => undefined);
 }
 
@@ -265,6 +316,10 @@ export async function runWrite(server: BenchServer, options: WriteOptions): Prom
     const steps = await breakdown(db, sim, options.curveSize, 3);
     options.log(`write breakdown: ${steps.map((b) => fmtInt(median(b.rates))).join(' / ')} rows/s`);
 
+    const historySize = options.historySize ?? options.curveSize;
+    const historyReps = options.historyReps ?? 3;
+    const history = await historyComparison(db, sim, historySize, historyReps, options.log);
+
     await truncate(db);
     const perRow = {
       insert: await prismaPass(prisma, sim, options.prismaSample, 'insert'),
@@ -276,8 +331,15 @@ export async function runWrite(server: BenchServer, options: WriteOptions): Prom
     );
 
     return {
-      markdown: report(options, bySize, curve, perRow, steps),
-      data: { bySize, curve, perRow, steps, prismaSample: options.prismaSample },
+      markdown: report(options, bySize, curve, perRow, steps, { size: historySize, reps: historyReps, rates: history.rates }),
+      data: {
+        bySize,
+        curve,
+        perRow,
+        steps,
+        prismaSample: options.prismaSample,
+        history: { size: historySize, reps: historyReps, ...history },
+      },
     };
   } finally {
     await prisma.$disconnect();
@@ -292,6 +354,7 @@ function report(
   curve: Array<{ batch: number; insert: number; update: number; unchanged: number }>,
   perRow: Record<Pass, number>,
   steps: Array<{ step: string; rates: number[] }>,
+  history: { size: number; reps: number; rates: HistoryRates },
 ): string {
   const rows: string[][] = [];
   for (const e of bySize) {
@@ -342,6 +405,17 @@ function report(
     table(
       ['step', 'rows/s', 'each run'],
       steps.map((b) => [b.step, fmtInt(median(b.rates)), spread(b.rates)]),
+    ),
+    '',
+    `History mode: the page write a sync does (\`upsertRows\`: the upsert, then in the same transaction the versions of the rows it wrote), ${PRODUCTION_PAGE}-row pages, ${fmtInt(history.size)} rows, off and on alternating first in each of ${history.reps} runs, each from empty tables; the update pass closes one version and opens another per row:`,
+    '',
+    table(
+      ['pass', 'history off rows/s', 'history on rows/s', 'on / off', 'off, each run', 'on, each run'],
+      (['insert', 'update', 'unchanged'] as const).map((p) => {
+        const off = median(history.rates.off[p]);
+        const on = median(history.rates.on[p]);
+        return [p, fmtInt(off), fmtInt(on), fmtPct(on / off), spread(history.rates.off[p]), spread(history.rates.on[p])];
+      }),
     ),
   ].join('\n');
 }

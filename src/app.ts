@@ -5,18 +5,18 @@
  */
 import { basicValue, HttpClient, proAuth, restAuth } from './api/http.ts';
 import { LimiterRegistry } from './api/limiter.ts';
-import type { Config, SourceConfig } from './config.ts';
+import { UNLIMITED, type Config, type SourceConfig } from './config.ts';
 import { startEmbedded, type EmbeddedDatabase } from './db/embedded.ts';
 import { migrate } from './db/migrate.ts';
 import { checkConnection, createPool, type Pool } from './db/pool.ts';
-import { createLogger, type Logger } from './log.ts';
+import { createLogger, type LogDestination, type Logger } from './log.ts';
 import { Redactor } from './redact.ts';
 import { keyFingerprint, QuotaLedger, type QuotaSettings } from './state/quota.ts';
 import type { SyncContext } from './sync/context.ts';
 import type { RetryPolicy } from './api/http.ts';
 
-/** Pro shows no quota; its requests are still counted, against this effectively unlimited budget. */
-export const PRO_UNLIMITED = 2_147_483_647;
+/** Pro shows no quota; its requests are still counted, against this effectively unlimited limit. */
+export const PRO_UNLIMITED = UNLIMITED;
 
 export interface App {
   config: Config;
@@ -34,7 +34,10 @@ export interface App {
 export interface OpenOptions {
   migrate?: boolean;
   now?: () => Date;
-  logDestination?: NodeJS.WritableStream;
+  /** Where log lines go (stderr unless set). */
+  logDestination?: LogDestination;
+  /** Colour the level of pretty log lines (default: when they go to a terminal's stderr). */
+  logColor?: boolean;
   retry?: RetryPolicy;
 }
 
@@ -61,6 +64,7 @@ export function quotaSettingsFor(source: SourceConfig): QuotaSettings {
       keyId: keyFingerprint(`pro:${source.token}`),
       dailyLimit: PRO_UNLIMITED,
       reservePercent: 0,
+      budget: source.budget,
       timeZone: 'UTC',
       resetHour: 0,
       label: `source "${source.name}"`,
@@ -70,6 +74,7 @@ export function quotaSettingsFor(source: SourceConfig): QuotaSettings {
     keyId: keyFingerprint(source.apikey),
     dailyLimit: source.dailyQuota,
     reservePercent: source.quota.reservePercent,
+    budget: source.budget,
     timeZone: source.quota.timeZone,
     resetHour: source.quota.resetHour,
     label: `source "${source.name}"`,
@@ -78,13 +83,20 @@ export function quotaSettingsFor(source: SourceConfig): QuotaSettings {
 
 export async function openApp(config: Config, options: OpenOptions = {}): Promise<App> {
   const redactor = redactorFor(config);
-  const logger = createLogger(redactor, { level: config.logLevel, destination: options.logDestination });
+  const color =
+    options.logColor ?? (config.logFormat === 'pretty' && !options.logDestination && process.stderr.isTTY && !process.env.NO_COLOR);
+  const logger = createLogger(redactor, { level: config.logLevel, destination: options.logDestination, format: config.logFormat, color });
   let embedded: EmbeddedDatabase | null = null;
   let databaseUrl = config.databaseUrl;
   if (!databaseUrl) {
     embedded = await startEmbedded({ dataDir: config.dataDir });
     databaseUrl = embedded.connectionString;
-    logger.info({ databaseUrl }, 'no DATABASE_URL set: using the embedded PostgreSQL');
+    logger.info(
+      { databaseUrl, ownerPid: embedded.owned ? process.pid : embedded.owner() },
+      embedded.owned
+        ? 'no DATABASE_URL set: using the embedded PostgreSQL'
+        : 'no DATABASE_URL set: using the embedded PostgreSQL another pmsync process runs',
+    );
   }
   const pool = createPool(databaseUrl);
   try {
@@ -128,6 +140,7 @@ export async function openApp(config: Config, options: OpenOptions = {}): Promis
         redactor,
         logger,
         timeoutMs: source.requestTimeoutMs,
+        maxResponseBytes: source.maxResponseBytes,
         retry: options.retry ?? (source.kind === 'pro' ? undefined : source.retry),
       });
       clients.set(source.name, client);
@@ -135,7 +148,7 @@ export async function openApp(config: Config, options: OpenOptions = {}): Promis
     return client;
   };
 
-  const ctx: SyncContext = { pool, logger, now, signal: abort.signal, clientFor };
+  const ctx: SyncContext = { pool, logger, now, signal: abort.signal, databaseUrl, clientFor };
   return {
     config,
     pool,
@@ -150,7 +163,9 @@ export async function openApp(config: Config, options: OpenOptions = {}): Promis
       await Promise.all([...clients.values()].map((c) => c.close()));
       await limiters.close();
       await pool.end();
-      await embedded?.stop();
+      if (embedded && (await embedded.stop()) === 'left running' && embedded.owner() === null) {
+        logger.info('the embedded PostgreSQL is left running: other clients are connected, and the next pmsync process adopts it');
+      }
     },
   };
 }

@@ -9,10 +9,15 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { ConfigError } from './errors.ts';
-import { DEFAULT_RETRY } from './api/http.ts';
+import { DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_RETRY } from './api/http.ts';
 import { isValidTimeZone } from './sync/window.ts';
-import { parseServeSettings, type ScheduleSettings, type ServeSettings } from './scheduler/settings.ts';
+import { checkTableSettings } from './sync/table-settings.ts';
+import { budgetValue, parseServeSettings, resolveBudget, type ScheduleSettings, type ServeSettings } from './scheduler/settings.ts';
 import { parseWebhookSettings, type WebhookSettings } from './webhooks/settings.ts';
+import { strictObject, suggestion } from './strict-schema.ts';
+import { resourceNames } from './sync/streams/index.ts';
+import type { LogFormat } from './log-format.ts';
+import { DEFAULT_PROGRESS_SECONDS } from './progress-log.ts';
 
 /** The standard plan's daily request budget per gateway key. */
 export const DEFAULT_DAILY_QUOTA = 1000;
@@ -31,34 +36,44 @@ export const DEFAULT_LAG_SECONDS = 60;
 export const DEFAULT_RESERVE_PERCENT = 10;
 
 const timeZone = z.string().refine(isValidTimeZone, 'not a known IANA time zone (e.g. UTC, America/New_York)');
-const secret = z.union([z.string().min(1), z.object({ env: z.string().min(1) })]);
+/** Largest response body a source may send (see DEFAULT_MAX_RESPONSE_BYTES). */
+const maxResponseBytes = z
+  .number()
+  .int()
+  .min(64 * 1024)
+  .max(1024 * 1024 * 1024)
+  .default(DEFAULT_MAX_RESPONSE_BYTES);
+const secret = z.union([z.string().min(1), strictObject({ env: z.string().min(1) })]);
 const sourceName = z.string().regex(/^[a-z0-9][a-z0-9_-]{0,62}$/, 'use lowercase letters, digits, "-" or "_"');
 
-const quota = z
-  .object({
-    reservePercent: z.number().min(0).max(90).default(DEFAULT_RESERVE_PERCENT),
-    /** Time zone in which the quota day resets. The spec does not say; UTC midnight is assumed. */
-    timeZone: timeZone.default('UTC'),
-    resetHour: z.number().int().min(0).max(23).default(0),
-  })
-  .prefault({});
+const quota = strictObject({
+  reservePercent: z.number().min(0).max(90).default(DEFAULT_RESERVE_PERCENT),
+  /** Time zone in which the quota day resets. The spec does not say; UTC midnight is assumed. */
+  timeZone: timeZone.default('UTC'),
+  resetHour: z.number().int().min(0).max(23).default(0),
+}).prefault({});
 
-const limiter = z
-  .object({
-    maxConcurrent: z.number().int().min(1).max(16).default(2),
-    minTimeMs: z.number().int().min(0).default(0),
-  })
-  .prefault({});
+const limiter = strictObject({
+  maxConcurrent: z.number().int().min(1).max(16).default(2),
+  minTimeMs: z.number().int().min(0).default(0),
+}).prefault({});
 
 /** Retries of 5xx answers, timeouts and resets: full-jitter exponential backoff (see src/api/http.ts). */
-const retry = z
-  .object({
-    maxAttempts: z.number().int().min(1).max(20).default(DEFAULT_RETRY.maxAttempts),
-    baseDelayMs: z.number().int().min(0).default(DEFAULT_RETRY.baseDelayMs),
-    maxDelayMs: z.number().int().min(0).default(DEFAULT_RETRY.maxDelayMs),
-    maxElapsedMs: z.number().int().min(0).default(DEFAULT_RETRY.maxElapsedMs),
-  })
-  .optional();
+const retry = strictObject({
+  maxAttempts: z.number().int().min(1).max(20).default(DEFAULT_RETRY.maxAttempts),
+  baseDelayMs: z.number().int().min(0).default(DEFAULT_RETRY.baseDelayMs),
+  maxDelayMs: z.number().int().min(0).default(DEFAULT_RETRY.maxDelayMs),
+  maxElapsedMs: z.number().int().min(0).default(DEFAULT_RETRY.maxElapsedMs),
+}).optional();
+
+/**
+ * Typed columns read from another raw field than pmsync's default, for a
+ * server that names a field differently: `{ "appointments.start_at": "StartTime" }`.
+ * Checked against the streams' columns at start-up (src/sync/table-settings.ts).
+ */
+const tableColumns = z.record(z.string(), z.string().min(1, 'name the raw field to read')).default({});
+/** Tables that keep `<table>_history` versions (history mode). */
+const historyTables = z.array(z.string()).default([]);
 
 const restFields = {
   name: sourceName,
@@ -69,6 +84,12 @@ const restFields = {
   /** Send the Basic value as the api_key query parameter instead of the Authorization header. */
   credentialsIn: z.enum(['header', 'query']).default('header'),
   dailyQuota: z.number().int().min(1).default(DEFAULT_DAILY_QUOTA),
+  /**
+   * Requests a quota day that scheduled checks, webhook-triggered fetches and
+   * full refreshes may spend together: a number, or a share of dailyQuota
+   * ("15%"). schedules.budget when omitted.
+   */
+  budget: budgetValue.optional(),
   quota,
   limiter,
   /** Time zone of ModifiedOn filter values. The spec does not say; UTC is assumed. */
@@ -76,36 +97,35 @@ const restFields = {
   overlapSeconds: z.number().int().min(0).default(DEFAULT_OVERLAP_SECONDS),
   lagSeconds: z.number().int().min(0).default(DEFAULT_LAG_SECONDS),
   requestTimeoutMs: z.number().int().min(1000).default(30_000),
+  maxResponseBytes,
   retry,
   /** Resources to sync; all of the kind's streams when omitted. */
   streams: z.array(z.string()).optional(),
   /** Streams whose server ignores ModifiedOn filters can be switched to full refresh. */
   fullRefresh: z.array(z.string()).default([]),
-  appointments: z
-    .object({
-      /** First appointment date to read (YYYY-MM-DD). */
-      historyStart: z.iso.date().default('2000-01-01'),
-      /** How far ahead of today booked appointments are read. */
-      horizonDays: z.number().int().min(0).max(3650).default(365),
-    })
-    .prefault({}),
-  webhook: z
-    .object({
-      /** Expected TenantId on deliveries; checked when set. */
-      tenantId: z.string().optional(),
-      /** How long the old secret token is still accepted after a rotation (default 3600, see docs/webhooks.md). */
-      secretGraceSeconds: z
-        .number()
-        .int()
-        .min(0)
-        .max(30 * 86_400)
-        .optional(),
-    })
-    .prefault({}),
+  columns: tableColumns,
+  history: historyTables,
+  appointments: strictObject({
+    /** First appointment date to read (YYYY-MM-DD). */
+    historyStart: z.iso.date().default('2000-01-01'),
+    /** How far ahead of today booked appointments are read. */
+    horizonDays: z.number().int().min(0).max(3650).default(365),
+  }).prefault({}),
+  webhook: strictObject({
+    /** Expected TenantId on deliveries; checked when set. */
+    tenantId: z.string().optional(),
+    /** How long the old secret token is still accepted after a rotation (default 3600, see docs/webhooks.md). */
+    secretGraceSeconds: z
+      .number()
+      .int()
+      .min(0)
+      .max(30 * 86_400)
+      .optional(),
+  }).prefault({}),
 };
 
-const coreSource = z.object({ kind: z.literal('core'), ...restFields });
-const subsetSource = z.object({ kind: z.literal('subset'), ...restFields });
+const coreSource = strictObject({ kind: z.literal('core'), ...restFields });
+const subsetSource = strictObject({ kind: z.literal('subset'), ...restFields });
 /** Limit sent on Pro list calls. The spec shows no maximum; 100 is the Core/Subset maximum (see docs/pro-and-subset.md). */
 export const PRO_PAGE_LIMIT = 100;
 /** Re-read a full sweep of every patient's appointments at least this often (hours). */
@@ -113,7 +133,7 @@ export const PRO_APPOINTMENT_SWEEP_HOURS = 24;
 /** Availability snapshots are taken at most this often (minutes). */
 export const PRO_AVAILABILITY_INTERVAL_MINUTES = 60;
 
-const proSource = z.object({
+const proSource = strictObject({
   kind: z.literal('pro'),
   name: sourceName,
   baseUrl: z.string(),
@@ -124,50 +144,64 @@ const proSource = z.object({
   /** Parallel per-patient appointment requests (and per-provider slot requests). */
   concurrency: z.number().int().min(1).max(32).default(4),
   /** Requests in flight are bounded by both this limiter and `concurrency`; its default matches `concurrency`'s. */
-  limiter: z
-    .object({
-      maxConcurrent: z.number().int().min(1).max(32).default(4),
-      minTimeMs: z.number().int().min(0).default(0),
-    })
-    .prefault({}),
+  limiter: strictObject({
+    maxConcurrent: z.number().int().min(1).max(32).default(4),
+    minTimeMs: z.number().int().min(0).default(0),
+  }).prefault({}),
   requestTimeoutMs: z.number().int().min(1000).default(30_000),
+  /**
+   * Requests a day scheduled checks may spend. The Pro API shows no quota, so
+   * there is no limit unless one is set here; checks are still made only where
+   * changes are expected (see docs/operations.md).
+   */
+  budget: z.number().int().min(0).optional(),
+  maxResponseBytes,
   streams: z.array(z.string()).optional(),
-  appointments: z
-    .object({
-      /**
-       * Between full sweeps only patients that are new or changed are re-read;
-       * every this many hours all of them are (0: every run).
-       */
-      fullSweepHours: z
-        .number()
-        .min(0)
-        .max(24 * 90)
-        .default(PRO_APPOINTMENT_SWEEP_HOURS),
-    })
-    .prefault({}),
+  columns: tableColumns,
+  history: historyTables,
+  appointments: strictObject({
+    /**
+     * Between full sweeps only patients that are new or changed are re-read;
+     * every this many hours all of them are (0: every run).
+     */
+    fullSweepHours: z
+      .number()
+      .min(0)
+      .max(24 * 90)
+      .default(PRO_APPOINTMENT_SWEEP_HOURS),
+  }).prefault({}),
   /**
    * Waitlist entries to read besides those named by waitlist slots: the API has
    * no list of waitlist entries, only GET /waitlist/{waitlistId}.
    */
   waitlistIds: z.array(z.number().int().positive()).default([]),
-  availability: z
-    .object({
-      horizonDays: z.number().int().min(1).max(365).default(14),
-      /** A run takes a new snapshot only when the last one is at least this old. */
-      minIntervalMinutes: z.number().int().min(0).default(PRO_AVAILABILITY_INTERVAL_MINUTES),
-    })
-    .prefault({}),
+  availability: strictObject({
+    horizonDays: z.number().int().min(1).max(365).default(14),
+    /** A run takes a new snapshot only when the last one is at least this old. */
+    minIntervalMinutes: z.number().int().min(0).default(PRO_AVAILABILITY_INTERVAL_MINUTES),
+  }).prefault({}),
 });
 
 const sourceSchema = z.discriminatedUnion('kind', [coreSource, subsetSource, proSource]);
 
-const fileSchema = z.object({
+const fileSchema = strictObject({
   databaseUrl: z.string().optional(),
   sources: z.array(sourceSchema).default([]),
+  // Parsed by their own modules (src/scheduler/settings.ts, src/webhooks/settings.ts), strictly too.
+  schedules: z.unknown().optional(),
+  serve: z.unknown().optional(),
+  webhooks: z.unknown().optional(),
 });
 
 type SecretKey = 'apikey' | 'password' | 'token';
-type Resolved<T> = { [K in keyof T]: K extends SecretKey ? string : T[K] };
+/** Secrets are read from the environment and budgets turned into requests a day at load time. */
+type Resolved<T> = Omit<{ [K in keyof T]: K extends SecretKey ? string : T[K] }, 'budget'> & {
+  budget: number;
+  /** Where each credential was configured, in an operator's words, for messages after a 401. */
+  credentialNames?: CredentialNames;
+};
+/** E.g. apikey: "CORE_APIKEY", or "apikey (environment variable DOWNTOWN_APIKEY)" with where: "sources[0] of pmsync.json". */
+export type CredentialNames = Partial<Record<SecretKey | 'username' | 'where', string>>;
 export type CoreSourceConfig = Resolved<z.infer<typeof coreSource>>;
 export type SubsetSourceConfig = Resolved<z.infer<typeof subsetSource>>;
 export type ProSourceConfig = Resolved<z.infer<typeof proSource>>;
@@ -180,6 +214,12 @@ export interface Config {
   /** Folder of the embedded PostgreSQL data and other local state. */
   dataDir: string;
   logLevel: string;
+  /** JSON lines, or pretty lines for a person (the CLI picks pretty on a terminal). */
+  logFormat?: LogFormat;
+  /** Only problems: logs at error, no progress, and of run summaries only what did not succeed. */
+  quiet?: boolean;
+  /** Seconds between progress lines of a running stream in the log (PMSYNC_PROGRESS_SECONDS). */
+  progressSeconds?: number;
   redisUrl: string | undefined;
   sources: SourceConfig[];
   /** Cron schedules of `pmsync serve` (always set by loadConfig). */
@@ -224,7 +264,10 @@ export function loadConfig(options: LoadOptions = {}): Config {
     sources = salvageSources(fileInput, env, problems);
   } else {
     databaseUrl ??= parsed.data.databaseUrl;
-    sources = parsed.data.sources.map((s, i) => resolveSecrets(s, `sources[${i}]`, env, problems) as SourceConfig);
+    sources = parsed.data.sources.map((s, i) => ({
+      ...(resolveSecrets(s, `sources[${i}]`, env, problems) as SourceConfig),
+      credentialNames: fileCredentialNames(s, `sources[${i}]`, configFile ?? 'config'),
+    }));
   }
 
   const webhooks = parseWebhookSettings(fileInput, configFile ?? 'config', problems);
@@ -242,17 +285,28 @@ export function loadConfig(options: LoadOptions = {}): Config {
       dailyQuota: env.CORE_DAILY_QUOTA === undefined ? undefined : Number(env.CORE_DAILY_QUOTA),
       timeZone: env.CORE_TIME_ZONE,
     });
-    if (fromEnv.success) sources.push(fromEnv.data as CoreSourceConfig);
-    else for (const issue of fromEnv.error.issues) problems.push(`environment: ${envName(issue.path)}: ${issue.message}`);
+    if (fromEnv.success)
+      sources.push({
+        ...(fromEnv.data as CoreSourceConfig),
+        credentialNames: { apikey: 'CORE_APIKEY', username: 'CORE_USERNAME', password: 'CORE_PASSWORD' },
+      });
+    else problems.push(...envProblems(fromEnv.error.issues, env));
   }
+
+  const declared = declaredSources(fileInput, sources);
+  problems.push(...resourceProblems(declared, configFile ?? 'config'));
+  problems.push(...overrideProblems(schedules.overrides, declared, configFile ?? 'config'));
 
   const seen = new Set<string>();
   sources.forEach((s, i) => {
     const where = `source "${s.name}" (sources[${i}])`;
     if (seen.has(s.name)) problems.push(`${where}: the name is used twice`);
     seen.add(s.name);
+    resolveSourceBudget(s, schedules.budget);
     problems.push(...checkSource(s).map((p) => `${where}: ${p}`));
+    problems.push(...checkTableSettings(s).map((p) => `${where}: ${p}`));
   });
+  problems.push(...checkSharedKeys(sources));
 
   if (databaseUrl) {
     try {
@@ -263,11 +317,19 @@ export function loadConfig(options: LoadOptions = {}): Config {
     }
   }
 
+  const progressSeconds = env.PMSYNC_PROGRESS_SECONDS === undefined ? DEFAULT_PROGRESS_SECONDS : Number(env.PMSYNC_PROGRESS_SECONDS);
+  if (!(progressSeconds > 0)) {
+    problems.push(
+      `PMSYNC_PROGRESS_SECONDS: "${env.PMSYNC_PROGRESS_SECONDS}" is not a number of seconds above 0 (default ${DEFAULT_PROGRESS_SECONDS})`,
+    );
+  }
+
   if (problems.length > 0) throw new ConfigError(problems);
   return {
     databaseUrl,
     dataDir: env.PMSYNC_DATA_DIR ?? '.pmsync',
     logLevel: env.LOG_LEVEL ?? 'info',
+    progressSeconds,
     redisUrl: env.REDIS_URL || undefined,
     sources,
     schedules,
@@ -276,8 +338,124 @@ export function loadConfig(options: LoadOptions = {}): Config {
   };
 }
 
+/** Pro sources have no quota the spec shows: their budget is unlimited unless set. */
+export const UNLIMITED = 2_147_483_647;
+
+function resolveSourceBudget(s: SourceConfig, fallback: number | string): void {
+  const raw = (s as { budget?: number | string }).budget;
+  (s as { budget: number }).budget =
+    s.kind === 'pro' ? (raw === undefined ? UNLIMITED : Number(raw)) : resolveBudget(raw ?? fallback, s.dailyQuota);
+}
+
+/** Sources sharing a gateway key share its ledger, so they must agree on its quota and budget. */
+function checkSharedKeys(sources: SourceConfig[]): string[] {
+  const byKey = new Map<string, RestSourceConfig[]>();
+  for (const s of sources) if (s.kind !== 'pro' && s.apikey) byKey.set(s.apikey, [...(byKey.get(s.apikey) ?? []), s]);
+  const problems: string[] = [];
+  for (const group of byKey.values()) {
+    const [first, ...rest] = group;
+    for (const other of rest) {
+      const differs = (['dailyQuota', 'budget'] as const).filter((k) => other[k] !== first![k]);
+      if (other.quota.reservePercent !== first!.quota.reservePercent) differs.push('quota.reservePercent' as never);
+      if (differs.length > 0) {
+        problems.push(
+          `sources "${first!.name}" and "${other.name}" share a gateway key, so they share its daily quota: set the same ${differs.join(', ')} on both`,
+        );
+      }
+    }
+  }
+  return problems;
+}
+
+/** What each source entry declares, read from the raw input so entries with other problems are checked too. */
+interface DeclaredSource {
+  where: string;
+  name: string | undefined;
+  kind: SourceConfig['kind'];
+  streams: unknown;
+  fullRefresh: unknown;
+}
+
+const KINDS: ReadonlyArray<SourceConfig['kind']> = ['core', 'subset', 'pro'];
+
+function declaredSources(fileInput: unknown, parsed: SourceConfig[]): DeclaredSource[] {
+  const entries = (fileInput as { sources?: unknown } | null)?.sources;
+  const out: DeclaredSource[] = [];
+  if (Array.isArray(entries)) {
+    entries.forEach((entry, i) => {
+      const e = entry !== null && typeof entry === 'object' ? (entry as Record<string, unknown>) : {};
+      if (!KINDS.includes(e.kind as SourceConfig['kind'])) return;
+      out.push({
+        where: `sources[${i}]`,
+        name: typeof e.name === 'string' ? e.name : undefined,
+        kind: e.kind as SourceConfig['kind'],
+        streams: e.streams,
+        fullRefresh: e.fullRefresh,
+      });
+    });
+  }
+  // The CORE_* source is the one parsed source no entry describes.
+  for (const s of parsed)
+    if (!out.some((d) => d.name === s.name))
+      out.push({ where: 'environment', name: s.name, kind: s.kind, streams: undefined, fullRefresh: undefined });
+  return out;
+}
+
+/** Names in `streams` and `fullRefresh` must be resources the source's API kind serves. */
+function resourceProblems(declared: DeclaredSource[], file: string): string[] {
+  const problems: string[] = [];
+  for (const d of declared) {
+    const known = resourceNames(d.kind);
+    for (const key of d.kind === 'pro' ? ['streams'] : ['streams', 'fullRefresh']) {
+      const names = key === 'streams' ? d.streams : d.fullRefresh;
+      if (!Array.isArray(names)) continue;
+      names.forEach((name, j) => {
+        if (typeof name === 'string' && !known.includes(name)) {
+          problems.push(`${file}: ${d.where}.${key}[${j}]: "${name}" is not a resource of the ${d.kind} API${suggestion(name, known)}`);
+        }
+      });
+    }
+  }
+  return problems;
+}
+
+/** A schedule override must name a configured source, and a resource that source reads. */
+function overrideProblems(overrides: Array<{ source?: string; resource?: string }>, declared: DeclaredSource[], file: string): string[] {
+  const problems: string[] = [];
+  const names = declared.flatMap((d) => (d.name === undefined ? [] : [d.name]));
+  const resourcesOf = (d: DeclaredSource) => {
+    const all = resourceNames(d.kind);
+    return Array.isArray(d.streams) ? all.filter((r) => (d.streams as unknown[]).includes(r)) : all;
+  };
+  overrides.forEach((o, i) => {
+    const where = `${file}: schedules.overrides[${i}]`;
+    const owner = o.source === undefined ? undefined : declared.find((d) => d.name === o.source);
+    if (o.source !== undefined && !owner) {
+      problems.push(`${where}.source: no source named "${o.source}"${suggestion(o.source, names)}`);
+      return;
+    }
+    if (o.resource === undefined) return;
+    const candidates = [...new Set((owner ? [owner] : declared).flatMap(resourcesOf))];
+    if (!candidates.includes(o.resource)) {
+      problems.push(
+        `${where}.resource: ${owner ? `source "${owner.name}" reads no resource` : 'no configured source reads a resource'} "${o.resource}"${suggestion(o.resource, candidates)}`,
+      );
+    }
+  });
+  return problems;
+}
+
 function checkSource(s: SourceConfig): string[] {
   const problems: string[] = [];
+  // Only parsed sources carry a resolved budget (salvageSources checks raw entries too).
+  if (s.kind !== 'pro' && typeof s.budget === 'number' && s.quota) {
+    const allowed = Math.floor((s.dailyQuota * (100 - s.quota.reservePercent)) / 100);
+    if (s.budget > allowed) {
+      problems.push(
+        `budget ${s.budget} is more than the ${allowed} requests scheduled work may spend a day (dailyQuota ${s.dailyQuota} minus the ${s.quota.reservePercent}% reserve)`,
+      );
+    }
+  }
   let url: URL | undefined;
   try {
     url = new URL(s.baseUrl);
@@ -335,6 +513,23 @@ function salvageSources(fileInput: unknown, env: NodeJS.ProcessEnv, problems: st
   return valid;
 }
 
+/** How a 401 message names the credentials of a source entry of the config file. */
+function fileCredentialNames(entry: Record<string, unknown>, where: string, file: string): CredentialNames {
+  const named = (key: SecretKey | 'username') => {
+    const v = entry[key];
+    const fromEnv = v && typeof v === 'object' && 'env' in v ? ` (environment variable ${(v as { env: string }).env})` : '';
+    return `${key}${fromEnv}`;
+  };
+  const keys: Array<SecretKey | 'username'> = entry.kind === 'pro' ? ['token'] : ['apikey', 'username', 'password'];
+  return { ...Object.fromEntries(keys.map((k) => [k, named(k)])), where: `${where} of ${file}` };
+}
+
+const SECRET_WHAT: Record<string, string> = {
+  apikey: "the source's gateway key",
+  password: "the API user's password",
+  token: "the source's Pro API token",
+};
+
 function resolveSecrets(
   source: Record<string, unknown>,
   where: string,
@@ -347,7 +542,7 @@ function resolveSecrets(
     if (v && typeof v === 'object' && 'env' in v) {
       const name = (v as { env: string }).env;
       const value = env[name];
-      if (!value) problems.push(`${where}.${key}: environment variable ${name} is not set`);
+      if (!value) problems.push(`${where}.${key}: environment variable ${name} is not set (it holds ${SECRET_WHAT[key]})`);
       out[key] = value ?? '';
     }
   }
@@ -363,26 +558,64 @@ function formatPath(path: PropertyKey[]): string {
   );
 }
 
-const ENV_NAMES: Record<string, string> = {
-  baseUrl: 'CORE_BASE_URL',
-  apikey: 'CORE_APIKEY',
-  username: 'CORE_USERNAME',
-  password: 'CORE_PASSWORD',
-  dailyQuota: 'CORE_DAILY_QUOTA',
-  timeZone: 'CORE_TIME_ZONE',
-  name: 'CORE_SOURCE_NAME',
+/** The CORE_* variables of a single Core source, and what each one holds. */
+const CORE_ENV: Record<string, { name: string; what: string }> = {
+  baseUrl: {
+    name: 'CORE_BASE_URL',
+    what: 'the base URL of the Core API, ending in /api/v1 (e.g. https://api.example-practice.com/api/v1)',
+  },
+  apikey: { name: 'CORE_APIKEY', what: 'the gateway key of your integration (sent as the apikey parameter)' },
+  username: { name: 'CORE_USERNAME', what: 'the name of an active API user (without ":")' },
+  password: { name: 'CORE_PASSWORD', what: "that API user's password" },
+  dailyQuota: { name: 'CORE_DAILY_QUOTA', what: "the account's daily request quota, a whole number (default 1000)" },
+  timeZone: { name: 'CORE_TIME_ZONE', what: 'the time zone of ModifiedOn values, an IANA name such as UTC or America/New_York' },
+  name: { name: 'CORE_SOURCE_NAME', what: 'the name of the source (lowercase letters, digits, "-" or "_")' },
 };
+const CORE_CREDENTIALS = ['baseUrl', 'apikey', 'username', 'password'] as const;
 
-function envName(path: PropertyKey[]): string {
-  return ENV_NAMES[String(path[0])] ?? formatPath(path);
+function listed(names: string[]): string {
+  return names.length <= 1 ? (names[0] ?? '') : `${names.slice(0, -1).join(', ')} and ${names[names.length - 1]}`;
+}
+
+/**
+ * Problems of the CORE_* source in an operator's words: which variable to set
+ * and what it holds, instead of the schema's wording.
+ */
+function envProblems(issues: z.core.$ZodIssue[], env: NodeJS.ProcessEnv): string[] {
+  const problems: string[] = [];
+  const reported = new Set<string>();
+  const set = CORE_CREDENTIALS.filter((k) => env[CORE_ENV[k]!.name]).map((k) => CORE_ENV[k]!.name);
+  for (const issue of issues) {
+    const key = String(issue.path[0] ?? '');
+    const v = CORE_ENV[key];
+    if (!v) {
+      problems.push(`environment: ${formatPath(issue.path)}: ${issue.message}`);
+      continue;
+    }
+    if (reported.has(v.name)) continue;
+    reported.add(v.name);
+    const value = env[v.name];
+    if (value === undefined || value === '') {
+      problems.push(
+        `environment: ${v.name} is not set: set it to ${v.what}. ` +
+          `${listed(set)} ${set.length === 1 ? 'is' : 'are'} set, and CORE_BASE_URL, CORE_APIKEY, CORE_USERNAME and CORE_PASSWORD together configure one Core source.`,
+      );
+    } else {
+      const shown = key === 'apikey' || key === 'password' ? '' : ` "${value}"`;
+      // The schema's own wording ("Invalid input: expected number") says less than what the variable holds.
+      const why = /^Invalid|^Too (small|big)/.test(issue.message) ? '' : ` (${issue.message})`;
+      problems.push(`environment: ${v.name}${shown} is not valid${why}: set it to ${v.what}.`);
+    }
+  }
+  return problems;
 }
 
 export function findSource(config: Config, name: string | undefined): SourceConfig[] {
   if (!name) return config.sources;
   const s = config.sources.find((x) => x.name === name);
   if (!s) {
-    const known = config.sources.map((x) => x.name).join(', ') || 'none configured';
-    throw new ConfigError([`--source ${name}: no such source (known: ${known})`]);
+    const known = config.sources.map((x) => x.name);
+    throw new ConfigError([`--source ${name}: no such source${known.length > 0 ? suggestion(name, known) : ' (none configured)'}`]);
   }
   return [s];
 }

@@ -54,14 +54,23 @@ export class HttpError extends PmsyncError {
   }
 }
 
+/**
+ * What ran out: the scheduled-spend budget (checks stop, backfills and resyncs
+ * go on), the allowance of scheduled work, the whole quota, or the server's
+ * own count (it answered 429).
+ */
+export type QuotaScope = 'budget' | 'allowance' | 'quota' | 'server';
+
 export class QuotaExhaustedError extends PmsyncError {
   /** When the quota day resets and requests may be sent again. */
   readonly resumeAt: Date;
+  readonly scope: QuotaScope;
 
-  constructor(message: string, resumeAt: Date) {
+  constructor(message: string, resumeAt: Date, scope: QuotaScope = 'quota') {
     super('QUOTA_EXHAUSTED', message);
     this.name = 'QuotaExhaustedError';
     this.resumeAt = resumeAt;
+    this.scope = scope;
   }
 }
 
@@ -86,8 +95,12 @@ export const EXIT = {
 } as const;
 
 export function exitCodeFor(err: unknown): number {
-  if (!(err instanceof PmsyncError)) return EXIT.FAILED;
-  switch (err.code) {
+  return err instanceof PmsyncError ? exitCodeOf(err.code) : EXIT.FAILED;
+}
+
+/** The exit code for an error code; anything unknown is a failure (1). */
+export function exitCodeOf(code: string): number {
+  switch (code) {
     case 'CONFIG_INVALID':
       return EXIT.CONFIG;
     case 'USAGE':

@@ -3,28 +3,52 @@
  * default registry: tests and several servers in one process stay apart).
  *
  * Counters count what this process did since it started; gauges read shared
- * state (quota ledger, run history, webhook queue) when scraped, so every
- * replica reports the same database-wide values for those.
+ * state (quota ledger, the scheduler's view, run history, webhook queue) when
+ * scraped, so every replica reports the same database-wide values for those.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { PURPOSES, type Purpose } from './api/http.ts';
 import { PmsyncError } from './errors.ts';
 import type { SourceResult } from './sync/sync-source.ts';
 
-export interface QuotaReading {
+/** One source as the scrape-time gauges see it. */
+export interface SourceReading {
   source: string;
-  used: number;
-  limit: number;
-  /** The API answered 429 and the key is held until its reset. */
-  exhausted: boolean;
+  /** Null for sources with no quota (Pro). */
+  quota: {
+    used: number;
+    limit: number;
+    /** The API answered 429 and the key is held until its reset. */
+    exhausted: boolean;
+    budget: number;
+    budgetUsed: number;
+    byPurpose: Record<Purpose, number>;
+  } | null;
+  /** Requests planned for the rest of the quota day, by purpose. */
+  planned: { check: number; webhook: number; full: number; backfill: number } | null;
+  streams: Array<{
+    resource: string;
+    lastSuccess: Date | null;
+    /** Seconds since every change was last read (end of the last completed window). */
+    stalenessSeconds: number | null;
+    notificationsWaiting: number;
+    /** Whether its freshness target holds today; null when it has none. */
+    targetMet: boolean | null;
+    /** Changes per hour its learned model expects now. */
+    changeRate: number | null;
+    /** The longest its staleness may grow now under its rules (target, safety net or floor); null when none applies. */
+    stalenessTargetSeconds?: number | null;
+  }>;
 }
 
 /** Where the scrape-time gauges read from. */
 export interface MetricsReaders {
-  quota(): Promise<QuotaReading[]>;
-  lastSuccess(): Promise<Array<{ source: string; resource: string; at: Date }>>;
+  sources(): Promise<SourceReading[]>;
   running(): Array<{ source: string; resource: string }>;
   /** Absent when no webhook receiver runs. */
   webhooks?: () => Promise<{ backlog: number; deadLetters: number }>;
+  /** Whether this replica is ready (what /readyz answers). */
+  ready?: () => Promise<boolean>;
   onCollectError?: (err: unknown) => void;
 }
 
@@ -37,7 +61,7 @@ export class Metrics {
   readonly runs: Counter<'source' | 'resource' | 'status'>;
   readonly runDuration: Histogram<'source' | 'resource' | 'mode' | 'status'>;
   readonly errors: Counter<'source' | 'code'>;
-  readonly ticks: Counter<'source' | 'resource' | 'outcome'>;
+  readonly dispatches: Counter<'source' | 'resource' | 'purpose' | 'reason'>;
 
   constructor(readers: MetricsReaders) {
     const registers = [this.registry];
@@ -50,13 +74,13 @@ export class Metrics {
     };
     this.requests = new Counter({
       name: 'pmsync_requests_total',
-      help: 'API requests sent by sync runs of this process',
+      help: 'API requests sent by runs of this process',
       labelNames: ['source', 'resource'],
       registers,
     });
     this.rows = new Counter({
       name: 'pmsync_rows_total',
-      help: 'Records written by sync runs of this process, by outcome (inserted, updated, unchanged, rejected)',
+      help: 'Records written by runs of this process, by outcome (inserted, updated, unchanged, rejected)',
       labelNames: ['source', 'resource', 'outcome'],
       registers,
     });
@@ -79,56 +103,111 @@ export class Metrics {
       labelNames: ['source', 'code'],
       registers,
     });
-    this.ticks = new Counter({
-      name: 'pmsync_schedule_ticks_total',
-      help: 'Schedule fires seen by this process: queued, skipped_running, locked, not_elected, paused, stopping',
-      labelNames: ['source', 'resource', 'outcome'],
+    this.dispatches = new Counter({
+      name: 'pmsync_dispatches_total',
+      help: 'Runs this process dispatched, by purpose (check, backfill, webhook, full) and reason (changes, notified, floor, safety-net, cron, ...)',
+      labelNames: ['source', 'resource', 'purpose', 'reason'],
       registers,
     });
 
-    const quotaLeft = new Gauge({
-      name: 'pmsync_quota_remaining',
-      help: 'Requests left on the current quota day (0 while the API answers 429)',
-      labelNames: ['source'],
-      registers,
-    });
-    const quotaUsed = new Gauge({
-      name: 'pmsync_quota_used',
-      help: 'Requests counted on the current quota day, by every pmsync process',
-      labelNames: ['source'],
-      registers,
-    });
-    const quotaLimit = new Gauge({ name: 'pmsync_quota_limit', help: 'Configured daily request quota', labelNames: ['source'], registers });
-    let quotaPending: Promise<QuotaReading[]> | null = null;
-    // The three quota gauges share one read per scrape.
-    const readQuota = () => (quotaPending ??= readers.quota().finally(() => setTimeout(() => (quotaPending = null), 0)));
-    const quotaGauge = (g: Gauge<'source'>, value: (q: QuotaReading) => number) =>
-      Object.assign(g, {
-        collect: () =>
-          safely(async () => {
-            g.reset();
-            for (const q of await readQuota()) g.set({ source: q.source }, value(q));
-          }),
+    // Every gauge below shares one read of the sources per scrape.
+    let pending: Promise<SourceReading[]> | null = null;
+    const read = () => (pending ??= readers.sources().finally(() => setTimeout(() => (pending = null), 0)));
+    const gauge = <L extends string>(name: string, help: string, labelNames: L[], fill: (g: Gauge<L>, readings: SourceReading[]) => void) =>
+      new Gauge<L>({
+        name,
+        help,
+        labelNames,
+        registers,
+        async collect() {
+          await safely(async () => {
+            const readings = await read();
+            this.reset();
+            fill(this, readings);
+          });
+        },
       });
-    quotaGauge(quotaLeft, (q) => (q.exhausted ? 0 : Math.max(0, q.limit - q.used)));
-    quotaGauge(quotaUsed, (q) => q.used);
-    quotaGauge(quotaLimit, (q) => q.limit);
+    const withQuota = (rs: SourceReading[]) => rs.flatMap((r) => (r.quota ? [{ source: r.source, q: r.quota }] : []));
+    const streams = (rs: SourceReading[]) =>
+      rs.flatMap((r) => r.streams.map((s) => ({ labels: { source: r.source, resource: s.resource }, s })));
 
-    new Gauge({
-      name: 'pmsync_last_success_timestamp_seconds',
-      help: 'End of the last successful run per stream (any process), as a Unix time',
-      labelNames: ['source', 'resource'],
-      registers,
-      async collect() {
-        await safely(async () => {
-          this.reset();
-          for (const r of await readers.lastSuccess()) this.set({ source: r.source, resource: r.resource }, r.at.getTime() / 1000);
-        });
+    gauge('pmsync_quota_remaining', 'Requests left on the current quota day (0 while the API answers 429)', ['source'], (g, rs) => {
+      for (const { source, q } of withQuota(rs)) g.set({ source }, q.exhausted ? 0 : Math.max(0, q.limit - q.used));
+    });
+    gauge('pmsync_quota_used', 'Requests counted on the current quota day, by every pmsync process', ['source'], (g, rs) => {
+      for (const { source, q } of withQuota(rs)) g.set({ source }, q.used);
+    });
+    gauge('pmsync_quota_limit', 'Configured daily request quota', ['source'], (g, rs) => {
+      for (const { source, q } of withQuota(rs)) g.set({ source }, q.limit);
+    });
+    gauge(
+      'pmsync_budget',
+      'Requests a quota day that checks, webhook-triggered fetches and full refreshes may spend together',
+      ['source'],
+      (g, rs) => {
+        for (const { source, q } of withQuota(rs)) g.set({ source }, q.budget);
       },
+    );
+    gauge('pmsync_budget_used', 'Requests of the budget spent on the current quota day', ['source'], (g, rs) => {
+      for (const { source, q } of withQuota(rs)) g.set({ source }, q.budgetUsed);
+    });
+    gauge(
+      'pmsync_requests_today',
+      'Requests counted on the current quota day by purpose (check, backfill, webhook, resync, full), by every process',
+      ['source', 'purpose'],
+      (g, rs) => {
+        for (const { source, q } of withQuota(rs)) for (const purpose of PURPOSES) g.set({ source, purpose }, q.byPurpose[purpose]);
+      },
+    );
+    gauge(
+      'pmsync_requests_planned',
+      'Requests the scheduler plans to send for the rest of the quota day, by purpose',
+      ['source', 'purpose'],
+      (g, rs) => {
+        for (const r of rs) if (r.planned) for (const [purpose, n] of Object.entries(r.planned)) g.set({ source: r.source, purpose }, n);
+      },
+    );
+    gauge(
+      'pmsync_last_success_timestamp_seconds',
+      'End of the last successful run per stream (any process), as a Unix time',
+      ['source', 'resource'],
+      (g, rs) => {
+        for (const { labels, s } of streams(rs)) if (s.lastSuccess) g.set(labels, s.lastSuccess.getTime() / 1000);
+      },
+    );
+    gauge('pmsync_stream_staleness_seconds', 'Seconds since every change of the stream was last read', ['source', 'resource'], (g, rs) => {
+      for (const { labels, s } of streams(rs)) if (s.stalenessSeconds !== null) g.set(labels, s.stalenessSeconds);
+    });
+    gauge(
+      'pmsync_stream_notifications_waiting',
+      'Webhook notifications of the stream not yet read by a check',
+      ['source', 'resource'],
+      (g, rs) => {
+        for (const { labels, s } of streams(rs)) g.set(labels, s.notificationsWaiting);
+      },
+    );
+    gauge(
+      'pmsync_stream_target_met',
+      "1 while the stream's freshness target (maxStalenessMinutes, or the bound on notified changes) fits the budget, 0 when it cannot be honoured",
+      ['source', 'resource'],
+      (g, rs) => {
+        for (const { labels, s } of streams(rs)) if (s.targetMet !== null) g.set(labels, s.targetMet ? 1 : 0);
+      },
+    );
+    gauge(
+      'pmsync_stream_staleness_target_seconds',
+      'The longest the stream may stay stale now under its rules: its freshness target in its busy hours, the safety net when fed by webhooks, else the floor',
+      ['source', 'resource'],
+      (g, rs) => {
+        for (const { labels, s } of streams(rs)) if (s.stalenessTargetSeconds != null) g.set(labels, s.stalenessTargetSeconds);
+      },
+    );
+    gauge('pmsync_stream_change_rate', "Changes per hour the stream's learned model expects now", ['source', 'resource'], (g, rs) => {
+      for (const { labels, s } of streams(rs)) if (s.changeRate !== null) g.set(labels, s.changeRate);
     });
     new Gauge({
       name: 'pmsync_runs_in_progress',
-      help: 'Stream runs queued or running in this process',
+      help: 'Stream runs running in this process',
       labelNames: ['source', 'resource'],
       registers,
       collect() {
@@ -137,12 +216,12 @@ export class Metrics {
       },
     });
     if (readers.webhooks) {
-      const read = readers.webhooks;
-      let pending: Promise<{ backlog: number; deadLetters: number }> | null = null;
-      const once = () => (pending ??= read().finally(() => setTimeout(() => (pending = null), 0)));
+      const readWebhooks = readers.webhooks;
+      let pendingWebhooks: Promise<{ backlog: number; deadLetters: number }> | null = null;
+      const once = () => (pendingWebhooks ??= readWebhooks().finally(() => setTimeout(() => (pendingWebhooks = null), 0)));
       new Gauge({
         name: 'pmsync_webhook_backlog',
-        help: 'Webhook refreshes waiting or being retried',
+        help: 'Webhook record refreshes waiting or being retried',
         registers,
         async collect() {
           await safely(async () => this.set((await once()).backlog));
@@ -150,17 +229,28 @@ export class Metrics {
       });
       new Gauge({
         name: 'pmsync_webhook_dead_letters',
-        help: 'Webhook refreshes that failed every attempt',
+        help: 'Webhook record refreshes that failed every attempt',
         registers,
         async collect() {
           await safely(async () => this.set((await once()).deadLetters));
         },
       });
     }
+    if (readers.ready) {
+      const ready = readers.ready;
+      new Gauge({
+        name: 'pmsync_ready',
+        help: '1 while this replica is ready (what /readyz answers: database reachable, migrations applied, not stopping), else 0',
+        registers,
+        async collect() {
+          this.set((await ready().catch(() => false)) ? 1 : 0);
+        },
+      });
+    }
     collectDefaultMetrics({ register: this.registry, prefix: 'pmsync_' });
   }
 
-  /** Counts one scheduled run of one stream (syncSource narrowed to that stream) that took `seconds`. */
+  /** Counts one run of one stream (syncSource narrowed to that stream) that took `seconds`. */
   recordStream(stream: { source: string; resource: string; mode: string }, result: SourceResult, seconds: number): void {
     const labels = { source: stream.source, resource: stream.resource };
     const run = result.runs.find((r) => r.resource === stream.resource);
@@ -174,6 +264,54 @@ export class Metrics {
     if (error) this.errors.inc({ source: stream.source, code: codeOf(error) });
     this.runs.inc({ ...labels, status });
     this.runDuration.observe({ ...labels, mode: run?.mode ?? stream.mode, status }, seconds);
+  }
+
+  /**
+   * Adds the schema-drift gauge: findings per source, table and kind
+   * (unmapped_field, empty_column, disappeared_field, type_changed), read from
+   * pmsync.schema_drift when scraped, so every replica reports the same.
+   */
+  watchDrift(
+    read: () => Promise<Array<{ source: string; table: string; kind: string; count: number }>>,
+    onError?: (err: unknown) => void,
+  ): void {
+    new Gauge({
+      name: 'pmsync_schema_drift_findings',
+      help: 'Schema-drift findings per source, table and kind (see pmsync drift)',
+      labelNames: ['source', 'table', 'kind'],
+      registers: [this.registry],
+      async collect() {
+        try {
+          const counts = await read();
+          this.reset();
+          for (const c of counts) this.set({ source: c.source, table: c.table, kind: c.kind }, c.count);
+        } catch (err) {
+          onError?.(err);
+        }
+      },
+    });
+  }
+
+  /**
+   * Adds the quarantine gauge: records set aside per source and resource,
+   * read from pmsync.quarantine when scraped, so every replica reports the same.
+   */
+  watchQuarantine(read: () => Promise<Array<{ source: string; resource: string; count: number }>>, onError?: (err: unknown) => void): void {
+    new Gauge({
+      name: 'pmsync_quarantined_records',
+      help: 'Records set aside in pmsync.quarantine (failed validation), per source and resource',
+      labelNames: ['source', 'resource'],
+      registers: [this.registry],
+      async collect() {
+        try {
+          const counts = await read();
+          this.reset();
+          for (const c of counts) this.set({ source: c.source, resource: c.resource }, c.count);
+        } catch (err) {
+          onError?.(err);
+        }
+      },
+    });
   }
 
   async render(): Promise<{ contentType: string; body: string }> {

@@ -7,11 +7,25 @@
  */
 import { Agent, request, type Dispatcher } from 'undici';
 import { HttpError, PmsyncError, ShutdownError } from '../errors.ts';
+import { storableText } from '../db/storable.ts';
 import { redactUrl, type Redactor } from '../redact.ts';
 import type { Logger } from '../log.ts';
+import type { CredentialNames } from '../config.ts';
 
-/** Why a request is sent: syncs spend the general budget, refreshes may dip into the reserve. */
-export type Purpose = 'sync' | 'priority';
+/**
+ * Why a request is sent. The quota ledger (src/state/quota.ts) decides from it
+ * which share of the day's quota the request may spend:
+ * - check: a scheduled incremental check of a stream that is caught up;
+ * - backfill: reading a window that is not finished (a first pass, or a check
+ *   that turned out larger than a few pages);
+ * - webhook: a check or a record fetch triggered by webhook notifications;
+ * - full: a full-refresh pass;
+ * - resync: on-demand requests an operator asked for (resync, status --check,
+ *   webhook registration).
+ */
+export type Purpose = 'check' | 'backfill' | 'webhook' | 'resync' | 'full';
+
+export const PURPOSES: readonly Purpose[] = ['check', 'backfill', 'webhook', 'resync', 'full'];
 
 export interface RequestBudget {
   /** Counts one request before it is sent; throws QuotaExhaustedError when none is left. */
@@ -31,6 +45,17 @@ export interface RetryPolicy {
 }
 
 export const DEFAULT_RETRY: RetryPolicy = { maxAttempts: 5, baseDelayMs: 500, maxDelayMs: 30_000, maxElapsedMs: 120_000 };
+
+/**
+ * Largest response body read. A page of 100 records is a few hundred KB; a
+ * body past this is cut off, reported and not retried (the same request would
+ * only download it again).
+ */
+export const DEFAULT_MAX_RESPONSE_BYTES = 16 * 1024 * 1024;
+/** Of an error answer (non-2xx) only this much is read: enough for the message, never the whole of a hostile body. */
+const ERROR_BODY_BYTES = 64 * 1024;
+/** Characters of an error body quoted in an error message, after redaction. */
+const ERROR_DETAIL_CHARS = 300;
 
 export interface Auth {
   /** Adds credentials to the URL's query and the headers. */
@@ -60,7 +85,10 @@ export interface ClientOptions {
   schedule: <T>(fn: () => Promise<T>) => Promise<T>;
   redactor: Redactor;
   logger: Logger;
+  /** Deadline of one attempt, from sending the request to the last byte of the body. */
   timeoutMs: number;
+  /** Largest body accepted (DEFAULT_MAX_RESPONSE_BYTES when unset). */
+  maxResponseBytes?: number;
   retry?: RetryPolicy;
   dispatcher?: Dispatcher;
   random?: () => number;
@@ -117,7 +145,7 @@ export class HttpClient {
         return await this.opts.schedule(async () => {
           // A shutdown while this attempt waited for the limiter: nothing is sent or counted.
           if (signal?.aborted) throw new ShutdownError();
-          await this.opts.budget.take(options.purpose ?? 'sync');
+          await this.opts.budget.take(options.purpose ?? 'check');
           if (options.stats) options.stats.requests += 1;
           return this.attempt(method, url, headers, body, shown, signal);
         });
@@ -153,6 +181,20 @@ export class HttpClient {
     signal?: AbortSignal,
   ): Promise<HttpResponse> {
     const sentAt = new Date();
+    // A total deadline, not a gap between chunks: a body trickling one byte at a time must not hold the request (and a serve stream's lock).
+    const deadline = AbortSignal.timeout(this.opts.timeoutMs);
+    const aborted = signal ? AbortSignal.any([signal, deadline]) : deadline;
+    const failed = (err: unknown): PmsyncError => {
+      if (err instanceof PmsyncError) return err;
+      if (deadline.aborted && !signal?.aborted) {
+        return new PmsyncError(
+          'RETRYABLE',
+          `${this.where(method, shown)} did not complete within ${this.opts.timeoutMs} ms (requestTimeoutMs)`,
+          { retryable: true },
+        );
+      }
+      return this.networkError(err, shown);
+    };
     let res: Dispatcher.ResponseData<unknown>;
     try {
       res = await request(url, {
@@ -162,19 +204,20 @@ export class HttpClient {
         dispatcher: this.dispatcher,
         headersTimeout: this.opts.timeoutMs,
         bodyTimeout: this.opts.timeoutMs,
-        signal,
+        signal: aborted,
       });
     } catch (err) {
-      throw this.networkError(err, shown);
-    }
-    let text: string;
-    try {
-      text = await res.body.text();
-    } catch (err) {
-      throw this.networkError(err, shown);
+      throw failed(err);
     }
     const status = res.statusCode;
-    if (status >= 200 && status < 300) {
+    const ok = status >= 200 && status < 300;
+    let text: string;
+    try {
+      text = ok ? await this.readBody(res, method, shown) : await readPrefix(res, ERROR_BODY_BYTES);
+    } catch (err) {
+      throw failed(err);
+    }
+    if (ok) {
       if (status === 204 || text.length === 0) return { status, headers: res.headers, body: null, sentAt };
       try {
         return { status, headers: res.headers, body: JSON.parse(text), sentAt };
@@ -194,12 +237,45 @@ export class HttpClient {
     throw err;
   }
 
+  /** A success body, refused (and the connection dropped) as soon as it passes maxResponseBytes, by header or by count. */
+  private async readBody(res: Dispatcher.ResponseData<unknown>, method: string, shown: string): Promise<string> {
+    const max = this.opts.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+    const tooLarge = () => {
+      res.body.destroy();
+      return new HttpError(
+        'BAD_RESPONSE',
+        res.statusCode,
+        shown,
+        `${this.where(method, shown)} answered a body larger than ${max} bytes (maxResponseBytes); a page is normally a few hundred KB, so it was cut off and is not retried. Raise maxResponseBytes for this source only if its records really are that large`,
+        false,
+      );
+    };
+    const declared = Number(res.headers['content-length']);
+    if (Number.isFinite(declared) && declared > max) throw tooLarge();
+    const chunks: Buffer[] = [];
+    let size = 0;
+    for await (const chunk of res.body) {
+      size += (chunk as Buffer).length;
+      if (size > max) throw tooLarge();
+      chunks.push(chunk as Buffer);
+    }
+    return Buffer.concat(chunks, size).toString('utf8');
+  }
+
   private where(method: string, shown: string): string {
     return `source "${this.sourceName}": ${method} ${shown}`;
   }
 
   private statusError(method: string, status: number, shown: string, text: string): HttpError {
-    const detail = text ? `: ${this.opts.redactor.redact(text.slice(0, 300)).replace(/\s+/g, ' ').trim()}` : '';
+    // Redacted whole, then cut: cutting first could leave the head of a secret that straddles the cut unrecognised.
+    const quoted = Array.from(
+      storableText(this.opts.redactor.redact(text))
+        .replace(/[\s\p{Cc}]+/gu, ' ')
+        .trim(),
+    )
+      .slice(0, ERROR_DETAIL_CHARS)
+      .join('');
+    const detail = quoted ? `: ${quoted}` : '';
     const where = this.where(method, shown);
     if (status === 401)
       return new HttpError('AUTH_FAILED', status, shown, `${where} was refused (401 Unauthorized). ${this.opts.auth.hint}`, false);
@@ -230,6 +306,21 @@ export class HttpClient {
   async close(): Promise<void> {
     if (!this.opts.dispatcher) await this.dispatcher.close();
   }
+}
+
+/** The first `max` bytes of a body as text; the rest is not downloaded (the connection is dropped). */
+async function readPrefix(res: Dispatcher.ResponseData<unknown>, max: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of res.body) {
+    chunks.push(chunk as Buffer);
+    size += (chunk as Buffer).length;
+    if (size >= max) {
+      res.body.destroy();
+      break;
+    }
+  }
+  return Buffer.concat(chunks).subarray(0, max).toString('utf8');
 }
 
 /** Waits, but wakes early on shutdown so a long backoff does not hold the process. */
@@ -271,27 +362,37 @@ export function parseRetryAfter(value: string | string[] | undefined, now = Date
 }
 
 /** Core and Subset: gateway apikey query parameter plus HTTP Basic (or its api_key query form). */
-export function restAuth(s: { apikey: string; username: string; password: string; credentialsIn: 'header' | 'query'; name: string }): Auth {
+export function restAuth(s: {
+  apikey: string;
+  username: string;
+  password: string;
+  credentialsIn: 'header' | 'query';
+  name: string;
+  credentialNames?: CredentialNames;
+}): Auth {
   const basic = Buffer.from(`${s.username}:${s.password}`).toString('base64');
+  const n = s.credentialNames ?? {};
+  // Where the credentials were configured when known (CORE_* variables, or a config file entry).
+  const pair =
+    (n.apikey && n.username && n.password ? `${n.apikey}, ${n.username} and ${n.password}` : 'its apikey, username and password') +
+    (n.where ? ` in ${n.where}` : '');
   return {
     apply(url, headers) {
       url.searchParams.set('apikey', s.apikey);
       if (s.credentialsIn === 'query') url.searchParams.set('api_key', basic);
       else headers.authorization = `Basic ${basic}`;
     },
-    hint:
-      `Check the gateway apikey and the username/password pair configured for source "${s.name}" ` +
-      '(CORE_APIKEY, CORE_USERNAME and CORE_PASSWORD, or its apikey, username and password in the config file); the user must be active.',
+    hint: `Check the gateway key and the API user of source "${s.name}" (${pair}); the user must be active.`,
   };
 }
 
 /** Pro: the bare token in Authorization, no scheme word. */
-export function proAuth(s: { token: string; name: string }): Auth {
+export function proAuth(s: { token: string; name: string; credentialNames?: CredentialNames }): Auth {
   return {
     apply(_url, headers) {
       headers.authorization = s.token;
     },
-    hint: `Check the token configured for source "${s.name}" (its token in the config file).`,
+    hint: `Check the token of source "${s.name}" (${s.credentialNames?.token ?? 'its token'}${s.credentialNames?.where ? ` in ${s.credentialNames.where}` : ''}).`,
   };
 }
 

@@ -2,8 +2,16 @@
  * Pagers are async generators over pages. They are handed the call that
  * fetches one page, so they know nothing of HTTP, auth or quotas.
  */
+import { createHash } from 'node:crypto';
 import { PmsyncError } from '../errors.ts';
 import { MAX_ROWS } from '../config.ts';
+
+/**
+ * The most pages a window may claim: 100 million records at 100 a page, over
+ * a thousand quota days on the standard plan. A DataTotalPages above it is not
+ * an account but a broken or hostile server, refused before a page is spent on it.
+ */
+export const MAX_WINDOW_PAGES = 1_000_000;
 
 export interface FetchedPage {
   body: unknown;
@@ -38,6 +46,8 @@ export interface PagingState {
   repairs: number;
   /** Growths left unrepaired once the repair budget was spent. */
   unrepaired: number;
+  /** The last non-empty page and a hash of its records, to recognise a server answering every Page alike. */
+  lastPage?: { page: number; hash: string } | null;
 }
 
 export interface Page {
@@ -59,11 +69,58 @@ export interface RowsPage extends Page {
   state: PagingState;
 }
 
+/**
+ * A Data* header as a number: null when absent or empty. Anything else that is
+ * not a whole number JavaScript holds exactly (a safe integer) is refused: a
+ * value such as 99999999999999999999 rounds, and page arithmetic on it never
+ * moves (page - 1 is the same number).
+ */
 function header(headers: FetchedPage['headers'], name: string): number | null {
   const raw = headers[name.toLowerCase()];
-  const v = Array.isArray(raw) ? raw[0] : raw;
-  if (v === undefined || v.trim() === '' || !/^\d+$/.test(v.trim())) return null;
-  return Number(v);
+  const v = (Array.isArray(raw) ? raw[0] : raw)?.trim();
+  if (v === undefined || v === '') return null;
+  const n = /^\d+$/.test(v) ? Number(v) : Number.NaN;
+  if (!Number.isSafeInteger(n)) {
+    const shown = v.length > 40 ? `${v.slice(0, 40)}...` : v;
+    throw untrusted(`the ${name} header is "${shown}", not a whole number of at most ${Number.MAX_SAFE_INTEGER}`);
+  }
+  return n;
+}
+
+/** The server's paging contradicts itself: stop the window rather than spend requests on pages that cannot exist. */
+function untrusted(what: string): PmsyncError {
+  return new PmsyncError(
+    'BAD_RESPONSE',
+    `${what}. The server's paging cannot be trusted, so no further page of this list is requested; pages already stored stay, and the checkpoint stays where it was. Report it to the API provider`,
+  );
+}
+
+/** Identifies a page's content: a server that ignores Page answers every page with the same records. */
+export function pageFingerprint(records: unknown[]): string {
+  return createHash('md5').update(JSON.stringify(records)).digest('hex');
+}
+
+/**
+ * Page 1's headers against each other: DataTotalPages must be what
+ * DataTotalRows makes at the page size page 1 shows (a full page when there
+ * are more pages). Rows entering or leaving later are handled by `advance`;
+ * within one response the two must agree.
+ */
+function checkTotals(records: number, totalRows: number, totalPages: number): void {
+  if (records === 0) {
+    if (totalRows > 0) throw untrusted(`page 1 came back empty although its DataTotalRows is ${totalRows}`);
+    return;
+  }
+  const implied = Math.max(1, Math.ceil(totalRows / records));
+  if (Math.max(1, totalPages) !== implied) {
+    throw untrusted(
+      `page 1 says DataTotalPages=${totalPages}, but its DataTotalRows=${totalRows} at the ${records} rows page 1 holds make ${implied} page(s)`,
+    );
+  }
+  if (totalPages > MAX_WINDOW_PAGES)
+    throw untrusted(
+      `page 1 says DataTotalPages=${totalPages}, more than the ${MAX_WINDOW_PAGES} pages any window is allowed (MAX_WINDOW_PAGES)`,
+    );
 }
 
 export function initialPaging(nextPage = 1): PagingState {
@@ -77,6 +134,7 @@ export function initialPaging(nextPage = 1): PagingState {
     pagesRead: 0,
     repairs: 0,
     unrepaired: 0,
+    lastPage: null,
   };
 }
 
@@ -112,6 +170,13 @@ function repairBudget(state: PagingState): number {
  * seen at all (see docs/quota-and-recovery.md). The spec does not say lists
  * keep a stable order; pmsync assumes they do (rows only move as others leave
  * or enter).
+ *
+ * What a server says is checked before it is acted on: page 1's totals must
+ * agree with each other (checkTotals), a page met empty while reading down
+ * must be past the end by its own DataTotalRows, and a page whose records are
+ * exactly those of the page read before it, while the total did not move,
+ * means the server ignores Page. Each stops the window with a clear error.
+ * `fingerprint` is pageFingerprint(records).
  */
 export function advance(
   state: PagingState,
@@ -120,16 +185,26 @@ export function advance(
   totalRows: number | null,
   totalPages: number | null,
   served: number,
+  fingerprint: string | null = null,
 ): { state: PagingState; last: boolean; totalChange: number } {
-  const next: PagingState = { ...state, pagesRead: state.pagesRead + 1 };
+  const next: PagingState = {
+    ...state,
+    pagesRead: state.pagesRead + 1,
+    lastPage: fingerprint && records.length > 0 ? { page, hash: fingerprint } : null,
+  };
   const totalChange = totalRows !== null && state.lastTotal !== null ? totalRows - state.lastTotal : 0;
   if (totalRows !== null) next.lastTotal = totalRows;
+  const before = state.lastPage;
+  if (fingerprint && records.length > 0 && before && before.page !== page && before.hash === fingerprint && totalChange === 0) {
+    throw untrusted(`page ${page} came back with exactly the records of page ${before.page}: the server ignores Page for this list`);
+  }
 
   if (state.order === 'start') {
     if (totalRows === null || totalPages === null) {
       next.order = 'forward';
       return forward(next, page, records, served, totalChange);
     }
+    checkTotals(records.length, totalRows, totalPages);
     next.totalPages = totalPages;
     if (records.length === 0 || totalPages <= 1) return { state: next, last: true, totalChange };
     next.order = 'backward';
@@ -141,6 +216,11 @@ export function advance(
   if (state.order === 'forward') return forward(next, page, records, served, totalChange, totalPages);
 
   const r = state.rowsPerPage ?? served;
+  if (records.length === 0 && totalRows !== null && totalRows > (page - 1) * r) {
+    throw untrusted(
+      `page ${page} came back empty although its DataTotalRows=${totalRows} at ${r} rows a page puts ${Math.min(r, totalRows - (page - 1) * r)} rows on it`,
+    );
+  }
   // Everything at positions >= unreadEnd has been read; rows only move down while rows only leave.
   let unreadEnd = (page - 1) * r;
   if (totalRows === null || totalChange !== 0) next.drift = true;
@@ -204,7 +284,7 @@ export async function* pageByRows(
     const records = res.body as unknown[];
     const totalRows = header(res.headers, 'DataTotalRows');
     const totalPages = header(res.headers, 'DataTotalPages');
-    const step = advance(state, page, records, totalRows, totalPages, served);
+    const step = advance(state, page, records, totalRows, totalPages, served, records.length > 0 ? pageFingerprint(records) : null);
     state = step.state;
     yield { page, records, sentAt: res.sentAt, totalRows, totalPages, totalChange: step.totalChange, last: step.last, state };
     if (step.last) return;

@@ -1,10 +1,13 @@
 /**
  * pmsync's command line. Each command lives in its own file under commands/.
  */
-import { Command } from 'commander';
+import { Command, Option } from 'commander';
+import { EXIT } from '../errors.ts';
 import { dbCommand } from './commands/db.ts';
 import { demoCommand } from './commands/demo.ts';
+import { driftCommand } from './commands/drift.ts';
 import { migrateCommand } from './commands/migrate.ts';
+import { repopulateCommand } from './commands/repopulate.ts';
 import { resyncCommand } from './commands/resync.ts';
 import { runsCommand } from './commands/runs.ts';
 import { serveCommand } from './commands/serve.ts';
@@ -16,20 +19,42 @@ import { webhooksCommand } from './commands/webhooks.ts';
 const program = new Command('pmsync')
   .description('Keeps PostgreSQL in sync with the practice-management Core, Subset and Pro APIs')
   .option('-c, --config <file>', 'JSON config file with several sources (or set PMSYNC_CONFIG)')
-  .showHelpAfterError()
+  .addOption(
+    new Option(
+      '--log-format <format>',
+      'log lines on stderr: pretty (default on a terminal) or json (default elsewhere; or PMSYNC_LOG_FORMAT)',
+    ).choices(['json', 'pretty']),
+  )
+  .option('-q, --quiet', 'print only problems: errors in the log, no progress, and of a sync only the streams that did not succeed')
   .addCommand(syncCommand())
   .addCommand(serveCommand())
   .addCommand(resyncCommand())
   .addCommand(runsCommand())
   .addCommand(statusCommand())
+  .addCommand(driftCommand())
+  .addCommand(repopulateCommand())
   .addCommand(migrateCommand())
   .addCommand(demoCommand())
   .addCommand(simulateCommand())
   .addCommand(dbCommand())
   .addCommand(webhooksCommand());
 
-program.exitOverride((err) => {
-  process.exit(err.exitCode === 0 ? 0 : 2);
+/**
+ * Usage errors (unknown command or option, a missing or invalid argument) exit
+ * 2 on every command. commander passes neither the exit override nor help
+ * after an error on to commands added with addCommand, so both are set on each.
+ */
+function usageExits(cmd: Command): void {
+  cmd.exitOverride((err) => process.exit(err.exitCode === 0 ? EXIT.OK : EXIT.USAGE));
+  cmd.showHelpAfterError();
+  for (const sub of cmd.commands) usageExits(sub);
+}
+usageExits(program);
+
+// Output piped into a reader that stops early (`pmsync status | head`) is not an error.
+process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+  if (err.code === 'EPIPE') process.exit(process.exitCode ?? EXIT.OK);
+  throw err;
 });
 
 await program.parseAsync(process.argv);

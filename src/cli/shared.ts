@@ -5,15 +5,20 @@
 import type { Command } from 'commander';
 import { openApp, type App, type OpenOptions } from '../app.ts';
 import { loadConfig, type Config } from '../config.ts';
+import { databaseLost, isConnectionError } from '../db/pool.ts';
 import { ConfigError, EXIT, exitCodeFor } from '../errors.ts';
+import { resolveOutput, Terminal, type OutputOptions } from './output.ts';
 
-export interface GlobalOptions {
+export interface GlobalOptions extends OutputOptions {
   config?: string;
 }
 
-export function configFrom(cmd: Command): Config {
+/** The configuration, with the log format, level and quietness the command line and environment ask for. */
+export function configFrom(cmd: Command, options: { defaultLevel?: string; config?: Config } = {}): Config {
   const opts = cmd.optsWithGlobals<GlobalOptions>();
-  return loadConfig({ configFile: opts.config });
+  const config = options.config ?? loadConfig({ configFile: opts.config });
+  const output = resolveOutput(opts, process.env, process.stderr.isTTY === true, options.defaultLevel);
+  return { ...config, logLevel: output.level, logFormat: output.format, quiet: output.quiet };
 }
 
 /**
@@ -28,10 +33,19 @@ export function testClock(env: NodeJS.ProcessEnv = process.env): (() => Date) | 
   return () => new Date(at);
 }
 
-/** Runs a command body with the app open, closing it whatever happens. */
-export async function withApp<T>(config: Config, body: (app: App) => Promise<T>, options: OpenOptions = {}): Promise<T> {
+/**
+ * Runs a command body with the app open, closing it whatever happens. Log
+ * lines go to stderr through `terminal`, which keeps a progress bar below them.
+ */
+export async function withApp<T>(
+  config: Config,
+  body: (app: App, terminal: Terminal) => Promise<T>,
+  options: OpenOptions = {},
+): Promise<T> {
   const now = options.now ?? testClock();
-  const app = await openApp(config, { ...options, ...(now ? { now } : {}) });
+  const terminal = new Terminal(process.stderr);
+  const logColor = terminal.isTTY && !process.env.NO_COLOR;
+  const app = await openApp(config, { logDestination: terminal, logColor, ...options, ...(now ? { now } : {}) });
   const onSignal = (signal: NodeJS.Signals) => {
     if (app.abort.signal.aborted) {
       // A second signal: stop now. Every committed page kept its checkpoint; an open transaction rolls back.
@@ -43,8 +57,9 @@ export async function withApp<T>(config: Config, body: (app: App) => Promise<T>,
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
   try {
-    return await body(app);
+    return await body(app, terminal);
   } finally {
+    terminal.clearStatus();
     process.off('SIGTERM', onSignal);
     process.off('SIGINT', onSignal);
     await app.close();
@@ -52,7 +67,8 @@ export async function withApp<T>(config: Config, body: (app: App) => Promise<T>,
 }
 
 /** Prints the error without secrets (messages are built redacted) and sets the exit code. */
-export function fail(err: unknown): never {
+export function fail(thrown: unknown): never {
+  const err = isConnectionError(thrown) ? databaseLost(thrown) : thrown;
   const message = err instanceof ConfigError ? err.message : `pmsync: ${(err as Error).message ?? String(err)}`;
   process.stderr.write(`${message}\n`);
   process.exit(exitCodeFor(err));

@@ -27,17 +27,62 @@ export async function checkConnection(pool: Pool, connectionString: string): Pro
   }
 }
 
+/** Socket-level failures: the server refused, reset or dropped the connection, or was never found. */
+const CONNECTION_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EAI_AGAIN',
+]);
+
+/**
+ * Whether an error means the connection to PostgreSQL is gone (or never came),
+ * rather than that one statement failed: socket errors, SQLSTATE class 08
+ * (connection exception), 57P01-57P03 (the server is shutting down or not yet
+ * accepting), and node-postgres' own messages for a connection that ended.
+ * pmsync's own errors (an unreachable API among them) are never counted.
+ */
+export function isConnectionError(err: unknown): boolean {
+  if (err instanceof PmsyncError || err === null || typeof err !== 'object') return false;
+  const code = (err as { code?: unknown }).code;
+  if (typeof code === 'string' && (CONNECTION_CODES.has(code) || code.startsWith('08') || /^57P0[123]$/.test(code))) return true;
+  return /Connection terminated|Client has encountered a connection error|timeout exceeded when trying to connect|Connection closed/i.test(
+    (err as Error).message ?? '',
+  );
+}
+
+/** The error for a database lost during work, naming it (without its password). */
+export function databaseLost(err: unknown, connectionString?: string): PmsyncError {
+  const where = connectionString ? ` at ${redactUrl(connectionString)}` : '';
+  return new PmsyncError(
+    'DB_UNREACHABLE',
+    `Lost the connection to PostgreSQL${where}: ${(err as Error).message}. Pages committed before it kept their checkpoints; run again once the database answers.`,
+    { cause: err },
+  );
+}
+
 export async function withTransaction<T>(pool: Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
+  // A connection lost between two statements is reported by the next one; unheard, its 'error' event would end the process.
+  const lost = () => undefined;
+  client.on('error', lost);
+  let broken: Error | undefined;
   try {
     await client.query('BEGIN');
     const result = await fn(client);
     await client.query('COMMIT');
     return result;
   } catch (err) {
+    if (isConnectionError(err)) broken = err as Error;
     await client.query('ROLLBACK').catch(() => undefined);
     throw err;
   } finally {
-    client.release();
+    client.off('error', lost);
+    // A broken connection is dropped, not handed to the next caller.
+    client.release(broken);
   }
 }

@@ -5,7 +5,8 @@
  * page of 100 records is one round trip and one plan. The content hash is
  * md5 of the raw jsonb text (jsonb's text form is canonical: key order and
  * spacing never change it). A row is rewritten only when its content changed
- * (or it had been marked not seen), and never by an older copy: the incoming
+ * (or it had been marked not seen, or a column filled from the request rather
+ * than raw differs), and never by an older copy: the incoming
  * fetch must be at least as recent as the stored one, and its source
  * modification time, when both have one, must not be older.
  */
@@ -37,6 +38,14 @@ export interface UpsertMeta {
   fetchedAt: Date;
   /** Full passes mark every returned row as seen, changed or not (for reconciliation). */
   markSeen?: boolean;
+  /**
+   * Typed columns not derived from raw (filled from the request), so the
+   * content hash does not cover them: a row whose value differs is rewritten
+   * even when raw is unchanged.
+   */
+  compareColumns?: string[];
+  /** Report the ids of the rows written (inserted or changed), for the history writer. */
+  returnIds?: boolean;
 }
 
 export function buildPageUpsert(table: TableDef, rows: Array<MappedRow & { raw: unknown }>, meta: UpsertMeta): SqlQuery {
@@ -80,7 +89,7 @@ export function buildPageUpsert(table: TableDef, rows: Array<MappedRow & { raw: 
   SELECT $2, i.id, ${cols.map((c) => `i.${q(c)}`).join(', ')}${cols.length ? ', ' : ''}i.raw, i.content_hash, i.source_modified_at, $3, now(), now(), now(), $4, NULL
   FROM input i
   ON CONFLICT (source, id) DO UPDATE SET ${updateCols.map((c) => `${c} = excluded.${c}`).join(', ')}
-  WHERE (t.content_hash IS DISTINCT FROM excluded.content_hash OR t.not_seen_since IS NOT NULL)
+  WHERE (t.content_hash IS DISTINCT FROM excluded.content_hash OR t.not_seen_since IS NOT NULL${(meta.compareColumns ?? []).map((c) => ` OR t.${q(c)} IS DISTINCT FROM excluded.${q(c)}`).join('')})
     AND t.fetched_at <= excluded.fetched_at
     AND (t.source_modified_at IS NULL OR excluded.source_modified_at IS NULL OR t.source_modified_at <= excluded.source_modified_at)
   RETURNING t.id, (xmax = 0) AS inserted
@@ -94,7 +103,7 @@ export function buildPageUpsert(table: TableDef, rows: Array<MappedRow & { raw: 
 )`
       : ''
   }
-SELECT count(*) FILTER (WHERE inserted)::int AS inserted, count(*) FILTER (WHERE NOT inserted)::int AS updated FROM written`;
+SELECT count(*) FILTER (WHERE inserted)::int AS inserted, count(*) FILTER (WHERE NOT inserted)::int AS updated${meta.returnIds ? ", coalesce(array_agg(id::text), '{}') AS ids" : ''} FROM written`;
   return { text, values: [JSON.stringify(payload), meta.source, meta.fetchedAt, meta.runId] };
 }
 
@@ -111,7 +120,11 @@ export function dedupeById<T extends { id: string }>(rows: T[]): T[] {
 export interface UpsertOutcome extends UpsertCounts {
   /** Rows PostgreSQL refused (a value it could not store), with the reason. */
   failed: Array<{ row: MappedRow & { raw: unknown }; reason: string }>;
+  /** Ids of the rows inserted or changed, when `returnIds` asked for them. */
+  written: string[];
 }
+
+type Written = { inserted: number; updated: number; ids?: string[] };
 
 /**
  * Writes one page inside the caller's transaction. If PostgreSQL refuses a value
@@ -125,27 +138,28 @@ export async function upsertPage(
   meta: UpsertMeta,
 ): Promise<UpsertOutcome> {
   const unique = dedupeById(rows);
-  if (unique.length === 0) return { inserted: 0, updated: 0, unchanged: 0, failed: [] };
+  if (unique.length === 0) return { inserted: 0, updated: 0, unchanged: 0, failed: [], written: [] };
   await db.query('SAVEPOINT page_upsert');
   try {
-    const res = await db.query<{ inserted: number; updated: number }>(buildPageUpsert(table, unique, meta));
+    const res = await db.query<Written>(buildPageUpsert(table, unique, meta));
     await db.query('RELEASE SAVEPOINT page_upsert');
-    const { inserted, updated } = res.rows[0] ?? { inserted: 0, updated: 0 };
-    return { inserted, updated, unchanged: unique.length - inserted - updated, failed: [] };
+    const { inserted, updated, ids } = res.rows[0] ?? { inserted: 0, updated: 0 };
+    return { inserted, updated, unchanged: unique.length - inserted - updated, failed: [], written: ids ?? [] };
   } catch (err) {
     await db.query('ROLLBACK TO SAVEPOINT page_upsert');
     if (!isDataException(err)) throw err;
   }
-  const outcome: UpsertOutcome = { inserted: 0, updated: 0, unchanged: 0, failed: [] };
+  const outcome: UpsertOutcome = { inserted: 0, updated: 0, unchanged: 0, failed: [], written: [] };
   for (const row of unique) {
     await db.query('SAVEPOINT row_upsert');
     try {
-      const res = await db.query<{ inserted: number; updated: number }>(buildPageUpsert(table, [row], meta));
+      const res = await db.query<Written>(buildPageUpsert(table, [row], meta));
       await db.query('RELEASE SAVEPOINT row_upsert');
       const r = res.rows[0] ?? { inserted: 0, updated: 0 };
       outcome.inserted += r.inserted;
       outcome.updated += r.updated;
       outcome.unchanged += 1 - r.inserted - r.updated;
+      outcome.written.push(...(r.ids ?? []));
     } catch (err) {
       await db.query('ROLLBACK TO SAVEPOINT row_upsert');
       if (!isDataException(err)) throw err;

@@ -1,218 +1,419 @@
 /**
- * The scheduler of `pmsync serve`: fires each stream's schedule, safely with
- * any number of replicas on one database.
+ * The scheduler of `pmsync serve`: at every tick it decides which streams to
+ * run now and dispatches them to the run queue (src/scheduler/dispatch.ts),
+ * safely with any number of replicas on one database.
  *
- * - Timers: one node-cron task per source and expression; streams firing
- *   together run in the source's stream order.
- * - One fire, one run: a process claims a fire in pmsync.schedules before
- *   running it (one conditional UPDATE), so replicas never run a slot twice.
- * - No stacking: a tick whose stream is still queued or running here is
- *   skipped; one whose stream runs in another process is skipped by the
- *   stream lock (src/scheduler/lock.ts).
- * - One source's streams run one after another (they share its quota and rate
- *   limit); different sources run side by side.
- * - Catch-up: at start, a schedule whose most recent fire is later than the
- *   last one claimed (it was missed while nothing ran) fires once; a stream
- *   left part-way through a window resumes at once.
- * - An exhausted quota pauses the source's ticks until the quota day resets.
+ * - Streams scheduled by budget run when the plan says so
+ *   (src/scheduler/budget.ts): the source's change model, its webhook
+ *   notifications, its budget left today and every stream's freshness.
+ * - Streams pinned to a cron expression run at each of its fires. A fire
+ *   missed while no process was up runs once at the next tick (catch-up),
+ *   unless catch-up is off.
+ * - Unfinished windows (first passes, interrupted runs) are backfills: they
+ *   run at once, from the day's allowance, until it is used up.
+ * - One dispatch per decision: a replica claims a run with one conditional
+ *   UPDATE of the stream's last_fire_at (src/state/stream-schedule.ts) before
+ *   queueing it; of replicas deciding at once, one wins.
+ * - Time is the injected clock: a test or benchmark calls tick() itself and
+ *   plays a whole practice day in seconds. start() ticks every tickSeconds.
  */
-import cron from 'node-cron';
+import type { Config, SourceConfig } from '../config.ts';
+import { ConfigError } from '../errors.ts';
 import type { Pool } from '../db/pool.ts';
 import type { Logger } from '../log.ts';
-import { parseCron, previousFire } from './crontab.ts';
-import { missedFire, timerGroups, type Schedule, type TimerGroup } from './plan.ts';
-import { claimFire, interruptedStreams, registerSchedules, unclaimFire } from './store.ts';
+import { pagesLeft } from '../api/pager.ts';
+import { loadChangeModels, type StoredSlot } from '../state/change-model.ts';
+import { windowCheckpoint } from '../state/checkpoints.ts';
+import type { QuotaLedger, QuotaSnapshot } from '../state/quota.ts';
+import { changesFoundSince } from '../state/runs.ts';
+import { claimDispatch, loadStreamSchedules, notifiedByStream, setWarning, type StreamScheduleRow } from '../state/stream-schedule.ts';
+import type { Purpose } from '../api/http.ts';
+import { firesBetween, nextFire, previousFire } from './cron.ts';
+import { runKey, type Dispatcher, type RunJob } from './dispatch.ts';
+import { NO_NOTIFICATIONS, planSource, type PinnedInput, type SourceInput, type SourcePlan, type StreamInput } from './budget.ts';
+import { planStreams, sourceTimeZone, type ScheduledStream, type StreamEntry } from './plan.ts';
+import { expectedSince, slotRates } from './rates.ts';
+import { schedulesSchema, type ScheduleSettings } from './settings.ts';
 
-export type FireReason = 'scheduled' | 'catch-up' | 'resume';
-/** What one tick of one schedule did. */
-export type TickOutcome = 'queued' | 'skipped_running' | 'not_elected' | 'paused' | 'stopping';
-
-/** What running one stream came to, as far as scheduling cares. */
-export interface StreamRunOutcome {
-  /** Another process held the stream's lock, so nothing ran. */
-  locked: boolean;
-  /** The source's quota is used up until then: hold its ticks. */
-  quotaResumeAt?: Date;
-}
-
-export interface Timer {
-  stop(): void;
-}
-
-/** Starts a timer calling onTick(slot) at each fire of the group's expression. */
-export type TimerFactory = (group: TimerGroup, onTick: (slot: Date) => void) => Timer;
+/** A stream fed by webhooks is one that received a notification within this long. */
+const WEBHOOK_LOOKBACK_MS = 24 * 3_600_000;
+/** Change models and check costs change slowly: they are re-read at most this often. */
+const SLOW_READ_MS = 60_000;
+/** Recent runs a stream's cost per check is averaged over. */
+const COST_RUNS = 5;
 
 export interface SchedulerDeps {
   pool: Pool;
   logger: Logger;
   now: () => Date;
-  /** Runs one stream of one source (holding its stream lock). */
-  runStream(schedule: Schedule, reason: FireReason): Promise<StreamRunOutcome>;
-  /** Identifies this process in pmsync.schedules.last_claimed_by. */
+  /** Names this process in stream_schedule.last_fire_by. */
   holder: string;
-  catchUp: boolean;
-  timers?: TimerFactory;
-  onTick?: (schedule: Schedule, outcome: TickOutcome | 'locked', reason: FireReason) => void;
+  config: Config;
+  catalog: (source: SourceConfig) => StreamEntry[];
+  ledgerFor(source: SourceConfig): QuotaLedger;
+  dispatcher: Pick<Dispatcher, 'dispatch' | 'inFlight'>;
+  onDispatch?: (job: RunJob) => void;
 }
 
-/** node-cron timers; its own log lines go to pmsync's logger. */
-export function cronTimers(logger: Logger): TimerFactory {
-  const log = logger.child({ component: 'node-cron' });
-  const cronLogger = {
-    info: (m: string) => log.debug(m),
-    warn: (m: string) => log.warn(m),
-    error: (m: string | Error, err?: Error) => log.error({ err: err ?? m }, String(m)),
-    debug: (m: string | Error) => log.debug(String(m)),
-  };
-  return (group, onTick) => {
-    const task = cron.createTask(group.cron, (ctx) => onTick(ctx.date), {
-      timezone: group.timeZone,
-      name: `${group.source} ${group.cron}`,
-      logger: cronLogger,
-      // A tick delayed by a busy event loop still runs, late, instead of being dropped.
-      missedExecutionTolerance: 5 * 60_000,
-    });
-    void task.start();
-    return { stop: () => void task.destroy() };
-  };
+/** A pinned stream's cron fire, due now. */
+export interface CronFire {
+  stream: ScheduledStream;
+  at: Date;
+  purpose: Purpose;
+  reason: string;
+}
+
+/** What the scheduler sees and decides for one source at one instant (status and metrics read it too). */
+export interface SourceView {
+  source: string;
+  at: Date;
+  quota: QuotaSnapshot;
+  plan: SourcePlan;
+  /** What the plan was made from (status estimates next checks from it). */
+  input: SourceInput;
+  /** The source's streams under serve, with their schedule (off ones included). */
+  streams: ScheduledStream[];
+  /** What the plan was given for each budget stream. */
+  inputs: Map<string, StreamInput>;
+  rows: Map<string, StreamScheduleRow>;
+  cronFires: CronFire[];
+  /** When each pinned stream fires next. */
+  nextFires: Map<string, Date | null>;
 }
 
 export class Scheduler {
   private readonly deps: SchedulerDeps;
-  private readonly schedules: Schedule[];
-  private readonly timers: Timer[] = [];
-  /** Keys queued or running in this process. */
-  private readonly busy = new Set<string>();
-  private readonly chains = new Map<string, Promise<void>>();
-  private readonly pausedUntil = new Map<string, Date>();
-  private stopping = false;
+  private readonly settings: ScheduleSettings;
+  readonly streams: ScheduledStream[];
+  private readonly views = new Map<string, SourceView>();
+  private readonly slow = new Map<string, SlowRead>();
+  private timer: NodeJS.Timeout | undefined;
+  private ticking: Promise<RunJob[]> | null = null;
+  private stopped = false;
 
-  constructor(schedules: Schedule[], deps: SchedulerDeps) {
-    this.schedules = schedules;
+  constructor(deps: SchedulerDeps) {
     this.deps = deps;
+    this.settings = deps.config.schedules ?? schedulesSchema.parse({});
+    const planned = planStreams(this.settings, deps.config.sources, deps.catalog);
+    if (planned.problems.length > 0) throw new ConfigError(planned.problems);
+    this.streams = planned.streams;
   }
 
-  /** Registers the schedules, starts the timers, and fires what was missed or interrupted. */
+  /**
+   * Prepares the first tick. With catch-up off, every pinned fire missed while
+   * no process was up is marked as done without running.
+   */
   async start(): Promise<void> {
-    const { pool, now, logger } = this.deps;
-    const lastFires = await registerSchedules(pool, this.schedules);
-    const interrupted = await interruptedStreams(pool, this.schedules);
-    const makeTimer = this.deps.timers ?? cronTimers(logger);
-    const groups = timerGroups(this.schedules);
-    for (const group of groups) {
-      this.timers.push(makeTimer(group, (slot) => void this.tick(group, slot, 'scheduled')));
-    }
-    const at = now();
-    for (const group of groups) {
-      for (const s of group.schedules) {
-        const mostRecent = previousFire(parseCron(s.cron), s.timeZone, at);
-        if (this.deps.catchUp && mostRecent && missedFire(lastFires.get(s.key) ?? null, mostRecent)) {
-          logger.info(
-            { schedule: s.key, missedFire: mostRecent.toISOString(), lastFire: lastFires.get(s.key)?.toISOString() ?? null },
-            'catching up a missed fire',
-          );
-          await this.fire(s, mostRecent, 'catch-up');
-        } else if (interrupted.has(s.key)) {
-          logger.info({ schedule: s.key }, 'resuming a run stopped part-way');
-          await this.fire(s, null, 'resume');
+    if (this.settings.catchUp) return;
+    const now = this.deps.now();
+    for (const source of this.deps.config.sources) {
+      const rows = await loadStreamSchedules(this.deps.pool, source.name);
+      for (const s of this.streams.filter((x) => x.source === source.name && x.schedule.mode === 'cron')) {
+        if (s.schedule.mode !== 'cron') continue;
+        const last = rows.get(s.resource)?.lastFireAt ?? null;
+        const recent = previousFire(s.schedule.cron, s.schedule.timeZone, now);
+        if (recent && (!last || last < recent)) {
+          await claimDispatch(this.deps.pool, {
+            source: s.source,
+            resource: s.resource,
+            seen: last,
+            at: recent,
+            purpose: 'check',
+            reason: 'skipped (catch-up off)',
+            holder: this.deps.holder,
+          });
         }
       }
     }
   }
 
-  /** One timer tick: fire each schedule of the group, in stream order. */
-  async tick(group: TimerGroup, slot: Date, reason: FireReason = 'scheduled'): Promise<TickOutcome[]> {
-    const outcomes: TickOutcome[] = [];
-    for (const s of group.schedules) outcomes.push(await this.fire(s, slot, reason));
-    return outcomes;
+  /** Ticks every tickSeconds on the real clock until stop(). */
+  startTimer(): void {
+    const run = () => {
+      if (this.stopped || this.ticking) return;
+      void this.tick().catch((err: unknown) => this.deps.logger.error({ err }, 'scheduler tick failed; the next tick tries again'));
+    };
+    this.timer = setInterval(run, this.settings.tickSeconds * 1000);
+    run();
   }
 
-  /**
-   * Fires one schedule: claims the slot (when there is one) and queues the run
-   * behind the source's other streams. Resolves once queued, not when run.
-   */
-  async fire(schedule: Schedule, slot: Date | null, reason: FireReason): Promise<TickOutcome> {
-    const outcome = await this.decide(schedule, slot, reason);
-    this.deps.onTick?.(schedule, outcome, reason);
-    return outcome;
+  stop(): void {
+    this.stopped = true;
+    clearInterval(this.timer);
   }
 
-  private async decide(schedule: Schedule, slot: Date | null, reason: FireReason): Promise<TickOutcome> {
-    const { logger, pool, now } = this.deps;
-    const log = logger.child({ schedule: schedule.key, slot: slot?.toISOString(), reason });
-    if (this.stopping) return 'stopping';
-    if (this.busy.has(schedule.key)) {
-      log.warn('the previous run of this stream is still going; this tick is skipped');
-      return 'skipped_running';
-    }
-    const paused = this.pausedUntil.get(schedule.source);
-    if (paused && paused > now()) {
-      log.debug({ until: paused.toISOString() }, 'quota used up; tick skipped until the quota day resets');
-      return 'paused';
-    }
-    let previous: Date | null = null;
-    if (slot) {
-      const claim = await claimFire(pool, schedule.key, slot, this.deps.holder);
-      if (!claim) {
-        log.debug('another process took this fire');
-        return 'not_elected';
-      }
-      previous = claim.previous;
-    }
-    this.busy.add(schedule.key);
-    this.enqueue(schedule.source, async () => {
+  /** The last view of each source. */
+  view(source: string): SourceView | undefined {
+    return this.views.get(source);
+  }
+
+  /** Forgets cached models and costs (after runs that may have changed them). */
+  invalidate(source?: string): void {
+    if (source) this.slow.delete(source);
+    else this.slow.clear();
+  }
+
+  /** One pass over every source: decides and dispatches. Returns what it dispatched. */
+  tick(): Promise<RunJob[]> {
+    this.ticking ??= this.tickOnce().finally(() => (this.ticking = null));
+    return this.ticking;
+  }
+
+  private async tickOnce(): Promise<RunJob[]> {
+    const now = this.deps.now();
+    const inFlight = await this.deps.dispatcher.inFlight(this.deps.pool);
+    const jobs: RunJob[] = [];
+    for (const source of this.deps.config.sources) {
+      if (this.stopped) break;
       try {
-        if (this.stopping) {
-          if (slot) await unclaimFire(pool, schedule.key, slot, previous).catch(() => undefined);
-          log.info('stopping: queued run not started (its fire is handed back)');
-          return;
-        }
-        const outcome = await this.deps.runStream(schedule, reason);
-        if (outcome.locked) this.deps.onTick?.(schedule, 'locked', reason);
-        if (outcome.quotaResumeAt) this.pausedUntil.set(schedule.source, outcome.quotaResumeAt);
+        jobs.push(...(await this.tickSource(source, now, inFlight)));
       } catch (err) {
-        log.error({ err }, 'scheduled run failed');
-      } finally {
-        this.busy.delete(schedule.key);
+        this.deps.logger.error({ err, source: source.name }, 'could not schedule this source at this tick; the next tick tries again');
       }
-    });
-    return 'queued';
+    }
+    return jobs;
   }
 
-  private enqueue(source: string, job: () => Promise<void>): void {
-    const next = (this.chains.get(source) ?? Promise.resolve()).then(job);
-    this.chains.set(source, next);
-    void next.then(() => {
-      if (this.chains.get(source) === next) this.chains.delete(source);
-    });
+  private async tickSource(source: SourceConfig, now: Date, inFlight: Set<string>): Promise<RunJob[]> {
+    const view = await observeSource(
+      { pool: this.deps.pool, ledgerFor: this.deps.ledgerFor, settings: this.settings, slow: (name, at) => this.slowRead(name, at) },
+      source,
+      this.streams.filter((s) => s.source === source.name),
+      now,
+      inFlight,
+    );
+    this.views.set(source.name, view);
+    const jobs: RunJob[] = [];
+    const dispatch = async (s: ScheduledStream, job: Omit<RunJob, 'source' | 'resource' | 'firedAt'>, at: Date, notifiedUntil?: Date) => {
+      if (this.stopped) return;
+      const claimed = await claimDispatch(this.deps.pool, {
+        source: s.source,
+        resource: s.resource,
+        seen: view.rows.get(s.resource)?.lastFireAt ?? null,
+        at,
+        purpose: job.purpose,
+        reason: job.reason,
+        holder: this.deps.holder,
+        notifiedUntil,
+      });
+      if (!claimed) return;
+      const full: RunJob = { source: s.source, resource: s.resource, firedAt: at.toISOString(), ...job };
+      await this.deps.dispatcher.dispatch(full);
+      inFlight.add(runKey(full));
+      this.deps.onDispatch?.(full);
+      jobs.push(full);
+    };
+    for (const fire of view.cronFires) {
+      if (fire.reason === 'resume')
+        this.deps.logger.info({ source: source.name, resource: fire.stream.resource }, 'resuming a run stopped part-way');
+      await dispatch(fire.stream, { purpose: fire.purpose, reason: fire.reason }, fire.at);
+    }
+    for (const sp of view.plan.streams) {
+      if (!sp.due) continue;
+      const s = view.streams.find((x) => x.resource === sp.resource)!;
+      const webhook = sp.due.purpose === 'webhook';
+      const job = {
+        purpose: sp.due.purpose,
+        reason: sp.due.reason,
+        ...(sp.due.mustInclude ? { mustInclude: sp.due.mustInclude.toISOString() } : {}),
+        ...(webhook ? { notifiedBefore: view.rows.get(s.resource)?.notifiedUntil?.toISOString() ?? null } : {}),
+      };
+      await dispatch(s, job, now, webhook ? now : undefined);
+    }
+    await this.sayOnce(source.name, view.plan, view.rows);
+    return jobs;
   }
 
-  /** Keys of the streams queued or running in this process. */
-  running(): string[] {
-    return [...this.busy];
-  }
-
-  /** Resolves when nothing is queued or running. */
-  async idle(): Promise<void> {
-    while (this.chains.size > 0) await Promise.all([...this.chains.values()]);
-  }
-
-  /**
-   * Stops the timers and drops queued runs; running ones end at their next
-   * page boundary once the caller aborts the sync signal. Resolves true when
-   * everything ended within `timeoutMs`.
-   */
-  async stop(timeoutMs: number): Promise<boolean> {
-    this.stopping = true;
-    for (const t of this.timers.splice(0)) t.stop();
-    let timer: NodeJS.Timeout | undefined;
-    const timedOut = new Promise<false>((resolve) => {
-      timer = setTimeout(() => resolve(false), timeoutMs);
-    });
-    try {
-      return await Promise.race([this.idle().then(() => true as const), timedOut]);
-    } finally {
-      clearTimeout(timer);
+  /** Freshness warnings are logged when they appear or change, by the one process that records the change. */
+  private async sayOnce(source: string, plan: SourcePlan, rows: Map<string, StreamScheduleRow>): Promise<void> {
+    for (const s of plan.streams) {
+      const warning = plan.warnings.find((w) => w.resource === s.resource)?.message ?? null;
+      if ((rows.get(s.resource)?.warning ?? null) === warning) continue;
+      if (!(await setWarning(this.deps.pool, source, s.resource, warning))) continue;
+      if (warning) this.deps.logger.warn({ source, resource: s.resource }, warning);
+      else this.deps.logger.info({ source, resource: s.resource }, 'its freshness target is honoured again');
     }
   }
+
+  private async slowRead(source: string, now: Date): Promise<SlowRead> {
+    const cached = this.slow.get(source);
+    if (cached && Math.abs(now.getTime() - cached.at) < SLOW_READ_MS) return cached;
+    const read = await readSlow(this.deps.pool, source, now);
+    this.slow.set(source, read);
+    return read;
+  }
+}
+
+export interface ObserveDeps {
+  pool: Pool;
+  ledgerFor(source: SourceConfig): QuotaLedger;
+  settings: ScheduleSettings;
+  /** Change models and costs, possibly cached. */
+  slow?: (source: string, now: Date) => Promise<SlowRead>;
+}
+
+export interface SlowRead {
+  at: number;
+  models: Map<string, StoredSlot[]>;
+  costs: Map<string, number>;
+}
+
+export async function readSlow(pool: Pool, source: string, now: Date): Promise<SlowRead> {
+  const [models, costs] = await Promise.all([loadChangeModels(pool, source), loadCosts(pool, source)]);
+  return { at: now.getTime(), models, costs };
+}
+
+/**
+ * Reads everything the decisions for one source depend on, and plans. No
+ * side effects: `pmsync status` and the metrics call it as the scheduler does.
+ */
+export async function observeSource(
+  deps: ObserveDeps,
+  source: SourceConfig,
+  streams: ScheduledStream[],
+  now: Date,
+  inFlight: Set<string>,
+): Promise<SourceView> {
+  const { pool, settings } = deps;
+  const quota = await deps.ledgerFor(source).snapshot();
+  const [rows, states, notified, found, slow] = await Promise.all([
+    loadStreamSchedules(pool, source.name),
+    loadStates(pool, source.name),
+    notifiedByStream(pool, source.name, now, new Date(now.getTime() - WEBHOOK_LOOKBACK_MS), quota.startsAt),
+    changesFoundSince(pool, source.name, quota.startsAt),
+    deps.slow ? deps.slow(source.name, now) : readSlow(pool, source.name, now),
+  ]);
+  const timeZone = sourceTimeZone(source);
+
+  // Pinned streams: their cron fires, whatever the plan; and what they will spend today.
+  const pinned: PinnedInput[] = [];
+  const cronFires: CronFire[] = [];
+  const nextFires = new Map<string, Date | null>();
+  for (const s of streams) {
+    if (s.schedule.mode !== 'cron') continue;
+    const cost = slow.costs.get(s.resource) ?? 1;
+    pinned.push({
+      resource: s.resource,
+      purpose: s.kind === 'full' ? 'full' : 'check',
+      cost,
+      firesLeft: firesBetween(s.schedule.cron, s.schedule.timeZone, now, quota.resetsAt).length,
+    });
+    nextFires.set(s.resource, nextFire(s.schedule.cron, s.schedule.timeZone, now));
+    if (inFlight.has(s.key)) continue;
+    const fire = previousFire(s.schedule.cron, s.schedule.timeZone, now);
+    const row = rows.get(s.resource);
+    const last = row?.lastFireAt ?? null;
+    const state = states.get(s.resource);
+    const held = row?.pausedUntil && row.pausedUntil > now;
+    if (fire && (!last || last < fire)) {
+      cronFires.push({
+        stream: s,
+        at: fire,
+        purpose: isBackfill(state) ? 'backfill' : s.kind === 'full' ? 'full' : 'check',
+        reason: last ? 'cron' : 'cron (first fire)',
+      });
+    } else if (state?.open && !held && last) {
+      // A run stopped part-way (shutdown, crash) resumes at once, not at the next fire.
+      cronFires.push({ stream: s, at: new Date(Math.max(now.getTime(), last.getTime() + 1)), purpose: 'backfill', reason: 'resume' });
+    }
+  }
+
+  const inputs = new Map<string, StreamInput>();
+  for (const s of streams) {
+    if (s.schedule.mode !== 'budget') continue;
+    const row = rows.get(s.resource);
+    const state = states.get(s.resource);
+    const n = notified.get(s.resource);
+    const model = slotRates(slow.models.get(s.resource) ?? [], now);
+    const activity = activityToday(model, timeZone, quota.startsAt, now, Math.max(n?.today ?? 0, found.get(s.resource) ?? 0));
+    inputs.set(s.resource, {
+      resource: s.resource,
+      kind: s.kind,
+      backfill: isBackfill(state),
+      backfillPagesLeft: state?.pagesLeft ?? null,
+      inFlight: inFlight.has(s.key),
+      pausedUntil: row?.pausedUntil ?? null,
+      lastCheckAt: row?.lastCheckAt ?? state?.cursor ?? null,
+      cost: slow.costs.get(s.resource) ?? 1,
+      rates: activity === 1 ? model : model.map((r) => r * activity),
+      activity,
+      webhookFed: (n?.recent ?? 0) > 0,
+      notified:
+        n && n.pending > 0
+          ? { count: n.pending, oldest: n.oldest, ageMinutes: n.ageMinutes, latestEvent: n.latestEvent }
+          : NO_NOTIFICATIONS,
+      maxStalenessMinutes: s.maxStalenessMinutes,
+    });
+  }
+  const exhausted = quota.exhaustedUntil !== null;
+  const input: SourceInput = {
+    now,
+    timeZone,
+    resetsAt: quota.resetsAt,
+    budget: quota.budget,
+    budgetUsed: exhausted ? quota.budget : quota.budgetUsed,
+    backfillLeft: exhausted ? 0 : Math.max(0, quota.allowance - quota.used - Math.max(0, quota.budget - quota.budgetUsed)),
+    streams: [...inputs.values()],
+    pinned,
+    settings,
+  };
+  const plan = planSource(input);
+  return { source: source.name, at: now, quota, plan, input, streams, inputs, rows, cronFires, nextFires };
+}
+
+/** How far today's activity may scale the rest of the day's forecast, down and up. */
+const ACTIVITY_RANGE = [0.05, 3] as const;
+/** Pseudo-changes behind the activity factor: a few quiet minutes do not make a quiet day. */
+const ACTIVITY_PRIOR = 3;
+
+/**
+ * Today's activity factor of a stream: the changes seen since the quota day
+ * began (notified, or found by its checks) against those its model expected
+ * by now, as a Poisson rate ratio with a prior of ACTIVITY_PRIOR changes each
+ * way. A busy day makes the rest of it planned busier; a day the model expects
+ * to be busy but that stays quiet (a holiday, a closure) soon stops paying for
+ * checks that find nothing.
+ */
+export function activityToday(rates: Float64Array, timeZone: string, dayStart: Date, now: Date, seen: number): number {
+  const expected = expectedSince(rates, timeZone, dayStart.getTime(), now.getTime()).changes;
+  const factor = (seen + ACTIVITY_PRIOR) / (expected + ACTIVITY_PRIOR);
+  return Math.min(ACTIVITY_RANGE[1], Math.max(ACTIVITY_RANGE[0], factor));
+}
+
+interface StreamStateLite {
+  cursor: Date | null;
+  /** A window is open (a damaged checkpoint counts as open: its run reports it). */
+  open: boolean;
+  pagesLeft: number | null;
+}
+
+/** A stream with no completed window yet, or one left open, is read as a backfill. */
+function isBackfill(state: StreamStateLite | undefined): boolean {
+  return !state || state.cursor === null || state.open;
+}
+
+async function loadStates(pool: Pool, source: string): Promise<Map<string, StreamStateLite>> {
+  const res = await pool.query<{ resource: string; cursor: Date | null; window: unknown }>(
+    'SELECT resource, cursor, "window" FROM pmsync.sync_state WHERE source = $1',
+    [source],
+  );
+  return new Map(
+    res.rows.map((r) => {
+      const parsed = r.window ? windowCheckpoint.safeParse(r.window) : null;
+      const paging = parsed?.success ? parsed.data.paging : undefined;
+      return [r.resource, { cursor: r.cursor, open: r.window !== null, pagesLeft: paging ? pagesLeft(paging) : null }];
+    }),
+  );
+}
+
+/** Requests a check of each stream took lately: its completed checks and full passes. */
+async function loadCosts(pool: Pool, source: string): Promise<Map<string, number>> {
+  const res = await pool.query<{ resource: string; cost: number }>(
+    `SELECT resource, avg(requests)::float8 AS cost FROM (
+       SELECT resource, requests, row_number() OVER (PARTITION BY resource ORDER BY id DESC) AS n
+       FROM pmsync.runs WHERE source = $1 AND status = 'succeeded' AND requests > 0 AND (purpose IN ('check', 'webhook', 'full') OR mode = 'full')
+     ) r WHERE n <= $2 GROUP BY resource`,
+    [source, COST_RUNS],
+  );
+  return new Map(res.rows.map((r) => [r.resource, Math.max(1, r.cost)]));
 }

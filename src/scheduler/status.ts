@@ -1,55 +1,110 @@
 /**
- * Per stream, for `pmsync status`: its schedule under the current
- * configuration, the last fire any serve process claimed, the next one, and
- * which process (if any) is running it right now.
+ * What the scheduler sees, for `pmsync status` and `/metrics`: per source the
+ * requests spent today by purpose, the plan for the rest of the quota day,
+ * and per stream its schedule, freshness, waiting notifications, learned
+ * change rate and what it waits for. A serve process reads its scheduler's
+ * latest view; any other process (status) observes the same way the
+ * scheduler does, without deciding anything.
  */
+import type { App } from '../app.ts';
 import type { Config } from '../config.ts';
 import type { Queryable } from '../db/pool.ts';
-import { streamCatalog } from '../serve/catalog.ts';
-import { nextFire, parseCron } from './crontab.ts';
+import type { SourceReading } from '../metrics.ts';
+import { streamCatalog } from './catalog.ts';
+import { slotOf } from '../sync/window.ts';
+import { runsInFlight } from './dispatch.ts';
 import { heldStreamLocks, streamLockKey } from './lock.ts';
-import { planSchedules } from './plan.ts';
+import { loadStreamSchedules } from '../state/stream-schedule.ts';
+import { planStreams, sourceTimeZone } from './plan.ts';
+import { observeSource, type Scheduler, type SourceView } from './scheduler.ts';
 import { schedulesSchema } from './settings.ts';
+import { stalenessBound, type StreamInput } from './budget.ts';
 
-export interface StreamScheduleStatus {
-  /** Null when the stream's schedule is "off". */
-  cron: string | null;
-  timeZone: string | null;
-  lastFire: string | null;
-  nextFire: string | null;
-  /** application_name of the connection holding the stream's lock: "pmsync lock <stream> <host>:<pid>". */
-  runningIn: string | null;
-}
+/** A view older than this is observed again. */
+const VIEW_MAX_AGE_MS = 60_000;
 
-export async function streamScheduleStatus(db: Queryable, config: Config, now: Date): Promise<Map<string, StreamScheduleStatus>> {
-  const plan = planSchedules(config.schedules ?? schedulesSchema.parse({}), config.sources, streamCatalog);
-  const [fires, locks] = await Promise.all([
-    db.query<{ key: string; last_fire_at: Date | null }>('SELECT key, last_fire_at FROM pmsync.schedules'),
-    heldStreamLocks(db),
-  ]);
-  const lastFire = new Map(fires.rows.map((r) => [r.key, r.last_fire_at]));
-  const holders = new Map(locks.map((l) => [l.key, l.holder]));
-  const out = new Map<string, StreamScheduleStatus>();
+export async function sourceViews(app: App, config: Config, scheduler?: Scheduler): Promise<SourceView[]> {
+  const now = app.ctx.now();
+  const settings = config.schedules ?? schedulesSchema.parse({});
+  const planned = planStreams(settings, config.sources, streamCatalog);
+  let inFlight: Set<string> | null = null;
+  const out: SourceView[] = [];
   for (const source of config.sources) {
-    for (const stream of streamCatalog(source)) {
-      const key = `${source.name}/${stream.resource}`;
-      const s = plan.schedules.find((x) => x.key === key);
-      const next = s ? nextFire(parseCron(s.cron), s.timeZone, now) : null;
-      out.set(key, {
-        cron: s?.cron ?? null,
-        timeZone: s?.timeZone ?? null,
-        lastFire: lastFire.get(key)?.toISOString() ?? null,
-        nextFire: next?.toISOString() ?? null,
-        runningIn: holders.get(streamLockKey(source.name, stream.resource))?.replace(/^pmsync lock \S+ /, '') ?? null,
-      });
+    const cached = scheduler?.view(source.name);
+    if (cached && Math.abs(now.getTime() - cached.at.getTime()) < VIEW_MAX_AGE_MS) {
+      out.push(cached);
+      continue;
     }
+    inFlight ??= await runsInFlight(app.pool);
+    const streams = planned.streams.filter((s) => s.source === source.name);
+    out.push(await observeSource({ pool: app.pool, ledgerFor: app.ledgerFor, settings }, source, streams, now, inFlight));
   }
   return out;
 }
 
-/** The text `pmsync status` appends to a stream's line. */
-export function describeSchedule(s: StreamScheduleStatus | null | undefined): string {
-  if (!s) return '';
-  const when = s.cron ? `, serve: next ${s.nextFire ?? 'never'} (${s.cron} ${s.timeZone})` : ', serve: schedule off';
-  return `${when}${s.runningIn ? `, RUNNING NOW in ${s.runningIn}` : ''}`;
+/** The metrics' reading of every source. */
+export async function sourceReadings(app: App, config: Config, scheduler?: Scheduler): Promise<SourceReading[]> {
+  const [views, lastSuccess] = await Promise.all([sourceViews(app, config, scheduler), lastSuccesses(app.pool)]);
+  return Promise.all(
+    views.map(async (v) => {
+      const source = config.sources.find((s) => s.name === v.source)!;
+      const hasQuota = source.kind !== 'pro';
+      const slot = slotOf(v.at.getTime(), sourceTimeZone(source));
+      // The plan may be a tick old; the ledger and each stream's last check are read fresh.
+      const [q, rows] = await Promise.all([app.ledgerFor(source).snapshot(), loadStreamSchedules(app.pool, source.name)]);
+      const now = app.ctx.now();
+      const bound = (input: StreamInput) => {
+        const minutes = stalenessBound(input, v.input.settings, v.plan.stretch, now, v.input.timeZone);
+        return minutes === null ? null : minutes * 60;
+      };
+      return {
+        source: v.source,
+        quota: hasQuota
+          ? {
+              used: q.used,
+              limit: q.dailyLimit,
+              exhausted: q.exhaustedUntil !== null,
+              budget: q.budget,
+              budgetUsed: q.budgetUsed,
+              byPurpose: q.byPurpose,
+            }
+          : null,
+        planned: v.plan.planned,
+        streams: v.streams.map((s) => {
+          const input = v.inputs.get(s.resource);
+          const lastCheck = rows.get(s.resource)?.lastCheckAt ?? input?.lastCheckAt ?? null;
+          return {
+            resource: s.resource,
+            lastSuccess: lastSuccess.get(s.key) ?? null,
+            stalenessSeconds: lastCheck ? Math.max(0, (now.getTime() - lastCheck.getTime()) / 1000) : null,
+            notificationsWaiting: input?.notified.count ?? 0,
+            targetMet: v.plan.streams.find((p) => p.resource === s.resource)?.targetHonoured ?? null,
+            changeRate: input ? input.rates[slot]! : null,
+            stalenessTargetSeconds: input ? bound(input) : null,
+          };
+        }),
+      };
+    }),
+  );
+}
+
+async function lastSuccesses(db: Queryable): Promise<Map<string, Date>> {
+  const res = await db.query<{ key: string; at: Date }>(
+    `SELECT source || '/' || resource AS key, max(ended_at) AS at FROM pmsync.runs WHERE status = 'succeeded' GROUP BY 1`,
+  );
+  return new Map(res.rows.map((r) => [r.key, r.at]));
+}
+
+/** Per stream: the process (host:pid) running it right now, from its stream lock. */
+export async function runningIn(db: Queryable, config: Config): Promise<Map<string, string>> {
+  const locks = await heldStreamLocks(db);
+  const holders = new Map(locks.map((l) => [l.key, l.holder]));
+  const out = new Map<string, string>();
+  for (const source of config.sources) {
+    for (const stream of streamCatalog(source)) {
+      const holder = holders.get(streamLockKey(source.name, stream.resource));
+      if (holder) out.set(`${source.name}/${stream.resource}`, holder.replace(/^pmsync lock \S+ /, ''));
+    }
+  }
+  return out;
 }

@@ -1,6 +1,7 @@
 /**
- * The HTTP side of `pmsync serve` (node:http): /healthz, /readyz, /metrics,
- * and the webhook receiver under /webhooks/ when it is enabled.
+ * The HTTP side of `pmsync serve` (node:http): the status page on /,
+ * /healthz, /readyz, /metrics, and the webhook receiver under /webhooks/ when
+ * it is enabled.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Readiness } from './readiness.ts';
@@ -12,6 +13,8 @@ export interface HttpDeps {
   accepting(): boolean;
   readiness(): Promise<Readiness>;
   metrics(): Promise<{ contentType: string; body: string }>;
+  /** The status page's HTML (src/serve/status-page.ts). */
+  statusPage?: () => Promise<string>;
   /** Handles requests under /webhooks/; absent when no receiver runs. */
   webhooks?: (req: IncomingMessage, res: ServerResponse) => void;
   onError?: (err: unknown) => void;
@@ -40,6 +43,21 @@ export function createServeHttp(deps: HttpDeps): Server {
       res.setHeader('allow', 'GET, HEAD');
       return json(res, 405, { error: 'method not allowed' });
     }
+    if (path === '/' && deps.statusPage) {
+      const html = await deps.statusPage();
+      res.writeHead(200, {
+        'content-type': 'text/html; charset=utf-8',
+        'content-length': Buffer.byteLength(html),
+        'cache-control': 'no-store',
+        // No script, no frame, nothing loaded from elsewhere: the page is its own inline CSS.
+        'content-security-policy':
+          "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
+        'x-content-type-options': 'nosniff',
+        'referrer-policy': 'no-referrer',
+      });
+      res.end(req.method === 'HEAD' ? undefined : html);
+      return;
+    }
     if (path === '/healthz') return json(res, 200, { status: 'ok' });
     if (path === '/readyz') {
       if (!deps.accepting()) return json(res, 503, { status: 'stopping' });
@@ -52,7 +70,7 @@ export function createServeHttp(deps: HttpDeps): Server {
       res.end(m.body);
       return;
     }
-    json(res, 404, { error: 'not found', paths: ['/healthz', '/readyz', '/metrics', `${WEBHOOK_PREFIX}...`] });
+    json(res, 404, { error: 'not found', paths: ['/', '/healthz', '/readyz', '/metrics', `${WEBHOOK_PREFIX}...`] });
   };
   const server = createServer((req, res) => {
     handle(req, res).catch((err) => {

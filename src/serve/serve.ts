@@ -1,29 +1,32 @@
 /**
- * `pmsync serve`: the scheduler, the webhook receiver and refresh worker, and
- * the HTTP endpoints, around one opened App.
+ * `pmsync serve`: the scheduler, the run queue's worker, the webhook receiver
+ * and refresh worker, and the HTTP endpoints, around one opened App.
  *
  * Stopping (SIGTERM): /readyz turns 503 and new webhook deliveries are
- * refused, timers stop, queued runs are dropped (their fires handed back),
- * running ones finish the page in flight, commit it with its checkpoint and
- * end; the next start resumes them. Whatever has not ended within the
- * shutdown timeout is abandoned: its checkpoint is already safe.
+ * refused, the scheduler stops deciding, this replica stops taking runs from
+ * the queue, and running ones finish the page in flight, commit it with its
+ * checkpoint and end; the next decision (here or in another replica) resumes
+ * them. Whatever has not ended within the shutdown timeout is abandoned: its
+ * checkpoint is already safe.
  */
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { App } from '../app.ts';
 import type { Config } from '../config.ts';
-import { ConfigError } from '../errors.ts';
-import { Metrics, type QuotaReading } from '../metrics.ts';
+import { Metrics } from '../metrics.ts';
+import { driftCounts } from '../state/drift.ts';
+import { quarantineCounts } from '../state/quarantine.ts';
+import { openDispatcher, type Dispatcher } from '../scheduler/dispatch.ts';
 import { holderName } from '../scheduler/lock.ts';
-import { nextFire, parseCron } from '../scheduler/crontab.ts';
-import { planSchedules, type Schedule, type StreamEntry } from '../scheduler/plan.ts';
-import { Scheduler, type FireReason, type StreamRunOutcome, type TimerFactory } from '../scheduler/scheduler.ts';
+import type { StreamEntry } from '../scheduler/plan.ts';
+import { executeRun } from '../scheduler/run-job.ts';
+import { Scheduler } from '../scheduler/scheduler.ts';
 import { schedulesSchema, serveSchema } from '../scheduler/settings.ts';
-import { QuotaExhaustedError } from '../errors.ts';
-import { syncSource } from '../sync/sync-source.ts';
-import { streamCatalog } from './catalog.ts';
+import { sourceReadings } from '../scheduler/status.ts';
+import { streamCatalog } from '../scheduler/catalog.ts';
 import { createServeHttp } from './http.ts';
 import { readinessCheck } from './readiness.ts';
+import { collectStatusPage, renderStatusPage } from './status-page.ts';
 
 /** The webhook receiver and its refresh worker, as serve mounts them. */
 export interface WebhookMount {
@@ -32,9 +35,13 @@ export interface WebhookMount {
   stop(): Promise<void>;
 }
 
+/** Runs one source may have going at once, across replicas. */
+const RUNS_PER_SOURCE = 2;
+
 export interface ServeOptions {
   catalog?: (source: Config['sources'][number]) => StreamEntry[];
-  timers?: TimerFactory;
+  /** Do not tick on the real clock: the caller calls scheduler.tick() (tests, benchmarks). */
+  manualTicks?: boolean;
   /** Builds the webhook side; null when no source takes webhooks. */
   webhooks?: (app: App) => Promise<WebhookMount | null>;
 }
@@ -44,8 +51,8 @@ export interface RunningServe {
   port: number;
   server: Server;
   scheduler: Scheduler;
+  dispatcher: Dispatcher;
   metrics: Metrics;
-  schedules: Schedule[];
   /** Stops everything; true when every run ended within the shutdown timeout. */
   stop(): Promise<boolean>;
 }
@@ -53,63 +60,70 @@ export interface RunningServe {
 export async function startServe(app: App, config: Config, options: ServeOptions = {}): Promise<RunningServe> {
   const settings = config.schedules ?? schedulesSchema.parse({});
   const serveSettings = config.serve ?? serveSchema.parse({});
-  const plan = planSchedules(settings, config.sources, options.catalog ?? streamCatalog);
-  if (plan.problems.length > 0) throw new ConfigError(plan.problems);
-  const sources = new Map(config.sources.map((s) => [s.name, s]));
   const log = app.logger.child({ component: 'serve' });
+  const dispatcher = await openDispatcher(app.databaseUrl, app.logger);
+  let scheduler: Scheduler;
+  try {
+    scheduler = new Scheduler({
+      pool: app.pool,
+      logger: app.logger.child({ component: 'scheduler' }),
+      now: app.ctx.now,
+      holder: holderName(),
+      config: { ...config, schedules: settings },
+      catalog: options.catalog ?? streamCatalog,
+      ledgerFor: app.ledgerFor,
+      dispatcher,
+      onDispatch: (job) => metrics.dispatches.inc({ source: job.source, resource: job.resource, purpose: job.purpose, reason: job.reason }),
+    });
+  } catch (err) {
+    await dispatcher.stop();
+    throw err;
+  }
 
   const webhooks = options.webhooks ? await options.webhooks(app) : null;
+  let accepting = true;
+  const readiness = readinessCheck(app.pool);
+  const running = new Set<string>();
   const metrics = new Metrics({
-    quota: async () => {
-      const out: QuotaReading[] = [];
-      for (const s of config.sources) {
-        if (s.kind === 'pro') continue;
-        const snap = await app.ledgerFor(s).snapshot();
-        out.push({ source: s.name, used: snap.used, limit: snap.dailyLimit, exhausted: snap.exhaustedUntil !== null });
-      }
-      return out;
-    },
-    lastSuccess: async () => {
-      const res = await app.pool.query<{ source: string; resource: string; at: Date }>(
-        `SELECT source, resource, max(ended_at) AS at FROM pmsync.runs WHERE status = 'succeeded' GROUP BY source, resource`,
-      );
-      return res.rows;
-    },
-    running: () =>
-      scheduler.running().map((key) => ({ source: key.slice(0, key.indexOf('/')), resource: key.slice(key.indexOf('/') + 1) })),
+    sources: () => sourceReadings(app, config, scheduler),
+    running: () => [...running].map((key) => ({ source: key.slice(0, key.indexOf('/')), resource: key.slice(key.indexOf('/') + 1) })),
     webhooks: webhooks ? () => webhooks.counts() : undefined,
+    ready: async () => accepting && (await readiness()).ready,
     onCollectError: (err) => log.warn({ err }, 'a metric could not be read'),
   });
+  metrics.watchDrift(
+    () => driftCounts(app.pool),
+    (err) => log.warn({ err }, 'a metric could not be read'),
+  );
+  metrics.watchQuarantine(
+    () => quarantineCounts(app.pool),
+    (err) => log.warn({ err }, 'a metric could not be read'),
+  );
 
-  const runStream = async (schedule: Schedule, reason: FireReason): Promise<StreamRunOutcome> => {
-    const source = sources.get(schedule.source)!;
-    const started = performance.now();
-    const result = await syncSource(app.ctx, source, [schedule.resource], { lockWaitMs: 0 });
-    metrics.recordStream(schedule, result, (performance.now() - started) / 1000);
-    const error = result.fatal ?? result.failures[0]?.error;
-    if (error) log.warn({ schedule: schedule.key, reason, err: error }, 'scheduled run did not succeed');
-    return {
-      locked: result.locked?.includes(schedule.resource) ?? false,
-      quotaResumeAt: result.fatal instanceof QuotaExhaustedError ? result.fatal.resumeAt : undefined,
-    };
-  };
-
-  const scheduler = new Scheduler(plan.schedules, {
-    pool: app.pool,
-    logger: app.logger.child({ component: 'scheduler' }),
-    now: app.ctx.now,
-    holder: holderName(),
-    catchUp: settings.catchUp,
-    timers: options.timers,
-    runStream,
-    onTick: (s, outcome) => metrics.ticks.inc({ source: s.source, resource: s.resource, outcome }),
+  await dispatcher.work(settings.concurrency, RUNS_PER_SOURCE, async (job) => {
+    const key = `${job.source}/${job.resource}`;
+    running.add(key);
+    try {
+      await executeRun(
+        {
+          ctx: app.ctx,
+          config,
+          logger: app.logger,
+          onRun: (j, result, seconds) => metrics.recordStream({ source: j.source, resource: j.resource, mode: j.purpose }, result, seconds),
+        },
+        job,
+      );
+    } finally {
+      running.delete(key);
+      scheduler.invalidate(job.source);
+    }
   });
 
-  let accepting = true;
   const server = createServeHttp({
     accepting: () => accepting,
-    readiness: readinessCheck(app.pool),
+    readiness,
     metrics: () => metrics.render(),
+    statusPage: async () => renderStatusPage(await collectStatusPage(app, config, scheduler)),
     webhooks: webhooks ? (req, res) => webhooks.handler(req, res) : undefined,
     onError: (err) => log.error({ err }, 'request failed'),
   });
@@ -124,55 +138,59 @@ export async function startServe(app: App, config: Config, options: ServeOptions
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   const url = `http://${host}:${address.port}`;
 
-  const now = app.ctx.now();
   log.info(
     {
       url,
       webhooks: webhooks !== null,
-      schedules: plan.schedules.map((s) => ({
+      streams: scheduler.streams.map((s) => ({
         key: s.key,
-        cron: s.cron,
-        timeZone: s.timeZone,
-        next: nextFire(parseCron(s.cron), s.timeZone, now)?.toISOString() ?? null,
+        schedule: s.schedule.mode === 'cron' ? `${s.schedule.cron} ${s.schedule.timeZone}` : s.schedule.mode,
+        maxStalenessMinutes: s.maxStalenessMinutes,
       })),
-      off: plan.off,
+      budgets: Object.fromEntries(config.sources.map((s) => [s.name, s.budget])),
     },
     'serving',
   );
   await scheduler.start();
+  if (!options.manualTicks) scheduler.startTimer();
 
   let stopping: Promise<boolean> | undefined;
   const stop = () =>
     (stopping ??= (async () => {
       accepting = false;
       const deadline = Date.now() + serveSettings.shutdownTimeoutSeconds * 1000;
-      log.info(
-        { timeoutSeconds: serveSettings.shutdownTimeoutSeconds, running: scheduler.running() },
-        'stopping: letting in-flight pages commit',
-      );
+      log.info({ timeoutSeconds: serveSettings.shutdownTimeoutSeconds, running: [...running] }, 'stopping: letting in-flight pages commit');
+      scheduler.stop();
       if (!app.abort.signal.aborted) app.abort.abort();
       server.close();
       server.closeIdleConnections();
-      const drained = await scheduler.stop(Math.max(0, deadline - Date.now()));
+      const drained = await within(
+        dispatcher.stopWork().then(() => true),
+        deadline - Date.now(),
+      );
+      await within(dispatcher.stop(), deadline - Date.now());
       if (webhooks) await within(webhooks.stop(), deadline - Date.now());
       server.closeAllConnections();
       if (drained) log.info('stopped');
       else
         log.error(
-          { running: scheduler.running() },
-          'shutdown timeout reached with runs still going; their checkpoints are saved and the next start resumes them',
+          { running: [...running] },
+          'shutdown timeout reached with runs still going; their checkpoints are saved and the next run resumes them',
         );
-      return drained;
+      return drained === true;
     })());
 
-  return { url, port: address.port, server, scheduler, metrics, schedules: plan.schedules, stop };
+  return { url, port: address.port, server, scheduler, dispatcher, metrics, stop };
 }
 
-/** Waits for `work` at most `ms`; the timer never outlives it. */
-async function within(work: Promise<unknown>, ms: number): Promise<void> {
+/** Waits for `work` at most `ms`; resolves with its value, or undefined when it took longer. The timer never outlives it. */
+async function within<T>(work: Promise<T>, ms: number): Promise<T | undefined> {
   let timer: NodeJS.Timeout | undefined;
   try {
-    await Promise.race([work.catch(() => undefined), new Promise((resolve) => (timer = setTimeout(resolve, Math.max(0, ms))))]);
+    return await Promise.race([
+      work.catch(() => undefined),
+      new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), Math.max(0, ms)))),
+    ]);
   } finally {
     clearTimeout(timer);
   }

@@ -1,4 +1,8 @@
-// Small built-in word lists for realistic-looking generated records.
+// Small built-in word lists for realistic-looking generated records. Real
+// practices' data is not ASCII: the lists carry accents, apostrophes, hyphens,
+// CJK and emoji (outside the Basic Multilingual Plane, and one joined by ZWJ),
+// so every path a record takes (HTTP, JSON, jsonb, hashes, typed columns, logs)
+// is exercised with them.
 
 export const FIRST_NAMES = [
   'Olivia',
@@ -71,6 +75,24 @@ export const FIRST_NAMES = [
   'Rafael',
   'Mei',
   'Anika',
+  'José',
+  'Zoë',
+  'Renée',
+  'Søren',
+  'Björn',
+  'Siobhán',
+  'Łukasz',
+  'Chloé',
+  'Anne-Marie',
+  'Jean-Luc',
+  "D'Andre",
+  "N'Golo",
+  '美咲',
+  '翔太',
+  '지우',
+  'Lily 🌸',
+  'Max 🦁',
+  'Sam 👩‍⚕️',
 ] as const;
 
 export const LAST_NAMES = [
@@ -134,6 +156,20 @@ export const LAST_NAMES = [
   'Silva',
   'Kowalski',
   "O'Brien",
+  'Müller',
+  'Núñez',
+  'Dvořák',
+  'Çelik',
+  'Ångström',
+  'Nguyễn',
+  "D'Angelo",
+  "O'Connor-Reyes",
+  'Smith-Jones',
+  'García Márquez',
+  '佐藤',
+  '王',
+  '김',
+  'Ōtsuka',
 ] as const;
 
 export const EMAIL_DOMAINS = ['example.com', 'example.org', 'example.net'] as const;
@@ -149,9 +185,24 @@ export const COMPANY_NAMES = [
   'Velvet Wellness',
   'Aura Beauty Studio',
   'Clarity Skin Lab',
+  'Clinique Élan',
+  "Nature's Touch Spa",
+  'Hanami 花見 Skin ✨',
 ] as const;
 
-export const LOCATIONS = ['Downtown', 'Uptown', 'Riverside', 'Westfield', 'Harbor', 'Midtown', 'Lakeside', 'Old Town'] as const;
+export const LOCATIONS = [
+  'Downtown',
+  'Uptown',
+  'Riverside',
+  'Westfield',
+  'Harbor',
+  'Midtown',
+  'Lakeside',
+  'Old Town',
+  'Champs-Élysées',
+  "King's Cross",
+  '新宿',
+] as const;
 
 export const SERVICE_NAMES = [
   'Botox Treatment',
@@ -166,6 +217,9 @@ export const SERVICE_NAMES = [
   'Tattoo Removal',
   'Consultation',
   'Dermaplaning',
+  'Soin Éclat',
+  'Après-Sun Repair',
+  'Glow Facial ✨',
 ] as const;
 
 export const PRODUCT_NAMES = [
@@ -179,6 +233,10 @@ export const PRODUCT_NAMES = [
   'Exfoliating Toner',
   'Peptide Mask',
   'Body Lotion',
+  'Crème Hydratante',
+  "Nature's Best SPF-30",
+  '椿オイル',
+  'Lip Balm 💋',
 ] as const;
 
 export const PROGRAM_NAMES = [
@@ -189,6 +247,9 @@ export const PROGRAM_NAMES = [
   'VIP Aesthetics',
   'Skin Health Essentials',
   'Injectables Loyalty',
+  "Members' Circle",
+  'Éclat Annuel',
+  'Glow Club ✨',
 ] as const;
 
 export const EVENT_TYPE_NAMES = [
@@ -200,4 +261,7 @@ export const EVENT_TYPE_NAMES = [
   'Facial',
   'Skin Check',
   'Post-procedure Review',
+  'Première consultation',
+  '相談',
+  'Touch-up 💉',
 ] as const;

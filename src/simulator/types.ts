@@ -60,11 +60,22 @@ export interface CoreTenantOptions {
   quotaResetHourUtc?: number;
   /** IANA zone of timestamp strings and filter values. Default 'UTC'. */
   timeZone?: string;
+  /**
+   * Serve fields under other names, as a server whose names differ from this
+   * contract would: `{ appointments: { StartDateTime: 'StartTime' } }`.
+   */
+  fieldNames?: Partial<Record<CoreResource, Record<string, string>>>;
 }
 
 export interface ProPracticeOptions {
   token: string;
   practiceId: number;
+  /**
+   * What GET /patients/{id}/appointments returns per appointment: every stored
+   * field (default), or only the fields the spec shows for that call
+   * (appointmentId and apptDate).
+   */
+  appointmentFields?: 'all' | 'spec';
   sizes?: {
     patients?: number;
     appointmentsPerPatient?: number;
@@ -215,6 +226,8 @@ export interface TenantHandle {
   touch(resource: CoreResource, count: number): CoreRecord[];
   /** The record is no longer served. False when it did not exist. */
   remove(resource: CoreResource, id: string): boolean;
+  /** From now on serve these fields under other names (replacing earlier renames; {} restores the contract's names). */
+  renameFields(resource: CoreResource, names: Record<string, string>): void;
   webhooks(): WebhookRegistration[];
 }
 

@@ -22,6 +22,10 @@ export const pagingState: z.ZodType<PagingState> = z.object({
   pagesRead: count,
   repairs: count,
   unrepaired: count,
+  lastPage: z
+    .object({ page: z.number().int().min(1), hash: z.string() })
+    .nullable()
+    .optional(),
 });
 
 export const windowCheckpoint = z.object({
@@ -41,6 +45,14 @@ export const windowCheckpoint = z.object({
   seenSince: z.iso.datetime({ offset: true }).optional(),
   /** Stream-specific position (e.g. the Pro per-patient fan-out). */
   extra: z.record(z.string(), z.unknown()).optional(),
+  /** The cursor the window started from (null on a first pass): the start of the hours it covers. */
+  since: z.iso.datetime().nullable().optional(),
+  /** Why the window is read (src/api/http.ts Purpose). */
+  purpose: z.enum(['check', 'backfill', 'webhook', 'resync', 'full']).optional(),
+  /** Changes counted so far by the window's pages, for the change model. */
+  tally: z
+    .object({ bySlot: z.array(z.tuple([z.number().int(), z.number()])), undated: z.number(), dated: z.number().optional() })
+    .optional(),
 });
 export type WindowCheckpoint = z.infer<typeof windowCheckpoint>;
 

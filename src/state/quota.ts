@@ -1,23 +1,36 @@
 /**
- * The quota ledger: every request is counted in PostgreSQL per gateway key and
- * quota day BEFORE it is sent. One conditional upsert both counts and decides,
- * so restarts and any number of processes on one database never send more than
- * the configured quota.
+ * The quota ledger: every request is counted in PostgreSQL per gateway key,
+ * quota day and purpose BEFORE it is sent. One conditional upsert both counts
+ * and decides, so restarts and any number of processes on one database never
+ * send more than they may.
  *
- * Scheduled syncs may spend the quota minus the reserve; webhook refreshes and
- * on-demand resyncs ("priority") may spend all of it.
+ * What each purpose may spend on a quota day:
+ * - check, webhook, full: the scheduled-spend budget (`budget`), shared by the
+ *   three, and never past the allowance;
+ * - backfill: the allowance (the quota minus the reserve) minus whatever part
+ *   of the budget is still unspent, so a multi-day backfill never eats the
+ *   requests the day's checks are planned on;
+ * - resync (on-demand: resync, status --check, webhook registration): the whole
+ *   quota, reserve included.
  */
 import { createHash } from 'node:crypto';
 import { QuotaExhaustedError } from '../errors.ts';
 import type { Queryable } from '../db/pool.ts';
-import type { Purpose, RequestBudget } from '../api/http.ts';
+import { PURPOSES, type Purpose, type RequestBudget } from '../api/http.ts';
 import { quotaDayOf, type QuotaDayRule } from './quota-day.ts';
+
+export { PURPOSES, type Purpose };
+
+/** The purposes the scheduled-spend budget covers. */
+export const BUDGETED: ReadonlySet<Purpose> = new Set<Purpose>(['check', 'webhook', 'full']);
 
 export interface QuotaSettings extends QuotaDayRule {
   /** Ledger key: a fingerprint of the gateway key, never the key itself. */
   keyId: string;
   dailyLimit: number;
   reservePercent: number;
+  /** Requests a quota day that checks, webhook-triggered fetches and full refreshes may spend together. */
+  budget: number;
   /** Name used in messages. */
   label: string;
 }
@@ -27,22 +40,63 @@ export function keyFingerprint(apikey: string): string {
   return `k_${createHash('sha256').update(apikey).digest('hex').slice(0, 16)}`;
 }
 
-export function allowance(settings: Pick<QuotaSettings, 'dailyLimit' | 'reservePercent'>, purpose: Purpose): number {
-  if (purpose === 'priority') return settings.dailyLimit;
+/** Requests scheduled work (everything but on-demand requests) may send on a quota day. */
+export function allowance(settings: Pick<QuotaSettings, 'dailyLimit' | 'reservePercent'>): number {
   return Math.floor((settings.dailyLimit * (100 - settings.reservePercent)) / 100);
 }
+
+export type SpentByPurpose = Record<Purpose, number>;
 
 export interface QuotaSnapshot {
   day: string;
   used: number;
+  byPurpose: SpentByPurpose;
   dailyLimit: number;
+  allowance: number;
+  budget: number;
+  /** Checks, webhook-triggered fetches and full refreshes so far. */
+  budgetUsed: number;
   exhaustedUntil: Date | null;
+  startsAt: Date;
   resetsAt: Date;
+}
+
+const noneSpent = (): SpentByPurpose => ({ check: 0, backfill: 0, webhook: 0, resync: 0, full: 0 });
+
+/**
+ * The conditions of one take, on the stored row `u` (the upsert's update) and
+ * on a first row of the day (the insert), for $3 = daily limit, $4 =
+ * allowance, $6 = budget.
+ */
+const RULES: Record<'budgeted' | 'backfill' | 'resync', { update: string; insert: string }> = {
+  budgeted: { update: 'u.used < $4::int AND u.used_check + u.used_webhook + u.used_full < $6::int', insert: '$4::int > 0 AND $6::int > 0' },
+  backfill: {
+    update: 'u.used + greatest(0, $6::int - (u.used_check + u.used_webhook + u.used_full)) < $4::int',
+    insert: '$6::int < $4::int',
+  },
+  // Resyncs ignore the allowance ($4), but every parameter needs a type.
+  resync: { update: 'u.used < $3::int AND $4::int >= 0', insert: '$3::int > 0' },
+};
+
+function ruleOf(purpose: Purpose): keyof typeof RULES {
+  return BUDGETED.has(purpose) ? 'budgeted' : purpose === 'backfill' ? 'backfill' : 'resync';
+}
+
+/** The one statement that counts a request of `purpose`, or returns no row when it may not be sent. */
+export function takeSql(purpose: Purpose): string {
+  const rule = RULES[ruleOf(purpose)];
+  const column = `used_${purpose}`;
+  return `INSERT INTO pmsync.quota_usage AS u (key_id, quota_day, used, ${column}, daily_limit, budget, updated_at)
+    SELECT $1, $2::date, 1, 1, $3::int, $6::int, $5::timestamptz WHERE ${rule.insert}
+    ON CONFLICT (key_id, quota_day) DO UPDATE SET used = u.used + 1, ${column} = u.${column} + 1,
+      daily_limit = excluded.daily_limit, budget = excluded.budget, updated_at = $5
+    WHERE ${rule.update} AND (u.exhausted_until IS NULL OR u.exhausted_until <= $5::timestamptz)
+    RETURNING used`;
 }
 
 export class QuotaLedger implements RequestBudget {
   private readonly db: Queryable;
-  private readonly settings: QuotaSettings;
+  readonly settings: QuotaSettings;
   private readonly now: () => Date;
 
   constructor(db: Queryable, settings: QuotaSettings, now: () => Date = () => new Date()) {
@@ -54,32 +108,49 @@ export class QuotaLedger implements RequestBudget {
   async take(purpose: Purpose): Promise<void> {
     const now = this.now();
     const qd = quotaDayOf(now, this.settings);
-    const limit = allowance(this.settings, purpose);
-    const res = await this.db.query<{ used: number }>(
-      `INSERT INTO pmsync.quota_usage AS u (key_id, quota_day, used, daily_limit, updated_at)
-       SELECT $1, $2::date, 1, $3, $5 WHERE $4 > 0
-       ON CONFLICT (key_id, quota_day) DO UPDATE SET used = u.used + 1, daily_limit = excluded.daily_limit, updated_at = $5
-       WHERE u.used < $4 AND (u.exhausted_until IS NULL OR u.exhausted_until <= $5)
-       RETURNING used`,
-      [this.settings.keyId, qd.day, this.settings.dailyLimit, limit, now],
-    );
-    if (res.rowCount === 0) {
-      const snap = await this.snapshot();
-      if (snap.exhaustedUntil) {
-        throw new QuotaExhaustedError(
-          `The API answered 429 for ${this.settings.label} earlier on quota day ${qd.day}: nothing is sent until ${snap.exhaustedUntil.toISOString()}, when requests resume.`,
-          snap.exhaustedUntil,
-        );
-      }
-      const reserve =
-        purpose === 'sync' && this.settings.reservePercent > 0
-          ? ` (${this.settings.reservePercent}% is kept for webhook refreshes and resyncs)`
-          : '';
-      throw new QuotaExhaustedError(
-        `Daily quota for ${this.settings.label} is used up for ${qd.day}: ${snap.used} of ${limit} requests${reserve}. Stopped at the last checkpoint; requests resume after ${qd.resetsAt.toISOString()}.`,
-        qd.resetsAt,
+    const s = this.settings;
+    const res = await this.db.query<{ used: number }>(takeSql(purpose), [s.keyId, qd.day, s.dailyLimit, allowance(s), now, s.budget]);
+    if (res.rowCount === 0) throw await this.refusal(purpose);
+  }
+
+  private async refusal(purpose: Purpose): Promise<QuotaExhaustedError> {
+    const snap = await this.snapshot();
+    const s = this.settings;
+    const resumes = `requests resume after ${snap.resetsAt.toISOString()}`;
+    if (snap.exhaustedUntil) {
+      return new QuotaExhaustedError(
+        `The API answered 429 for ${s.label} earlier on quota day ${snap.day}: nothing is sent until ${snap.exhaustedUntil.toISOString()}, when requests resume.`,
+        snap.exhaustedUntil,
+        'server',
       );
     }
+    const rule = ruleOf(purpose);
+    if (rule === 'budgeted' && snap.budgetUsed >= snap.budget) {
+      const b = snap.byPurpose;
+      return new QuotaExhaustedError(
+        `The scheduled-spend budget of ${s.label} is used up for ${snap.day}: ${snap.budgetUsed} of ${snap.budget} requests ` +
+          `(checks ${b.check}, webhook-triggered ${b.webhook}, full refreshes ${b.full}). Backfills and resyncs go on from the rest of the quota; ` +
+          `checks ${resumes}. Raise the budget (schedules.budget, or the source's quota.budget) if the day's changes need more.`,
+        snap.resetsAt,
+        'budget',
+      );
+    }
+    if (rule === 'resync') {
+      return new QuotaExhaustedError(
+        `Daily quota for ${s.label} is used up for ${snap.day}: ${snap.used} of ${snap.dailyLimit} requests. ${cap(resumes)}.`,
+        snap.resetsAt,
+        'quota',
+      );
+    }
+    const held = rule === 'backfill' ? Math.max(0, snap.budget - snap.budgetUsed) : 0;
+    return new QuotaExhaustedError(
+      `Daily allowance for ${s.label} is used up for ${snap.day}: ${snap.used} of ${snap.allowance} requests` +
+        (s.reservePercent > 0 ? ` (${s.reservePercent}% of the quota is kept for resyncs)` : '') +
+        (held > 0 ? `, with ${held} more held for the day's scheduled checks` : '') +
+        `. Stopped at the last checkpoint; ${resumes}.`,
+      snap.resetsAt,
+      'allowance',
+    );
   }
 
   /**
@@ -90,26 +161,45 @@ export class QuotaLedger implements RequestBudget {
     const now = this.now();
     const qd = quotaDayOf(now, this.settings);
     await this.db.query(
-      `INSERT INTO pmsync.quota_usage AS u (key_id, quota_day, used, daily_limit, exhausted_until, updated_at)
-       VALUES ($1, $2::date, 0, $3, $4, $5)
+      `INSERT INTO pmsync.quota_usage AS u (key_id, quota_day, used, daily_limit, budget, exhausted_until, updated_at)
+       VALUES ($1, $2::date, 0, $3, $6, $4, $5)
        ON CONFLICT (key_id, quota_day) DO UPDATE SET exhausted_until = $4, updated_at = $5`,
-      [this.settings.keyId, qd.day, this.settings.dailyLimit, qd.resetsAt, now],
+      [this.settings.keyId, qd.day, this.settings.dailyLimit, qd.resetsAt, now, this.settings.budget],
     );
     return new QuotaExhaustedError(
       `The API answered 429 for ${this.settings.label}: its daily quota is exhausted (other integrations may share it). Stopped with the checkpoint saved; requests resume after ${qd.resetsAt.toISOString()}.`,
       qd.resetsAt,
+      'server',
     );
   }
 
   async snapshot(): Promise<QuotaSnapshot> {
     const now = this.now();
     const qd = quotaDayOf(now, this.settings);
-    const res = await this.db.query<{ used: number; exhausted_until: Date | null }>(
-      'SELECT used, exhausted_until FROM pmsync.quota_usage WHERE key_id = $1 AND quota_day = $2::date',
+    const res = await this.db.query<SpentByPurpose & { used: number; exhausted_until: Date | null }>(
+      `SELECT used, used_check AS "check", used_backfill AS backfill, used_webhook AS webhook, used_resync AS resync, used_full AS "full", exhausted_until
+       FROM pmsync.quota_usage WHERE key_id = $1 AND quota_day = $2::date`,
       [this.settings.keyId, qd.day],
     );
     const row = res.rows[0];
+    const byPurpose = noneSpent();
+    if (row) for (const p of PURPOSES) byPurpose[p] = row[p];
     const exhaustedUntil = row?.exhausted_until && row.exhausted_until > now ? row.exhausted_until : null;
-    return { day: qd.day, used: row?.used ?? 0, dailyLimit: this.settings.dailyLimit, exhaustedUntil, resetsAt: qd.resetsAt };
+    return {
+      day: qd.day,
+      used: row?.used ?? 0,
+      byPurpose,
+      dailyLimit: this.settings.dailyLimit,
+      allowance: allowance(this.settings),
+      budget: this.settings.budget,
+      budgetUsed: byPurpose.check + byPurpose.webhook + byPurpose.full,
+      exhaustedUntil,
+      startsAt: qd.startsAt,
+      resetsAt: qd.resetsAt,
+    };
   }
+}
+
+function cap(text: string): string {
+  return text.charAt(0).toUpperCase() + text.slice(1);
 }

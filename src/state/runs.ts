@@ -1,16 +1,17 @@
 /** Run history in pmsync.runs: one row per run of one stream for one source. */
 import type { Queryable } from '../db/pool.ts';
+import { storableText } from '../db/storable.ts';
 import type { PageTotals } from '../sync/types.ts';
 
 export type RunStatus = 'running' | 'succeeded' | 'failed' | 'quota_exhausted' | 'interrupted';
 
 export async function startRun(
   db: Queryable,
-  run: { source: string; resource: string; mode: string; windowStart: Date | null; windowEnd: Date | null },
+  run: { source: string; resource: string; mode: string; purpose?: string | null; windowStart: Date | null; windowEnd: Date | null },
 ): Promise<number> {
   const res = await db.query<{ id: number }>(
-    `INSERT INTO pmsync.runs (source, resource, mode, status, window_start, window_end) VALUES ($1, $2, $3, 'running', $4, $5) RETURNING id`,
-    [run.source, run.resource, run.mode, run.windowStart, run.windowEnd],
+    `INSERT INTO pmsync.runs (source, resource, mode, purpose, status, window_start, window_end) VALUES ($1, $2, $3, $4, 'running', $5, $6) RETURNING id`,
+    [run.source, run.resource, run.mode, run.purpose ?? null, run.windowStart, run.windowEnd],
   );
   return res.rows[0]!.id;
 }
@@ -24,6 +25,7 @@ export async function addPage(db: Queryable, runId: number, totals: PageTotals, 
   );
 }
 
+/** Error messages may quote what a server sent; a NUL in one must not fail the run's last write. */
 export async function finishRun(
   db: Queryable,
   runId: number,
@@ -32,7 +34,13 @@ export async function finishRun(
 ): Promise<void> {
   await db.query(
     `UPDATE pmsync.runs SET status = $2, ended_at = now(), requests = requests + $3, error_code = $4, error_message = $5 WHERE id = $1`,
-    [runId, status, extra.requests ?? 0, extra.errorCode ?? null, extra.errorMessage ?? null],
+    [
+      runId,
+      status,
+      extra.requests ?? 0,
+      extra.errorCode ?? null,
+      extra.errorMessage === undefined ? null : storableText(extra.errorMessage),
+    ],
   );
 }
 
@@ -43,4 +51,15 @@ export async function closeAbandonedRuns(db: Queryable, source: string, resource
      WHERE source = $1 AND resource = $2 AND status = 'running'`,
     [source, resource],
   );
+}
+
+/** Rows each stream's checks found changed in windows that ended at or after `since` (pmsync's clock). */
+export async function changesFoundSince(db: Queryable, source: string, since: Date): Promise<Map<string, number>> {
+  const res = await db.query<{ resource: string; n: number }>(
+    `SELECT resource, sum(inserted + updated)::int AS n FROM pmsync.runs
+     WHERE source = $1 AND status = 'succeeded' AND window_end >= $2 AND purpose IN ('check', 'webhook', 'full')
+     GROUP BY resource`,
+    [source, since],
+  );
+  return new Map(res.rows.map((r) => [r.resource, r.n]));
 }

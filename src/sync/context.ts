@@ -9,9 +9,13 @@ import type { SourceConfig } from '../config.ts';
 export interface ProgressEvent {
   source: string;
   resource: string;
+  /** Pages read so far in this window. */
   page: number;
   totalPages: number | null;
+  /** Records on the page just committed. */
   rows: number;
+  /** Requests the run has sent so far. */
+  requests?: number;
 }
 
 export interface SyncContext {
@@ -20,6 +24,10 @@ export interface SyncContext {
   now: () => Date;
   /** Aborted on SIGTERM/SIGINT: runs stop at the next page boundary. */
   signal: AbortSignal;
+  /** Where `pool` connects, to name the database when it is lost (never printed with its password). */
+  databaseUrl?: string;
   clientFor(source: SourceConfig): HttpClient;
   onProgress?: (event: ProgressEvent) => void;
+  /** A run of one stream ended, whatever way. */
+  onRunEnd?: (stream: { source: string; resource: string }) => void;
 }

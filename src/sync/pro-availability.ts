@@ -29,7 +29,7 @@ import { quarantine, type Rejected } from '../state/quarantine.ts';
 import { closeAbandonedRuns } from '../state/runs.ts';
 import type { Queryable } from '../db/pool.ts';
 import type { SyncContext } from './context.ts';
-import { idReader } from './page.ts';
+import { idReader, unstorableReason } from './page.ts';
 import { pageProList } from './pro-pager.ts';
 import { allSettledOrThrow, practicePath, type ProRunOptions, type ProSession } from './pro-scope.ts';
 import { dbNow, NO_ROWS, skippedSummary, withRun, type RunScope, type RunSummary } from './run-scope.ts';
@@ -218,8 +218,13 @@ async function readEventType(
   const providers = new Map<number, { row: ProviderEntryRow; raw: unknown }>();
   for (const raw of entries.records) {
     const parsed = providerEntryRaw.safeParse(raw);
-    if (!parsed.success) {
-      rejected.push({ recordId: `providers:${eventTypeId}:${providerIdOf(raw) ?? '?'}`, raw, reason: describeIssues(parsed.error) });
+    const unstorable = unstorableReason(raw);
+    if (unstorable !== null || !parsed.success) {
+      rejected.push({
+        recordId: `providers:${eventTypeId}:${providerIdOf(raw) ?? '?'}`,
+        raw,
+        reason: unstorable ?? describeIssues(parsed.error!),
+      });
       continue;
     }
     const row = mapProviderEntry(parsed.data);
@@ -234,8 +239,13 @@ async function readEventType(
         const mine: unknown[] = [];
         for (const group of groups.records) {
           const parsed = slotGroupRaw.safeParse(group);
-          if (!parsed.success) {
-            rejected.push({ recordId: `slots:${eventTypeId}:${row.providerId}`, raw: group, reason: describeIssues(parsed.error) });
+          const unstorable = unstorableReason(group);
+          if (unstorable !== null || !parsed.success) {
+            rejected.push({
+              recordId: `slots:${eventTypeId}:${row.providerId}`,
+              raw: group,
+              reason: unstorable ?? describeIssues(parsed.error!),
+            });
             continue;
           }
           const mapped = mapSlotGroup(parsed.data);

@@ -16,15 +16,16 @@ import pLimit from 'p-limit';
 import type { HttpClient } from '../api/http.ts';
 import type { ProSourceConfig } from '../config.ts';
 import { HttpError } from '../errors.ts';
-import type { Queryable } from '../db/pool.ts';
+import { withTransaction, type Queryable } from '../db/pool.ts';
+import { addObservation, ChangeTally, windowObservation } from '../state/change-model.ts';
 import { completeWindow, loadState, saveWindow, type WindowCheckpoint } from '../state/checkpoints.ts';
 import { closeAbandonedRuns } from '../state/runs.ts';
 import type { SyncContext } from './context.ts';
-import { idReader, writePage } from './page.ts';
+import { idReader, prepareTable, writePage } from './page.ts';
 import { runAvailability } from './pro-availability.ts';
 import { listRecords, pageProList } from './pro-pager.ts';
 import { allSettledOrThrow, newProSession, practicePath, type ProRunOptions, type ProSession } from './pro-scope.ts';
-import { dbNow, markNotSeen, withRun, type RunScope, type RunSummary } from './run-scope.ts';
+import { dbNow, markNotSeen, markRowsNotSeen, withRun, type RunScope, type RunSummary } from './run-scope.ts';
 import type { ProFanOutStream, ProListStream, ProStream } from './streams/pro/stream.ts';
 
 /** Keys read per committed batch: what a crash can cost in repeated requests. */
@@ -93,11 +94,17 @@ async function runList(
   const client = ctx.clientFor(source);
   const idOf = idReader(stream.idField);
   await closeAbandonedRuns(ctx.pool, source.name, stream.resource);
+  const settings = await prepareTable(ctx.pool, ctx.logger, source, stream);
   const state = await loadState(ctx.pool, source.name, stream.resource);
   const resumed = state.window !== null && !options.full;
-  const window = resumed && state.window ? state.window : freshWindow('full', null, await dbNow(ctx.pool));
+  const window =
+    resumed && state.window
+      ? state.window
+      : { ...freshWindow('full', null, await dbNow(ctx.pool)), since: state.cursor?.toISOString() ?? null };
+  const learn = proLearning(source, stream.resource, window);
 
   return withRun(ctx, source, stream.resource, window, resumed, options, async (run) => {
+    const observer = run.observe(stream, settings);
     const pages = pageProList(
       (page, limit) => client.get(practicePath(source, stream.path), { Page: page, Limit: limit }, run.get),
       pagerOptions(run, source, session, stream.idField, window.nextPage),
@@ -112,12 +119,17 @@ async function runList(
             sentAt: page.sentAt,
             markSeen: true,
             idOf,
+            settings,
+            observer,
+            tally: learn?.tally,
           });
           if (page.last) {
-            await markNotSeen(tx, stream.table.name, source.name, new Date(window.startedAt));
+            await markNotSeen(tx, stream.table, source.name, new Date(window.startedAt), settings.history);
             await completeWindow(tx, source.name, stream.resource, new Date(window.end));
+            await learn?.complete(tx);
           } else {
             window.nextPage = page.page + 1;
+            if (learn) window.tally = learn.tally.toJSON();
             await saveWindow(tx, source.name, stream.resource, window);
           }
           return totals;
@@ -146,6 +158,7 @@ async function runFanOut(
   const client = ctx.clientFor(source);
   const idOf = idReader(stream.idField);
   await closeAbandonedRuns(ctx.pool, source.name, stream.resource);
+  const settings = await prepareTable(ctx.pool, ctx.logger, source, stream);
   const state = await loadState(ctx.pool, source.name, stream.resource);
   const resumed = state.window !== null && !options.full && !options.since;
   let window: WindowCheckpoint;
@@ -159,24 +172,34 @@ async function runFanOut(
       !options.full &&
       !options.since &&
       state.cursor !== null &&
-      !sweepDue(await lastFullPass(ctx.pool, source.name, stream.resource), now, source.appointments.fullSweepHours);
-    window = freshWindow(changedOnly || since ? 'incremental' : 'full', since, now, { after: 0, changedOnly });
+      !sweepDue(await lastFullPass(ctx.pool, source.name, stream.resource), now, source.appointments.fullSweepHours) &&
+      !(await rowsLackTheirKey(ctx.pool, stream, source.name));
+    window = {
+      ...freshWindow(changedOnly || since ? 'incremental' : 'full', since, now, { after: 0, changedOnly }),
+      since: since ? undefined : (state.cursor?.toISOString() ?? null),
+    };
   }
+  const learn = proLearning(source, stream.resource, window);
   const position = { after: Number(window.extra?.after ?? 0) };
   const query = { source, changedOnly: window.extra?.changedOnly === true, changedSince: window.start ? new Date(window.start) : null };
 
   return withRun(ctx, source, stream.resource, window, resumed, options, async (run) => {
+    const observer = run.observe(stream, settings);
     const limit = pLimit(source.concurrency);
     for (let batch = 1; ; batch++) {
       const keys = await stream.keys(ctx.pool, { ...query, after: position.after, limit: FAN_OUT_BATCH });
       if (keys.length === 0) {
-        await completeWindow(ctx.pool, source.name, stream.resource, new Date(window.end));
+        await withTransaction(ctx.pool, async (tx) => {
+          await completeWindow(tx, source.name, stream.resource, new Date(window.end));
+          await learn?.complete(tx);
+        });
         return;
       }
       await confirmPractice(client, source, session, run);
       const reads = await allSettledOrThrow(keys.map((key) => limit(() => readKey(client, source, stream, session, run, key))));
       const last = keys.length < FAN_OUT_BATCH;
       const records = reads.flatMap((r) => r.records);
+      const keyOf = reads.flatMap((r) => r.records.map(() => r.key));
       const sentAts = reads.flatMap((r) => (r.sentAt ? [r.sentAt.getTime()] : []));
       await run.commit(
         async (tx) => {
@@ -186,17 +209,35 @@ async function runFanOut(
             sentAt: new Date(sentAts.length > 0 ? Math.min(...sentAts) : Date.now()),
             markSeen: true,
             idOf,
+            settings,
+            observer,
+            tally: learn?.tally,
+            // A listed record belongs to the key it was listed under, whether or not it says so.
+            fromRequest:
+              'list' in stream.read ? { columns: [stream.keyColumn], values: (i) => ({ [stream.keyColumn]: keyOf[i] }) } : undefined,
           });
           // Each key's read was complete: its stored rows the API no longer returned are gone (or moved).
-          await tx.query(
-            `UPDATE "${stream.table.name}" SET not_seen_since = now()
-             WHERE source = $1 AND "${stream.keyColumn}" = ANY($2::bigint[]) AND NOT (id = ANY($3::bigint[])) AND not_seen_since IS NULL`,
-            [source.name, keys, records.map(idOf).filter((id): id is string => id !== null && /^\d+$/.test(id))],
+          await markRowsNotSeen(
+            tx,
+            stream.table,
+            source.name,
+            `"${stream.keyColumn}" = ANY($2::bigint[]) AND NOT (id = ANY($3::bigint[]))`,
+            [keys, records.map(idOf).filter((id): id is string => id !== null && /^\d+$/.test(id))],
+            settings.history,
           );
           await stream.markRead?.(tx, source, keys);
           position.after = keys[keys.length - 1]!;
-          if (last) await completeWindow(tx, source.name, stream.resource, new Date(window.end));
-          else await saveWindow(tx, source.name, stream.resource, { ...window, extra: { ...window.extra, after: position.after } });
+          if (last) {
+            if (stream.coversTable && window.mode === 'full')
+              await markNotSeen(tx, stream.table, source.name, new Date(window.startedAt), settings.history);
+            await completeWindow(tx, source.name, stream.resource, new Date(window.end));
+            await learn?.complete(tx);
+          } else
+            await saveWindow(tx, source.name, stream.resource, {
+              ...window,
+              extra: { ...window.extra, after: position.after },
+              ...(learn ? { tally: learn.tally.toJSON() } : {}),
+            });
           return totals;
         },
         { page: batch, rows: records.length },
@@ -206,6 +247,44 @@ async function runFanOut(
       run.checkAbort();
     }
   });
+}
+
+/**
+ * The change model learns from Pro passes too. Pro records carry no
+ * modification time, so a pass counts the rows it inserted or changed and
+ * spreads them over the hours since the previous pass; a first pass teaches
+ * nothing (everything is new to it).
+ */
+function proLearning(
+  source: ProSourceConfig,
+  resource: string,
+  window: WindowCheckpoint,
+): { tally: ChangeTally; complete(tx: Queryable): Promise<void> } | null {
+  if (!window.since) return null;
+  const since = new Date(window.since);
+  const tally = ChangeTally.from(null, window.tally);
+  return {
+    tally,
+    async complete(tx) {
+      const end = new Date(window.end);
+      const seen = windowObservation(tally, since, end, 'UTC', false);
+      await addObservation(tx, source.name, resource, end, seen.changes, seen.exposure);
+    },
+  };
+}
+
+/**
+ * Whether current rows lack the key they were read under (rows stored before
+ * the key was taken from the request): only a full pass can give them their
+ * key or, when no key returns them any more, mark them not seen.
+ */
+async function rowsLackTheirKey(db: Queryable, stream: ProFanOutStream, source: string): Promise<boolean> {
+  if (!('list' in stream.read)) return false;
+  const res = await db.query(
+    `SELECT 1 FROM "${stream.table.name}" WHERE source = $1 AND "${stream.keyColumn}" IS NULL AND not_seen_since IS NULL LIMIT 1`,
+    [source],
+  );
+  return res.rows.length > 0;
 }
 
 /**

@@ -13,6 +13,8 @@ import { HttpError, PmsyncError } from '../errors.ts';
 import { withTransaction } from '../db/pool.ts';
 import type { SyncContext } from './context.ts';
 import { idReader, writePage } from './page.ts';
+import { markRowsNotSeen } from './run-scope.ts';
+import { settingsFor } from './table-settings.ts';
 import type { RestStream } from './streams/rest.ts';
 import type { PageTotals } from './types.ts';
 
@@ -23,7 +25,7 @@ export async function refreshRecord(
   source: RestSourceConfig,
   stream: RestStream,
   id: string,
-  purpose: Purpose = 'priority',
+  purpose: Purpose,
 ): Promise<RefreshOutcome> {
   if (!stream.recordPath) {
     throw new PmsyncError(
@@ -32,15 +34,13 @@ export async function refreshRecord(
     );
   }
   const client = ctx.clientFor(source);
+  const settings = settingsFor(source, stream);
   let response;
   try {
     response = await client.get(stream.recordPath(id), {}, { purpose, signal: ctx.signal });
   } catch (err) {
     if (err instanceof HttpError && err.status === 404) {
-      await ctx.pool.query(
-        `UPDATE "${stream.table.name}" SET not_seen_since = now() WHERE source = $1 AND id = $2 AND not_seen_since IS NULL`,
-        [source.name, id],
-      );
+      await withTransaction(ctx.pool, (tx) => markRowsNotSeen(tx, stream.table, source.name, 'id = $2', [id], settings.history));
       return { status: 'not_visible' };
     }
     throw err;
@@ -53,6 +53,7 @@ export async function refreshRecord(
       sentAt: response.sentAt,
       markSeen: true,
       idOf: idReader(stream.idField),
+      settings,
     }),
   );
   return { status: 'written', totals };

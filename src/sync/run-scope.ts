@@ -12,8 +12,12 @@ import { PmsyncError, ShutdownError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import type { WindowCheckpoint } from '../state/checkpoints.ts';
 import { addPage, finishRun, startRun, type RunStatus } from '../state/runs.ts';
+import { closeVersions } from '../db/history.ts';
+import { recordDrift } from '../state/drift.ts';
 import type { SyncContext } from './context.ts';
-import type { PageTotals } from './types.ts';
+import { DriftObserver } from './drift.ts';
+import type { TableSettings } from './table-settings.ts';
+import type { PageTotals, StreamBase, TableDef } from './types.ts';
 
 export interface RunSummary extends PageTotals {
   source: string;
@@ -21,17 +25,31 @@ export interface RunSummary extends PageTotals {
   runId: number | null;
   status: RunStatus | 'skipped';
   mode: string;
+  /** Why the run was made (the purpose its first request was counted under). */
+  purpose?: Purpose;
   pages: number;
   requests: number;
+  /** End of the window the run completed, when it completed one. */
+  windowEnd?: Date;
   error?: string;
 }
 
 export interface RunOptions {
+  /**
+   * Why the run is made. Left out, the runner decides: a first pass or an
+   * unfinished window is a backfill, a full-refresh pass is full, anything
+   * else a check. An unfinished window is always read as a backfill, and so
+   * is the rest of a check that turns out longer than `checkPages` pages.
+   */
   purpose?: Purpose;
   /** Re-read from this instant instead of the stored cursor (resync --since). */
   since?: Date;
   /** Re-read the whole stream and mark rows it no longer returns (resync --full). */
   full?: boolean;
+  /** The window must reach this instant, whatever lagSeconds says (a notified change). */
+  mustInclude?: Date;
+  /** Pages a check may take before the rest of its window is read as a backfill. */
+  checkPages?: number;
 }
 
 export const NO_ROWS: PageTotals = { inserted: 0, updated: 0, unchanged: 0, rejected: 0 };
@@ -53,6 +71,8 @@ export interface RunScope {
   ): Promise<void>;
   /** Stops at a unit boundary once a shutdown was requested. */
   checkAbort(): void;
+  /** An observer of the run's records for a table's schema-drift report, recorded when the run ends. */
+  observe(stream: StreamBase, settings: TableSettings): DriftObserver;
 }
 
 /** Records one run of one stream around `body`, whatever way it ends. */
@@ -69,6 +89,7 @@ export async function withRun(
     source: source.name,
     resource,
     mode: window.mode,
+    purpose: options.purpose ?? null,
     windowStart: window.start ? new Date(window.start) : null,
     windowEnd: new Date(window.end),
   });
@@ -78,17 +99,36 @@ export async function withRun(
     runId,
     status: 'running',
     mode: window.mode,
+    purpose: options.purpose,
     pages: 0,
     requests: 0,
     ...NO_ROWS,
   };
   const log = ctx.logger.child({ runId, source: source.name, resource });
   log.info(
-    { mode: window.mode, window: { start: window.start, end: window.end }, fromPage: window.nextPage },
+    { mode: window.mode, purpose: options.purpose, window: { start: window.start, end: window.end }, fromPage: window.nextPage },
     resumed ? 'resuming window' : 'run started',
   );
   const stats: RequestStats = { requests: 0 };
   let counted = 0;
+  const observed: Array<{ stream: StreamBase; settings: TableSettings; observer: DriftObserver }> = [];
+  // Once per run, whatever way it ends; a drift report is never worth failing a run over.
+  const recordObserved = async (completed: boolean) => {
+    for (const o of observed) {
+      if (o.observer.records === 0) continue;
+      try {
+        await recordDrift(
+          ctx.pool,
+          log,
+          { source: source.name, stream: o.stream, settings: o.settings },
+          o.observer,
+          completed && window.mode === 'full' && !resumed,
+        );
+      } catch (err) {
+        log.warn({ err, table: o.stream.table.name }, 'the schema-drift report could not be updated');
+      }
+    }
+  };
   const scope: RunScope = {
     runId,
     log,
@@ -112,29 +152,41 @@ export async function withRun(
         page: progress.page,
         totalPages: progress.totalPages ?? null,
         rows: progress.rows,
+        requests: stats.requests,
       });
     },
     checkAbort() {
       if (ctx.signal.aborted) throw new ShutdownError();
     },
+    observe(stream, settings) {
+      const observer = new DriftObserver();
+      observed.push({ stream, settings, observer });
+      return observer;
+    },
   };
   try {
     await body(scope);
   } catch (err) {
+    ctx.onRunEnd?.({ source: source.name, resource });
     const code = err instanceof PmsyncError ? err.code : undefined;
     summary.status = code === 'QUOTA_EXHAUSTED' ? 'quota_exhausted' : code === 'SHUTDOWN' ? 'interrupted' : 'failed';
     summary.error = (err as Error).message;
     summary.requests = stats.requests;
+    await recordObserved(false);
     await finishRun(ctx.pool, runId, summary.status, {
       requests: stats.requests - counted,
       errorCode: code ?? 'UNEXPECTED',
       errorMessage: (err as Error).message,
     });
-    log.warn({ status: summary.status, err }, 'run stopped');
+    // Whoever called the run reports its error (the CLI's summary, serve's run log): this line names only the outcome.
+    log.warn({ status: summary.status, code: code ?? 'UNEXPECTED', ...(code ? {} : { err }) }, 'run stopped');
     throw err;
   }
+  ctx.onRunEnd?.({ source: source.name, resource });
   summary.status = 'succeeded';
   summary.requests = stats.requests;
+  summary.windowEnd = new Date(window.end);
+  await recordObserved(true);
   await finishRun(ctx.pool, runId, 'succeeded', { requests: stats.requests - counted });
   log.info(
     {
@@ -155,11 +207,41 @@ export async function withRun(
  * with not_seen_since. They are never deleted; a later pass that sees them
  * again clears the mark.
  */
-export async function markNotSeen(tx: Queryable, table: string, source: string, passStartedAt: Date | string): Promise<void> {
-  await tx.query(`UPDATE "${table}" SET not_seen_since = now() WHERE source = $1 AND last_seen_at < $2 AND not_seen_since IS NULL`, [
+export async function markNotSeen(
+  tx: Queryable,
+  table: TableDef,
+  source: string,
+  passStartedAt: Date | string,
+  history: boolean,
+): Promise<void> {
+  await markRowsNotSeen(tx, table, source, 'last_seen_at < $2', [passStartedAt], history);
+}
+
+/**
+ * Marks the current rows matching `condition` (in which $1 is the source and
+ * `values` follow) not seen; with history, their current versions close in
+ * the same transaction (the caller's).
+ */
+export async function markRowsNotSeen(
+  db: Queryable,
+  table: TableDef,
+  source: string,
+  condition: string,
+  values: unknown[],
+  history: boolean,
+): Promise<void> {
+  const text = `UPDATE "${table.name}" SET not_seen_since = now() WHERE source = $1 AND not_seen_since IS NULL AND (${condition})`;
+  if (!history) {
+    await db.query(text, [source, ...values]);
+    return;
+  }
+  const gone = await db.query<{ id: string }>(`${text} RETURNING id::text AS id`, [source, ...values]);
+  await closeVersions(
+    db,
+    table,
     source,
-    passStartedAt,
-  ]);
+    gone.rows.map((r) => r.id),
+  );
 }
 
 /**

@@ -26,7 +26,7 @@ export interface Connectivity {
  * Subset: one of the day's quota). Failures throw the client's typed errors,
  * with kind-specific advice added to a refusal.
  */
-export async function checkConnectivity(ctx: SyncContext, source: SourceConfig, purpose: Purpose = 'priority'): Promise<Connectivity> {
+export async function checkConnectivity(ctx: SyncContext, source: SourceConfig, purpose: Purpose = 'resync'): Promise<Connectivity> {
   const client = ctx.clientFor(source);
   const [path, query] = connectivityRequest(source);
   try {
@@ -48,8 +48,13 @@ export function connectivityRequest(source: SourceConfig): [string, Record<strin
   }
 }
 
-const ADVICE: Record<SourceConfig['kind'], string> = {
-  core: 'A Subset gateway key is refused on the Core path: a Subset account is configured with kind "subset" and a baseUrl ending in /CustomAPI/<SUBSET_NAME>/api/v1.',
+/**
+ * What else can cause a 401 on each kind, beyond wrong credentials: only what
+ * applies to the source at hand. A Core source gets none: a 401 there means
+ * the gateway key or the user's credentials, which the message already names.
+ */
+const ADVICE: Record<SourceConfig['kind'], string | null> = {
+  core: null,
   subset:
     'A Subset source needs its Subset gateway key and the exact <SUBSET_NAME> in /CustomAPI/<SUBSET_NAME>/api/v1; a Core key is refused there.',
   pro: 'The Pro token is sent bare in the Authorization header (no "Bearer" word) and must belong to the configured practiceId.',
@@ -57,6 +62,7 @@ const ADVICE: Record<SourceConfig['kind'], string> = {
 
 /** A 401 gets advice about the usual mix-ups of this kind of source; other errors pass unchanged. */
 export function withAuthAdvice(source: SourceConfig, err: unknown): unknown {
-  if (!(err instanceof PmsyncError) || err.code !== 'AUTH_FAILED') return err;
-  return new PmsyncError('AUTH_FAILED', `${err.message} ${ADVICE[source.kind]}`, { cause: err });
+  const advice = ADVICE[source.kind];
+  if (!(err instanceof PmsyncError) || err.code !== 'AUTH_FAILED' || !advice || err.message.includes(advice)) return err;
+  return new PmsyncError('AUTH_FAILED', `${err.message} ${advice}`, { cause: err });
 }

@@ -4,6 +4,7 @@
  * quota, or a shutdown.
  */
 import type { ProSourceConfig, RestSourceConfig, SourceConfig } from '../config.ts';
+import { databaseLost, isConnectionError } from '../db/pool.ts';
 import { PmsyncError } from '../errors.ts';
 import type { SyncContext } from './context.ts';
 import { runProStream } from './pro-runner.ts';
@@ -13,6 +14,7 @@ import { withAuthAdvice } from './source-kinds.ts';
 import { selectProStreams, selectRestStreams } from './streams/index.ts';
 import { planOrder } from './planner.ts';
 import { withStreamLock } from '../scheduler/lock.ts';
+import { recordOutsideCheck } from '../state/stream-schedule.ts';
 
 export interface SourceRunOptions extends RunOptions {
   /**
@@ -46,8 +48,11 @@ export async function syncSource(
     if (ctx.signal.aborted) break;
     try {
       const locked = await withStreamLock(ctx, source.name, stream.resource, { waitMs: options.lockWaitMs ?? 0 }, stream.run);
-      if (locked.ran) result.runs.push(locked.value);
-      else {
+      if (locked.ran) {
+        result.runs.push(locked.value);
+        // Whoever ran it, the scheduler now knows every change up to the window's end was read.
+        if (locked.value.windowEnd) await recordOutsideCheck(ctx.pool, source.name, stream.resource, locked.value.windowEnd);
+      } else {
         ctx.logger.info({ source: source.name, resource: stream.resource }, 'another process is running this stream; skipped');
         (result.locked ??= []).push(stream.resource);
         const skipped = {
@@ -68,7 +73,9 @@ export async function syncSource(
           error: 'another process is running this stream',
         });
       }
-    } catch (err) {
+    } catch (thrown) {
+      // A lost database fails every stream after it the same way: say so once, naming it, and stop.
+      const err = isConnectionError(thrown) ? databaseLost(thrown, ctx.databaseUrl) : thrown;
       const code = err instanceof PmsyncError ? err.code : undefined;
       if (code && FATAL_CODES.has(code)) {
         result.fatal = withAuthAdvice(source, err) as PmsyncError;

@@ -48,6 +48,13 @@ export interface StreamBase<Raw extends Record<string, unknown> = Record<string,
   raw: z.ZodType<Raw>;
   /** Pure raw-to-row mapping. */
   map: (raw: Raw) => MappedRow;
+  /**
+   * The top-level raw field each typed column is read from, for the columns
+   * read from exactly one (columns read from nested objects, or filled from
+   * the request, are left out). Schema-drift reports and the per-source
+   * `columns` overrides work on these.
+   */
+  fields: Record<string, string>;
   table: TableDef;
 }
 

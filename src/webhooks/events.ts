@@ -16,6 +16,7 @@
  *   kept for inspection and `pmsync webhooks redrive`.
  */
 import { z } from 'zod';
+import { isStorableText } from '../db/storable.ts';
 
 /** Path prefix of the receiver: POST /webhooks/<source>/<token>. */
 export const WEBHOOK_PATH_PREFIX = '/webhooks/';
@@ -50,7 +51,13 @@ export function resourceOfEvent(event: EventName): RefreshResource {
   return EVENT_RESOURCE[event.split('.')[0]!.toLowerCase()]!;
 }
 
-const text = (max: number) => z.string().min(1).max(max);
+/**
+ * Text PostgreSQL can store: a field with a NUL or an unpaired surrogate could
+ * never be written, so the delivery is refused as invalid (400), never met
+ * with 503, which would make the sender retry a body that can never succeed.
+ */
+const storable = z.string().refine(isStorableText, 'must not contain NUL or unpaired surrogate characters');
+const text = (max: number) => storable.min(1).max(max);
 
 /** The JSON body of one delivery (spec "Delivery"); unknown members are ignored. */
 export const deliverySchema = z.object({
@@ -66,10 +73,7 @@ export const deliverySchema = z.object({
     }
     return name;
   }),
-  EventTimestamp: z
-    .string()
-    .max(64)
-    .refine((v) => !Number.isNaN(Date.parse(v)), 'must be an ISO 8601 date-time'),
+  EventTimestamp: storable.max(64).refine((v) => !Number.isNaN(Date.parse(v)), 'must be an ISO 8601 date-time'),
   Url: text(2048),
 });
 

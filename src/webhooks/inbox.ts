@@ -1,27 +1,34 @@
 /**
  * The inbox: every accepted delivery is a row of pmsync.webhook_events, keyed
- * by (source, EventId). The row and the refresh job are written in ONE
- * transaction that commits before the receiver answers 2xx, so an
- * acknowledged event is never lost (a crash after the reply finds the job in
- * the queue) and never refreshed twice (a retried delivery finds the row).
+ * by (source, EventId), committed before the receiver answers 2xx, so an
+ * acknowledged event is never lost and a retried delivery is recognised.
+ * A notification for a stream scheduled by budget stays a row ('notified')
+ * that the scheduler reads; otherwise the row and the record's refresh job are
+ * written in ONE transaction (a crash after the reply finds the job in the
+ * queue, and a retried delivery never refreshes twice).
  */
 import { withTransaction, type Pool, type Queryable } from '../db/pool.ts';
 import type { Delivery, RefreshResource } from './events.ts';
 import type { RefreshQueue } from './queue.ts';
 
 /**
+ * - notified: its stream is marked for a check (the scheduler reads it);
  * - queued: a refresh of the record was queued;
  * - coalesced: a refresh of the record was already waiting and covers it;
  * - rejected: the Url was not a record URL pmsync accepts; nothing is fetched;
  * - duplicate: the EventId was received before (only a reply, never stored as such).
  */
-export type InboxOutcome = 'queued' | 'coalesced' | 'rejected' | 'duplicate';
+export type InboxOutcome = 'notified' | 'queued' | 'coalesced' | 'rejected' | 'duplicate';
 
 export interface InboxEvent {
   source: string;
   delivery: Delivery;
   /** The record to refresh, or why the Url was rejected. */
   target: { resource: RefreshResource; id: string } | { reason: string };
+  /** Mark the stream for a check instead of fetching the record. */
+  notify: boolean;
+  /** pmsync's clock at receipt: when the change became known. */
+  receivedAt: Date;
 }
 
 export async function recordDelivery(pool: Pool, queue: Pick<RefreshQueue, 'enqueue'>, event: InboxEvent): Promise<InboxOutcome> {
@@ -29,8 +36,8 @@ export async function recordDelivery(pool: Pool, queue: Pick<RefreshQueue, 'enqu
   const record = 'resource' in target ? target : null;
   return withTransaction(pool, async (tx) => {
     const inserted = await tx.query(
-      `INSERT INTO pmsync.webhook_events (source, event_id, event_type, tenant_id, application, event_timestamp, url, resource, record_id, outcome, reason)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+      `INSERT INTO pmsync.webhook_events (source, event_id, event_type, tenant_id, application, event_timestamp, url, resource, record_id, outcome, reason, received_at, last_received_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12)
        ON CONFLICT (source, event_id) DO NOTHING`,
       [
         source,
@@ -42,8 +49,9 @@ export async function recordDelivery(pool: Pool, queue: Pick<RefreshQueue, 'enqu
         d.Url,
         record?.resource ?? null,
         record?.id ?? null,
-        record ? 'queued' : 'rejected',
+        record ? (event.notify ? 'notified' : 'queued') : 'rejected',
         'reason' in target ? target.reason : null,
+        event.receivedAt,
       ],
     );
     if (inserted.rowCount === 0) {
@@ -54,6 +62,7 @@ export async function recordDelivery(pool: Pool, queue: Pick<RefreshQueue, 'enqu
       return 'duplicate';
     }
     if (!record) return 'rejected';
+    if (event.notify) return 'notified';
     const queued = await queue.enqueue({ source, resource: record.resource, id: record.id }, { db: tx });
     if (queued) return 'queued';
     await tx.query(`UPDATE pmsync.webhook_events SET outcome = 'coalesced' WHERE source = $1 AND event_id = $2`, [source, d.EventId]);

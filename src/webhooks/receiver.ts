@@ -3,8 +3,9 @@
  * /webhooks/<source>/<token>. It checks, in this order, and stops at the first
  * failure: the path, the method, the secret token (constant-time, before the
  * body is read), the content type, the body size, the JSON body, the expected
- * TenantId, and the record Url. An accepted delivery is stored with its
- * refresh job before the reply, so the reply takes one short transaction.
+ * TenantId, and the record Url. An accepted delivery is stored (marking its
+ * stream for a check, or with its record's refresh job) before the reply, so
+ * the reply takes one short transaction.
  *
  * What it trusts: a valid token proves the delivery came from someone who
  * knows the registered URL (the API, or whoever can read its registrations).
@@ -25,12 +26,17 @@ import type { RefreshQueue } from './queue.ts';
 import { matchRecordUrl } from './record-url.ts';
 import { isAccepted, loadSecrets, tokenMatches, type SecretRow } from './secrets.ts';
 import { webhookSettings } from './settings.ts';
+import { streamCatalog } from '../scheduler/catalog.ts';
+import { planStreams } from '../scheduler/plan.ts';
+import { schedulesSchema } from '../scheduler/settings.ts';
 
 export { WEBHOOK_PATH_PREFIX };
 /** Secrets are re-read at least this often, so a rotation or revocation reaches every replica. */
 const SECRET_CACHE_MS = 5_000;
 /** An unknown token may trigger a re-read (a token registered moments ago), at most this often per source. */
 const SECRET_RELOAD_MIN_MS = 1_000;
+/** Retry-After of a 503; the API retries every 30 s whatever it says (spec "Delivery"). */
+const RETRY_AFTER_SECONDS = 30;
 
 export interface ReceiverDeps {
   config: Config;
@@ -42,6 +48,7 @@ export interface ReceiverDeps {
 
 export interface ReceiverStats {
   /** Deliveries by what became of them. */
+  notified: number;
   queued: number;
   coalesced: number;
   duplicate: number;
@@ -64,7 +71,8 @@ export function createWebhookReceiver(deps: ReceiverDeps): WebhookReceiver {
   const now = deps.now ?? (() => new Date());
   const settings = webhookSettings(deps.config);
   const log = deps.logger.child({ component: 'webhook-receiver' });
-  const counts: ReceiverStats = { queued: 0, coalesced: 0, duplicate: 0, rejected: 0, unauthorized: 0, invalid: 0, failed: 0 };
+  const counts: ReceiverStats = { notified: 0, queued: 0, coalesced: 0, duplicate: 0, rejected: 0, unauthorized: 0, invalid: 0, failed: 0 };
+  const triggers = notifiedStreams(deps.config);
   const secrets = new Map<string, { rows: SecretRow[]; loadedAt: number }>();
 
   async function accepted(source: string, token: string): Promise<boolean> {
@@ -104,6 +112,18 @@ export function createWebhookReceiver(deps: ReceiverDeps): WebhookReceiver {
     reply(res, status, { error }, unread ? { connection: 'close', ...headers } : headers);
   }
 
+  /** 503 with Retry-After: the database is unreachable, and the API retries non-2xx deliveries. */
+  function unavailable(res: ServerResponse): void {
+    counts.failed += 1;
+    const unread = !res.req.complete;
+    reply(
+      res,
+      503,
+      { error: 'temporarily unavailable' },
+      { 'retry-after': String(RETRY_AFTER_SECONDS), ...(unread ? { connection: 'close' } : {}) },
+    );
+  }
+
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = (req.url ?? '').split('?')[0]!;
     if (!path.startsWith(WEBHOOK_PATH_PREFIX)) return refuse(res, 404, 'not found', 'invalid');
@@ -113,8 +133,16 @@ export function createWebhookReceiver(deps: ReceiverDeps): WebhookReceiver {
 
     const [sourceName = '', token = ''] = parts;
     const source = deps.config.sources.find((s): s is RestSourceConfig & { kind: 'core' } => s.name === sourceName && s.kind === 'core');
+    let known: boolean;
+    try {
+      known = source !== undefined && (await accepted(source.name, token));
+    } catch (err) {
+      // The tokens live in the database: without it no delivery can be checked (or stored), so the API is asked to retry.
+      log.error({ source: source?.name ?? null, err }, 'secret tokens could not be read; answering 503 so the API retries');
+      return unavailable(res);
+    }
     // Unknown sources and bad tokens get the same answer.
-    if (!source || !(await accepted(source.name, token))) {
+    if (!source || !known) {
       log.warn(
         { source: source?.name ?? null, remote: req.socket.remoteAddress },
         'delivery refused: unknown source or wrong secret token',
@@ -164,14 +192,14 @@ export function createWebhookReceiver(deps: ReceiverDeps): WebhookReceiver {
     }
     let outcome: InboxOutcome;
     try {
-      outcome = await recordDelivery(deps.pool, deps.queue, { source: source.name, delivery, target });
+      const notify = 'resource' in target && triggers.has(`${source.name}/${target.resource}`);
+      outcome = await recordDelivery(deps.pool, deps.queue, { source: source.name, delivery, target, notify, receivedAt: now() });
     } catch (err) {
-      counts.failed += 1;
       log.error(
         { source: source.name, eventId: delivery.EventId, err },
         'delivery could not be stored; answering 503 so the API retries it',
       );
-      return reply(res, 503, { error: 'temporarily unavailable' }, { 'retry-after': '30' });
+      return unavailable(res);
     }
     counts[outcome] += 1;
     log.debug({ source: source.name, eventId: delivery.EventId, eventType: delivery.EventType, outcome }, 'delivery received');
@@ -189,6 +217,17 @@ export function createWebhookReceiver(deps: ReceiverDeps): WebhookReceiver {
     },
     stats: () => ({ ...counts }),
   };
+}
+
+/**
+ * Streams whose notifications mark them for a check rather than fetch their
+ * record: those serve schedules by budget and reads incrementally (see the
+ * `refresh` webhook setting).
+ */
+export function notifiedStreams(config: Config): Set<string> {
+  if (webhookSettings(config).refresh === 'record') return new Set();
+  const planned = planStreams(config.schedules ?? schedulesSchema.parse({}), config.sources, streamCatalog);
+  return new Set(planned.streams.filter((s) => s.schedule.mode === 'budget' && s.kind === 'incremental').map((s) => s.key));
 }
 
 /**

@@ -153,7 +153,7 @@ export class RegistrationApi {
   }
 
   async list(): Promise<Registration[]> {
-    const res = await this.client.get('/webhooks', {}, { purpose: 'priority' });
+    const res = await this.client.get('/webhooks', {}, { purpose: 'resync' });
     const parsed = z.array(registrationSchema).safeParse(res.body);
     if (!parsed.success)
       throw new PmsyncError('BAD_RESPONSE', 'GET /webhooks did not answer a list of registrations (Id, WebhookUrl, EventType)');
@@ -162,7 +162,7 @@ export class RegistrationApi {
 
   async get(id: number): Promise<Registration | null> {
     try {
-      const res = await this.client.get(`/webhooks/${id}`, {}, { purpose: 'priority' });
+      const res = await this.client.get(`/webhooks/${id}`, {}, { purpose: 'resync' });
       const parsed = registrationSchema.safeParse(res.body);
       if (!parsed.success) throw new PmsyncError('BAD_RESPONSE', `GET /webhooks/${id} did not answer a registration`);
       return parsed.data;
@@ -173,13 +173,13 @@ export class RegistrationApi {
   }
 
   async create(event: EventName, url: string): Promise<void> {
-    await this.client.send('POST', '/webhooks', {}, { EventName: event, WebhookUrl: url }, { purpose: 'priority' });
+    await this.client.send('POST', '/webhooks', {}, { EventName: event, WebhookUrl: url }, { purpose: 'resync' });
   }
 
   /** False when the registration was already gone. */
   async delete(id: number): Promise<boolean> {
     try {
-      await this.client.send('DELETE', `/webhooks/${id}`, {}, undefined, { purpose: 'priority' });
+      await this.client.send('DELETE', `/webhooks/${id}`, {}, undefined, { purpose: 'resync' });
       return true;
     } catch (err) {
       if (err instanceof HttpError && err.status === 404) return false;

@@ -1,8 +1,8 @@
 /**
  * The refresh worker: takes refresh jobs from the queue and refetches each
  * record through the source's HttpClient (configured base URL, pmsync's own
- * credentials, no redirects followed, purpose 'priority' so it may spend the
- * quota reserve), then writes it like a page (src/sync/refresh.ts).
+ * credentials, no redirects followed, purpose 'webhook' (counted in the
+ * scheduled-spend budget), then writes it like a page (src/sync/refresh.ts).
  *
  * What happens to a job:
  * - the record was written, or the API answered 404 (row marked not seen): done;
@@ -87,7 +87,7 @@ export async function startRefreshWorker(deps: WorkerDeps): Promise<RefreshWorke
       );
     }
     try {
-      const outcome = await refreshRecord(deps.ctx, source, stream, id, 'priority');
+      const outcome = await refreshRecord(deps.ctx, source, stream, id, 'webhook');
       counts[outcome.status === 'written' ? 'written' : 'notVisible'] += 1;
       log.debug({ ...job.data, outcome: outcome.status }, 'record refreshed');
       return { id: job.id, status: 'completed', output: { outcome: outcome.status } };

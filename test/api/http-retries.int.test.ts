@@ -38,7 +38,15 @@ beforeEach(async () => {
   await db.pool.query('DELETE FROM pmsync.quota_usage');
   ledger = new QuotaLedger(
     db.pool,
-    { keyId: keyFingerprint(TENANT.apikey), dailyLimit: 1000, reservePercent: 10, timeZone: 'UTC', resetHour: 0, label: 'source "clinic"' },
+    {
+      keyId: keyFingerprint(TENANT.apikey),
+      dailyLimit: 1000,
+      reservePercent: 10,
+      budget: 150,
+      timeZone: 'UTC',
+      resetHour: 0,
+      label: 'source "clinic"',
+    },
     clock.now,
   );
 });
@@ -176,7 +184,7 @@ describe('retries against injected faults', () => {
     const err = (await c.get('/customers').catch((e: unknown) => e)) as PmsyncError;
     expect(err.code).toBe('AUTH_FAILED');
     expect(err.message).toMatch(
-      /source "clinic".*401.*apikey and the username\/password pair.*CORE_APIKEY, CORE_USERNAME and CORE_PASSWORD/,
+      /source "clinic".*401.*Check the gateway key and the API user of source "clinic" \(its apikey, username and password\); the user must be active/,
     );
     expect(err.message).not.toContain(TENANT.apikey);
     expect(sent(from)).toHaveLength(1);

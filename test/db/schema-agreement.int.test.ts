@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
-import { REST_STREAMS } from '../../src/sync/streams/index.ts';
+import { PRO_STREAMS, REST_STREAMS } from '../../src/sync/streams/index.ts';
 import { readModels, type DmmfField } from '../../scripts/prisma-dmmf.ts';
 
 const schema = readFileSync(new URL('../../prisma/schema.prisma', import.meta.url), 'utf8');
@@ -78,7 +78,7 @@ describe('schema.prisma and the migrations', () => {
     expect(actual).toEqual(expected);
   });
 
-  it('hold every column each stream writes, with the type it declares', async () => {
+  it('hold every column each stream writes, with the type it declares, in the table and its history', async () => {
     const types: Record<string, string> = {
       text: 'text',
       boolean: 'boolean',
@@ -89,13 +89,17 @@ describe('schema.prisma and the migrations', () => {
       bigint: 'bigint',
       jsonb: 'jsonb',
     };
-    for (const s of REST_STREAMS) {
-      const { rows } = await db.pool.query<{ column_name: string; data_type: string }>(
-        `SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = 'public' AND table_name = $1`,
-        [s.table.name],
-      );
-      const cols = Object.fromEntries(rows.map((r) => [r.column_name, r.data_type]));
-      for (const [name, type] of Object.entries(s.table.columns)) expect(cols[name], `${s.table.name}.${name}`).toBe(types[type]);
+    const streams = [...REST_STREAMS, ...PRO_STREAMS.filter((s) => s.kind !== 'pro-snapshot')] as Array<(typeof REST_STREAMS)[number]>;
+    for (const s of streams) {
+      for (const table of [s.table.name, `${s.table.name}_history`]) {
+        const { rows } = await db.pool.query<{ column_name: string; data_type: string }>(
+          `SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = 'public' AND table_name = $1`,
+          [table],
+        );
+        const cols = Object.fromEntries(rows.map((r) => [r.column_name, r.data_type]));
+        for (const [name, type] of Object.entries(s.table.columns)) expect(cols[name], `${table}.${name}`).toBe(types[type]);
+        if (table.endsWith('_history')) expect(cols.id, `${table}.id`).toBe(s.table.idType);
+      }
     }
   });
 });

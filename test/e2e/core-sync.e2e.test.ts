@@ -186,7 +186,9 @@ describe('pmsync sync against the Core simulator', () => {
     expect(res.code).toBe(4);
     const out = res.stdout + res.stderr;
     expect(out).toMatch(/source "clinic".*401/);
-    expect(out).toMatch(/apikey and the username\/password pair/);
+    expect(out).toMatch(
+      /Check the gateway key and the API user of source "clinic" \(apikey, username and password in sources\[0\] of \S+\)/,
+    );
     for (const secret of ['wrong-Pa55word', TENANT.apikey, Buffer.from(`${TENANT.username}:wrong-Pa55word`).toString('base64')])
       expect(out).not.toContain(secret);
   });

@@ -21,12 +21,29 @@ describe('pmsync demo', () => {
     expect(res.stdout).toMatch(/demo\/customers: succeeded, incremental, 7 page\(s\), 7 request\(s\), 700 inserted/);
     expect(res.stdout).toMatch(/demo\/customers: succeeded, incremental, 1 page\(s\), 1 request\(s\), 5 inserted, 25 updated/);
     expect(res.stdout).toMatch(/customers\s+705/);
+    expect(res.stdout).toMatch(/customers_history\s+730 {2}\(history mode: 25 customers have an older version\)/);
     expect(res.stdout).toMatch(/psql postgres:\/\/postgres:pmsync@127\.0\.0\.1:\d+\/pmsync/);
+
+    expect(res.stdout).toMatch(/npm run pmsync -- db +\(add --port N when port 54329 is taken\)/);
 
     // Data survives: a second demo on the same folder starts the same database again.
     const again = await runCli(['demo', '--customers', '700'], cliEnv({ PMSYNC_DATA_DIR: dataDir }));
     expect(again.code).toBe(0);
     expect(again.stdout).toMatch(/customers\s+705/);
+
+    // The next thing a newcomer tries: status says why it has nothing to report, what is there, and what to do.
+    const status = await runCli(['status'], cliEnv({ PMSYNC_DATA_DIR: dataDir }));
+    expect(status.code).toBe(0);
+    expect(status.stdout).toMatch(/^No source is configured, so there is nothing to report on\.$/m);
+    expect(status.stdout).toMatch(/source "demo": 10 stream\(s\), last run \S+ \(written by "pmsync demo" from its simulator\)/);
+    expect(status.stdout).toMatch(
+      /psql postgres:\/\/postgres:pmsync@127\.0\.0\.1:\d+\/pmsync -c "SELECT source, count\(\*\) FROM customers GROUP BY source"/,
+    );
+    expect(status.stdout).toMatch(/set CORE_BASE_URL, CORE_APIKEY, CORE_USERNAME and CORE_PASSWORD, or pass --config FILE/);
+    const json = await runCli(['status', '--json'], cliEnv({ PMSYNC_DATA_DIR: dataDir }));
+    expect(json.code).toBe(0);
+    expect(JSON.parse(json.stdout)).toEqual([]);
+    expect(json.stderr).toMatch(/No source is configured[\s\S]*source "demo"/);
   });
 
   it('with DATABASE_URL set, resets only its own rows and ledger, never those of real accounts', async () => {

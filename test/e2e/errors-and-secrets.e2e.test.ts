@@ -62,12 +62,66 @@ async function cli(args: string[], extra: Record<string, string> = {}): Promise<
 }
 
 describe('clear errors from the CLI', () => {
-  it('a 401 exits 4, names the source and the credential pair to check', async () => {
+  it('a 401 exits 4 and names the source and where its credentials are configured, once, and only what applies to a Core source', async () => {
     const res = await cli(['sync', '--source', 'wrongpw', '--resource', 'customers']);
     expect(res.code).toBe(4);
-    expect(res.stdout + res.stderr).toMatch(
-      /source "wrongpw".*401 Unauthorized.*apikey and the username\/password pair configured for source "wrongpw"/,
+    const out = res.stdout + res.stderr;
+    expect(out).toMatch(
+      /source "wrongpw".*401 Unauthorized.*Check the gateway key and the API user of source "wrongpw" \(apikey, username and password in sources\[1\] of \S+pmsync\.json\); the user must be active\./,
     );
+    // Said once, in the summary on stdout; the log line on stderr names the outcome only.
+    expect(out.match(/401 Unauthorized/g)).toHaveLength(1);
+    expect(res.stdout).toMatch(/^wrongpw: stopped: .*401 Unauthorized/m);
+    expect(res.stderr).toMatch(/"msg":"run stopped"/);
+    expect(res.stderr).toMatch(/"code":"AUTH_FAILED"/);
+    // Advice for Subset and Pro sources does not apply to a Core source.
+    expect(out).not.toMatch(/Subset|CustomAPI|Pro token/);
+  });
+
+  it('a 401 on a Subset source adds what is particular to Subset paths and keys', async () => {
+    const file = writeConfig({
+      sources: [
+        {
+          name: 'sub',
+          kind: 'subset',
+          baseUrl: sim.subsetBaseUrl('NoSuchSubset'),
+          apikey: { env: 'SUB_KEY' },
+          username: TENANT.username,
+          password: TENANT.password,
+          retry: RETRY,
+        },
+      ],
+    });
+    const res = await runCli(
+      ['--config', file, 'sync', '--resource', 'companies'],
+      cliEnv({ DATABASE_URL: db.url, SUB_KEY: TENANT.apikey }),
+    );
+    outputs.push(res);
+    expect(res.code).toBe(4);
+    expect(res.stdout).toMatch(
+      /source "sub".*401 Unauthorized.*\(apikey \(environment variable SUB_KEY\), username and password in sources\[0\] of \S+\)/,
+    );
+    expect(res.stdout).toMatch(/A Subset source needs its Subset gateway key and the exact <SUBSET_NAME>/);
+  });
+
+  it('missing CORE_* variables are named, with what each holds', async () => {
+    const res = await runCli(
+      ['sync'],
+      cliEnv({ DATABASE_URL: db.url, CORE_BASE_URL: sim.coreBaseUrl(), CORE_APIKEY: TENANT.apikey, CORE_DAILY_QUOTA: 'lots' }),
+    );
+    outputs.push(res);
+    expect(res.code).toBe(3);
+    const problems = res.stderr.split('\n').filter((l) => l.startsWith('  - '));
+    expect(problems).toEqual([
+      expect.stringMatching(
+        /^ {2}- environment: CORE_USERNAME is not set: set it to the name of an active API user \(without ":"\)\. CORE_BASE_URL and CORE_APIKEY are set/,
+      ),
+      expect.stringMatching(/^ {2}- environment: CORE_PASSWORD is not set: set it to that API user's password\./),
+      expect.stringMatching(
+        /^ {2}- environment: CORE_DAILY_QUOTA "lots" is not valid: set it to the account's daily request quota, a whole number/,
+      ),
+    ]);
+    expect(res.stderr).not.toMatch(/Invalid input|received undefined/);
   });
 
   it('with CORE_* variables, the 401 message names those variables', async () => {
@@ -83,7 +137,7 @@ describe('clear errors from the CLI', () => {
     );
     outputs.push(res);
     expect(res.code).toBe(4);
-    expect(res.stderr + res.stdout).toMatch(/source "core".*CORE_APIKEY, CORE_USERNAME and CORE_PASSWORD/);
+    expect(res.stderr + res.stdout).toMatch(/source "core".*\(CORE_APIKEY, CORE_USERNAME and CORE_PASSWORD\); the user must be active/);
   });
 
   it('an unreachable API exits 6 and says which source and where', async () => {
@@ -150,7 +204,8 @@ describe('clear errors from the CLI', () => {
     const status = await cli(['status']);
     expect(status.stdout).toMatch(/EXHAUSTED until 2026-03-03T00:00:00.000Z/);
     // companies (1 page) finished; customers read page 1 and page 9 of 9 before the 429.
-    expect(status.stdout).toMatch(/customers .*resumes at page 8 \(7 of 9 pages left, about 1 quota day\(s\) at 900 requests a day\)/);
+    // A backfill gets the allowance (900) less the budget held for the day's checks (150).
+    expect(status.stdout).toMatch(/customers .*resumes at page 8 \(7 of 9 pages left, about 1 quota day\(s\) at 750 requests a day\)/);
     sim.setFaults({});
   });
 });

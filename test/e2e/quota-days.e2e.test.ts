@@ -16,7 +16,8 @@ import { coreEntry, DAY, loadTestConfig, openTestApp, requestsPerDay, TestClock,
 
 const TENANT = { apikey: 'days-key-P5', username: 'days.user', password: 'days-pass-V6', variant: 'core' as const };
 const QUOTA = 300;
-const SYNC_ALLOWANCE = 270; // 10% kept for webhook refreshes and resyncs
+/** 10% kept for resyncs, and the budget (15%) held for the day's checks: what a backfill may spend. */
+const BACKFILL_ALLOWANCE = 225;
 const CUSTOMERS = 40_000;
 const FAULTS = { errorRate: 0.03, timeoutRate: 0.02, hangMs: 1_000 };
 
@@ -97,20 +98,22 @@ describe('a backfill across quota days under faults and a 429', () => {
 
     const [status] = await collectStatus(app, { ...app.config });
     const customers = status!.resources.find((r) => r.resource === 'customers')!;
-    expect(customers.inWindow?.estimate).toMatchObject({ totalPages: CUSTOMERS / 100, dailyAllowance: SYNC_ALLOWANCE });
+    expect(customers.inWindow?.estimate).toMatchObject({ totalPages: CUSTOMERS / 100, dailyAllowance: BACKFILL_ALLOWANCE });
     const e = customers.inWindow!.estimate!;
-    expect(e.quotaDays).toBe(Math.ceil(e.pagesLeft / SYNC_ALLOWANCE));
+    expect(e.quotaDays).toBe(Math.ceil(e.pagesLeft / BACKFILL_ALLOWANCE));
     expect(status!.quota?.exhaustedUntil).toBe('2026-03-03T00:00:00.000Z');
   });
 
-  it('day 2: resumes by itself, runs the small backfill first, and stops at the sync allowance', async () => {
+  it("day 2: resumes by itself, runs the small backfill first, and stops where the day's checks need the rest", async () => {
     clock.advance(DAY);
     sim.setFaults(FAULTS);
     const from = await lastRunId();
     const result = await syncSource(app.ctx, source);
     expect(await runsAfter(from)).toEqual(['orders:succeeded', 'customers:quota_exhausted']);
-    expect(result.fatal?.message).toMatch(/used up for 2026-03-03: 270 of 270 requests .*resume after 2026-03-04T00:00:00.000Z/);
-    expect(await ledgerUsed('2026-03-03')).toBe(SYNC_ALLOWANCE);
+    expect(result.fatal?.message).toMatch(
+      /allowance for source "clinic" is used up for 2026-03-03: 225 of 270 requests \(10% of the quota is kept for resyncs\), with 45 more held for the day's scheduled checks.*resume after 2026-03-04T00:00:00.000Z/,
+    );
+    expect(await ledgerUsed('2026-03-03')).toBe(BACKFILL_ALLOWANCE);
   });
 
   it('day 3: the caught-up stream runs first and the backfill finishes with nothing lost', async () => {

@@ -45,6 +45,7 @@ beforeAll(async () => {
     sources: [
       coreEntry(sim, 'clinic', TENANT, {
         dailyQuota: QUOTA,
+        budget: 0,
         quota: { reservePercent: 0 },
         streams: ['customers', 'orders', 'appointments'],
       }),
@@ -65,7 +66,9 @@ describe('two processes, one key', () => {
     const results = await Promise.all(children.map(waitExit));
     for (const r of results) expect([0, 5], r.stderr).toContain(r.code);
     expect(results.some((r) => r.code === 5)).toBe(true);
-    expect(results.map((r) => r.stdout).join('')).toMatch(/Daily quota for source "clinic" is used up for 2026-03-02: 120 of 120 requests/);
+    expect(results.map((r) => r.stdout).join('')).toMatch(
+      /Daily allowance for source "clinic" is used up for 2026-03-02: 120 of 120 requests/,
+    );
 
     const seen = requestsPerDay(sim, TENANT.apikey).get('2026-03-02') ?? 0;
     const ledger = await db.pool.query<{ used: number }>(`SELECT used FROM pmsync.quota_usage WHERE quota_day = '2026-03-02'`);

@@ -218,7 +218,8 @@ describe('pmsync sync against the Pro simulator', () => {
 
   it('status shows every Pro resource, its rows and where it stands', async () => {
     const res = await cli(['status', '--json', '--check']);
-    expect(res.code).toBe(0);
+    // The wrong-token source fails its check: status --check exits as a sync would (4, credentials).
+    expect(res.code).toBe(4);
     const statuses = JSON.parse(res.stdout) as Array<{
       source: string;
       kind: string;
@@ -248,7 +249,7 @@ describe('pmsync sync against the Pro simulator', () => {
     const res = await cli(['sync', '--source', 'wrong-token']);
     expect(res.code).toBe(4);
     expect(res.stdout).toMatch(
-      /wrong-token: stopped: source "wrong-token": GET .*\/practices\/501\/patients.* was refused \(401 Unauthorized\)\. Check the token configured for source "wrong-token"/,
+      /wrong-token: stopped: source "wrong-token": GET .*\/practices\/501\/patients.* was refused \(401 Unauthorized\)\. Check the token of source "wrong-token" \(token in sources\[\d\] of \S+pmsync\.json\)\./,
     );
     expect(res.stdout).toMatch(/no "Bearer" word/);
     expect(res.stdout + res.stderr).not.toContain('not-the-token-Zz1');

@@ -1,7 +1,7 @@
 /**
  * Run history and stream status from the command line: `pmsync runs` lists
- * pmsync.runs newest first; `pmsync status` shows each stream's schedule and
- * the process running it now.
+ * pmsync.runs newest first; `pmsync status` shows the budget, each stream's
+ * schedule and where it stands, and the process running it now.
  */
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -72,10 +72,17 @@ describe('pmsync status', () => {
     try {
       const status = await cli('status');
       expect(status.code, status.stderr).toBe(0);
-      expect(status.stdout).toMatch(/^ {2}customers .*, serve: next \S+Z \(\*\/15 \* \* \* \* UTC\)$/m);
-      expect(status.stdout).toMatch(/^ {2}companies .*, serve: next \S+T02:00:00\.000Z \(0 2 \* \* \* UTC\)$/m);
-      expect(status.stdout).toMatch(/^ {2}orders .*, serve: next \S+ \(5 4 \* \* \* Europe\/Berlin\), RUNNING NOW in \S+:\d+$/m);
-      expect(status.stdout).toMatch(/^ {2}products .*, serve: schedule off$/m);
+      expect(status.stdout).toMatch(
+        /^ {2}budget 150 a day for checks, webhook-triggered checks and full refreshes: 0 spent \(check 0, webhook 0, full 0\), \d+ planned for the rest of the day/m,
+      );
+      expect(status.stdout).toMatch(/^ {2}outside the budget: backfill 4 spent, \d+ planned; resync 0 spent$/m);
+      expect(status.stdout).toMatch(
+        /^ {2}customers .*\n {6}serve: by budget; read up to \d+ min ago; ~[\d.]+ changes\/h expected now; ~[\d.]+ checks planned for the rest of the day/m,
+      );
+      expect(status.stdout).toMatch(/^ {2}companies .*\n {6}serve: by budget; read up to \d+ min ago/m);
+      expect(status.stdout).toMatch(/^ {2}appointments .*never run\n {6}serve: by budget; first pass due now: backfill$/m);
+      expect(status.stdout).toMatch(/^ {2}orders .*\n {6}serve: pinned to 5 4 \* \* \* Europe\/Berlin, next \S+; RUNNING NOW in \S+:\d+$/m);
+      expect(status.stdout).toMatch(/^ {2}products .*\n {6}serve: off$/m);
     } finally {
       holder.stdin.end();
       await new Promise((r) => holder.on('exit', r));

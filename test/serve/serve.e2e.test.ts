@@ -101,16 +101,33 @@ describe('pmsync serve', () => {
       /^pmsync_rows_total\{source="clinic",resource="customers",outcome="rejected"\} 0$/m,
       /^pmsync_run_duration_seconds_count\{source="clinic",resource="customers",mode="incremental",status="succeeded"\} 1$/m,
       /^pmsync_runs_total\{source="clinic",resource="companies",status="succeeded"\} 1$/m,
-      /^pmsync_schedule_ticks_total\{source="clinic",resource="orders",outcome="queued"\} 1$/m,
+      /^pmsync_dispatches_total\{source="clinic",resource="orders",purpose="backfill",reason="cron \(first fire\)"\} 1$/m,
+      /^pmsync_requests_today\{source="clinic",purpose="backfill"\} [1-9]\d*$/m,
+      /^pmsync_requests_today\{source="clinic",purpose="check"\} 0$/m,
+      /^pmsync_budget\{source="clinic"\} 150$/m,
+      /^pmsync_requests_planned\{source="clinic",purpose="check"\} \d+$/m,
+      /^pmsync_stream_staleness_seconds\{source="clinic",resource="customers"\} [\d.]+$/m,
       /^pmsync_last_success_timestamp_seconds\{source="clinic",resource="orders"\} \d+/m,
       /^# TYPE pmsync_errors_total counter$/m,
       /^# TYPE pmsync_runs_in_progress gauge$/m,
       /^pmsync_webhook_backlog 0$/m,
       /^pmsync_webhook_dead_letters 0$/m,
+      /^pmsync_ready 1$/m,
+      /^# TYPE pmsync_stream_staleness_target_seconds gauge$/m,
+      /^# TYPE pmsync_quarantined_records gauge$/m,
     ]) {
       expect(text).toMatch(series);
     }
     expect((await fetch(`${p.url}/nope`)).status).toBe(404);
+
+    // The status page, where serve binds.
+    const statusPage = await fetch(`${p.url}/`);
+    expect(statusPage.status).toBe(200);
+    expect(statusPage.headers.get('content-type')).toBe('text/html; charset=utf-8');
+    expect(statusPage.headers.get('content-security-policy')).toMatch(/default-src 'none'/);
+    const html = await statusPage.text();
+    expect(html).toMatch(/<h2 id="source-clinic">Source clinic <small>\(core\)<\/small><\/h2>/);
+    expect(html).toMatch(/<tr data-stream="customers">/);
 
     // The webhook receiver is mounted and its refresh worker runs in the same process.
     const token = newToken();

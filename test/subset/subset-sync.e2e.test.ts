@@ -162,22 +162,24 @@ describe('pmsync sync against the Subset simulator', () => {
     expect(listRequests(SUBSET.apikey, from)).toEqual({ companies: 1, services: 1 });
     const bad = await cli({ sources: [rest('subset', 'glow-three', SUBSET, { streams: ['companies', 'customers'] })] }, ['sync']);
     expect(bad.code).toBe(3);
-    expect(bad.stderr).toContain(
-      'source "glow-three" (subset): "streams" names "customers", which the subset API does not serve; known: companies, appointments, orders, services, employees',
+    expect(bad.stderr).toMatch(
+      /sources\[0\]\.streams\[1\]: "customers" is not a resource of the subset API \(known: companies, appointments, orders, services, employees\)/,
     );
   });
 
-  it('explains a Subset key used on the Core path, and a Core key on the Subset path', async () => {
+  it('names the credentials to check for a key on the wrong path, and the Subset particulars only for a Subset source', async () => {
+    // A 401 on a Core path says which credentials to check; nothing in it tells a Subset key from a wrong password.
     const onCore = await cli({ sources: [rest('core', 'mixed-up', SUBSET)] }, ['sync']);
     expect(onCore.code).toBe(4);
     expect(onCore.stdout).toMatch(
-      /mixed-up: stopped: .*was refused \(401 Unauthorized\)\..*A Subset gateway key is refused on the Core path/,
+      /mixed-up: stopped: .*was refused \(401 Unauthorized\)\. Check the gateway key and the API user of source "mixed-up" \(apikey, username and password in sources\[0\] of \S+\); the user must be active\.$/m,
     );
+    expect(onCore.stdout).not.toMatch(/Subset/);
     const onSubset = await cli(
       { sources: [{ ...rest('core', 'core-on-subset', CORE), kind: 'subset', baseUrl: sim.subsetBaseUrl(SUBSET.subsetName) }] },
       ['status', '--check'],
     );
-    expect(onSubset.code).toBe(0);
+    expect(onSubset.code).toBe(4);
     expect(onSubset.stdout).toMatch(/connectivity FAILED: .*401 Unauthorized.*a Core key is refused there/);
     const subsetUrlAsCore = await cli({ sources: [{ ...rest('subset', 'wrong-kind', SUBSET), kind: 'core' }] }, ['sync']);
     expect(subsetUrlAsCore.code).toBe(3);

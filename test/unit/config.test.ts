@@ -116,3 +116,142 @@ describe('loadConfig', () => {
     expect(bad[0]).toMatch(/nope\.json/);
   });
 });
+
+describe('strict configuration', () => {
+  function file(config: unknown): string {
+    const dir = mkdtempSync(join(tmpdir(), 'pmsync-cfg-'));
+    const path = join(dir, 'c.json');
+    writeFileSync(path, JSON.stringify(config));
+    return path;
+  }
+  const core = { name: 'clinic', kind: 'core', baseUrl: 'https://h/api/v1', apikey: 'k', username: 'u', password: 'p' };
+  const pro = { name: 'pro-1', kind: 'pro', baseUrl: 'https://pro.example.com', practiceId: 7, token: 't' };
+
+  it('refuses unknown keys at every level, naming the closest known key, all in one error', () => {
+    const list = problems(() =>
+      loadConfig({
+        configFile: file({
+          databaseUrll: 'postgres://x/y',
+          sources: [
+            { ...core, dailyQuotaa: 500, quota: { reservePercnt: 5 }, retry: { maxAttempt: 3 }, apikey: { env: 'K', fallback: 'x' } },
+            { ...pro, limiter: { maxConcurent: 2 }, availability: { horizon: 3 } },
+          ],
+          schedules: { incremental: '*/5 * * * *', catchup: false, overrides: [{ resource: 'customers', cron: 'off', timezone: 'UTC' }] },
+          serve: { prot: 9000 },
+          webhooks: { maxBodyBytez: 2048 },
+        }),
+        env: { K: 'key' },
+      }),
+    );
+    expect(list).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/: \(root\): unknown key "databaseUrll" \(did you mean "databaseUrl"\?\)$/),
+        expect.stringMatching(/: sources\[0\]: unknown key "dailyQuotaa" \(did you mean "dailyQuota"\?\)$/),
+        expect.stringMatching(/: sources\[0\]\.quota: unknown key "reservePercnt" \(did you mean "reservePercent"\?\)$/),
+        expect.stringMatching(/: sources\[0\]\.retry: unknown key "maxAttempt" \(did you mean "maxAttempts"\?\)$/),
+        expect.stringMatching(/: sources\[0\]\.apikey: .*unknown key "fallback"/),
+        expect.stringMatching(/: sources\[1\]\.limiter: unknown key "maxConcurent" \(did you mean "maxConcurrent"\?\)$/),
+        expect.stringMatching(/: sources\[1\]\.availability: unknown key "horizon" \(did you mean "horizonDays"\?\)$/),
+        expect.stringMatching(/: schedules: unknown key "catchup" \(did you mean "catchUp"\?\)$/),
+        expect.stringMatching(/: schedules\.overrides\.0: unknown key "timezone" \(did you mean "timeZone"\?\)$/),
+        expect.stringMatching(/: serve: unknown key "prot" \(did you mean "port"\?\)$/),
+        expect.stringMatching(/: webhooks: unknown key "maxBodyBytez" \(did you mean "maxBodyBytes"\?\)$/),
+      ]),
+    );
+  });
+
+  it('a typo never leaves a default silently in force', () => {
+    expect(() => loadConfig({ configFile: file({ sources: [{ ...core, dailyQuotaa: 500 }] }), env: {} })).toThrow(
+      /dailyQuotaa.*did you mean "dailyQuota"/,
+    );
+    expect(loadConfig({ configFile: file({ sources: [{ ...core, dailyQuota: 500 }] }), env: {} }).sources[0]).toMatchObject({
+      dailyQuota: 500,
+    });
+  });
+
+  it('checks the resources named by streams, fullRefresh and schedule overrides, with the other problems', () => {
+    const list = problems(() =>
+      loadConfig({
+        configFile: file({
+          sources: [
+            { ...core, fullRefresh: ['giftcertificate'], lagSeconds: -1 },
+            { ...core, name: 'uptown', streams: ['orders', 'ordrs'] },
+            { ...pro, streams: ['patient'] },
+          ],
+          schedules: {
+            overrides: [
+              { source: 'clinc', cron: 'off' },
+              { source: 'uptown', resource: 'customers', cron: 'off' },
+              { resource: 'appointmnts', cron: 'off' },
+            ],
+          },
+        }),
+        env: {},
+      }),
+    );
+    expect(list).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/sources\[0\]\.lagSeconds: Too small/),
+        expect.stringMatching(/sources\[1\]\.streams\[1\]: "ordrs" is not a resource of the core API \(did you mean "orders"\?\)$/),
+        expect.stringMatching(
+          /sources\[0\]\.fullRefresh\[0\]: "giftcertificate" is not a resource of the core API \(did you mean "giftcertificates"\?\)$/,
+        ),
+        expect.stringMatching(/sources\[2\]\.streams\[0\]: "patient" is not a resource of the pro API \(did you mean "patients"\?\)$/),
+        expect.stringMatching(/schedules\.overrides\[0\]\.source: no source named "clinc" \(did you mean "clinic"\?\)$/),
+        expect.stringMatching(/schedules\.overrides\[1\]\.resource: source "uptown" reads no resource "customers" \(known: orders\)$/),
+        expect.stringMatching(
+          /schedules\.overrides\[2\]\.resource: no configured source reads a resource "appointmnts" \(did you mean "appointments"\?\)$/,
+        ),
+      ]),
+    );
+  });
+
+  it('accepts every documented key', () => {
+    const c = loadConfig({
+      configFile: file({
+        databaseUrl: 'postgres://u@h/db',
+        sources: [
+          {
+            ...core,
+            credentialsIn: 'query',
+            dailyQuota: 2500,
+            quota: { reservePercent: 5, timeZone: 'UTC', resetHour: 1 },
+            limiter: { maxConcurrent: 2, minTimeMs: 0 },
+            retry: { maxAttempts: 3, baseDelayMs: 100, maxDelayMs: 1000, maxElapsedMs: 5000 },
+            timeZone: 'Europe/Berlin',
+            overlapSeconds: 60,
+            lagSeconds: 0,
+            requestTimeoutMs: 5000,
+            maxResponseBytes: 1048576,
+            streams: ['customers', 'orders'],
+            fullRefresh: ['orders'],
+            appointments: { historyStart: '2010-01-01', horizonDays: 30 },
+            webhook: { tenantId: 't', secretGraceSeconds: 60 },
+          },
+          {
+            ...pro,
+            pageLimit: 50,
+            concurrency: 2,
+            limiter: { maxConcurrent: 2, minTimeMs: 0 },
+            requestTimeoutMs: 5000,
+            maxResponseBytes: 1048576,
+            streams: ['patients'],
+            appointments: { fullSweepHours: 12 },
+            waitlistIds: [1],
+            availability: { horizonDays: 7, minIntervalMinutes: 30 },
+          },
+        ],
+        schedules: {
+          incremental: '*/5 * * * *',
+          full: 'off',
+          catchUp: false,
+          overrides: [{ source: 'clinic', resource: 'orders', cron: '0 3 * * *', timeZone: 'UTC' }],
+        },
+        serve: { port: 9000, host: '127.0.0.1', shutdownTimeoutSeconds: 10, lockWaitSeconds: 5 },
+        webhooks: { concurrency: 1, maxAttempts: 3, retryDelaySeconds: 5, expireSeconds: 60, eventRetentionDays: 1, maxBodyBytes: 2048 },
+      }),
+      env: {},
+    });
+    expect(c.sources.map((s) => s.name)).toEqual(['clinic', 'pro-1']);
+  });
+});

@@ -211,3 +211,40 @@ describe('webhook receiver', () => {
     expect(webhooks.receiver.stats()).toMatchObject({ unauthorized: 8, duplicate: 1 });
   });
 });
+
+describe('notifications for streams scheduled by budget', () => {
+  it('mark the stream for a check at the receiver clock instead of queueing a refresh; pinned or full-refresh streams still fetch the record', async () => {
+    const { createWebhookReceiver } = await import('../../src/webhooks/receiver.ts');
+    const config = testConfig(
+      db.url,
+      [coreSourceEntry('clinic', sim.coreBaseUrl(), TENANT, { webhook: { tenantId: 'sim01_77' }, fullRefresh: ['orders'] })],
+      { refresh: 'auto' },
+    );
+    const at = new Date('2026-11-23T15:04:05.000Z');
+    const notifying = createWebhookReceiver({
+      config: { ...config, schedules: { ...config.schedules!, overrides: [{ resource: 'appointments', cron: '*/5 * * * *' }] } },
+      pool: app.pool,
+      logger: app.logger,
+      queue: webhooks.queue,
+      now: () => at,
+    });
+    const s = createServer(notifying.handler);
+    await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
+    const url = `http://127.0.0.1:${(s.address() as AddressInfo).port}/webhooks/clinic/${token}`;
+    try {
+      const customer = sim.tenant(TENANT.apikey).list('customers')[23];
+      const d = delivery(`${sim.coreBaseUrl()}/customers/${customer!.CustomerId}`);
+      expect((await post(url, d)).body).toEqual({ status: 'notified' });
+      const row = await db.pool.query('SELECT outcome, resource, received_at FROM pmsync.webhook_events WHERE event_id = $1', [d.EventId]);
+      expect(row.rows[0]).toEqual({ outcome: 'notified', resource: 'customers', received_at: at });
+      expect(await jobsFor(String(customer!.CustomerId))).toBe(0);
+
+      const pinned = delivery(`${sim.coreBaseUrl()}/appointments/appt-pinned-1/details`, { EventType: 'Appointment.Updated' });
+      expect((await post(url, pinned)).body).toEqual({ status: 'queued' });
+      const full = delivery(`${sim.coreBaseUrl()}/orders/order-full-1`, { EventType: 'Order.Updated' });
+      expect((await post(url, full)).body).toEqual({ status: 'queued' });
+    } finally {
+      await new Promise<void>((r) => s.close(() => r()));
+    }
+  });
+});

@@ -114,9 +114,10 @@ beforeAll(async () => {
   const config = testConfig(
     db.url,
     [
-      coreSourceEntry('gated', `${gate.url}/api/v1`, TENANT),
-      coreSourceEntry('direct', sim.coreBaseUrl(), TENANT),
-      coreSourceEntry('quota', `${gate.url}/api/v1`, QUOTA_TENANT, { dailyQuota: 10, quota: { reservePercent: 50 } }),
+      // Record refreshes spend the source's budget; these sources' bursts need most of the quota.
+      coreSourceEntry('gated', `${gate.url}/api/v1`, TENANT, { budget: '90%' }),
+      coreSourceEntry('direct', sim.coreBaseUrl(), TENANT, { budget: '90%' }),
+      coreSourceEntry('quota', `${gate.url}/api/v1`, QUOTA_TENANT, { dailyQuota: 10, budget: 3, quota: { reservePercent: 50 } }),
     ],
     { concurrency: 2, maxAttempts: 2, expireSeconds: 30 },
   );
@@ -247,26 +248,28 @@ describe('what a refresh does with the answer', () => {
 
 describe('quota', () => {
   const ledger = () => app.ledgerFor(app.config.sources.find((s) => s.name === 'quota') as CoreSourceConfig);
-  async function setUsed(used: number): Promise<void> {
+  /** Sets the key's requests today: `used` in all, `webhook` of them by webhook refreshes. */
+  async function setUsed(used: number, webhook = 0): Promise<void> {
     const snap = await ledger().snapshot();
     await db.pool.query(
-      `INSERT INTO pmsync.quota_usage (key_id, quota_day, used, daily_limit) VALUES ($1, $2::date, $3, 10)
-       ON CONFLICT (key_id, quota_day) DO UPDATE SET used = $3, exhausted_until = NULL`,
-      [keyFingerprint(QUOTA_TENANT.apikey), snap.day, used],
+      `INSERT INTO pmsync.quota_usage (key_id, quota_day, used, used_webhook, daily_limit) VALUES ($1, $2::date, $3, $4, 10)
+       ON CONFLICT (key_id, quota_day) DO UPDATE SET used = $3, used_webhook = $4, exhausted_until = NULL`,
+      [keyFingerprint(QUOTA_TENANT.apikey), snap.day, used, webhook],
     );
   }
 
-  it('refreshes may spend the reserve that scheduled syncs leave alone', async () => {
+  it('refreshes spend the scheduled-spend budget, whatever backfills have used of the allowance', async () => {
     const id = customers(QUOTA_TENANT)[0]!;
-    await setUsed(7); // past the sync allowance (5 of 10), within the quota
+    await setUsed(2); // 2 of the allowance of 5 used by a backfill; the budget of 3 is untouched
     await startWorker();
     await deliver('quota', `${base('quota')}/customers/${id}`);
     await waitFor(() => row('quota', id), 'the refreshed row');
+    expect((await ledger().snapshot()).byPurpose.webhook).toBe(1);
   });
 
-  it('with the quota used up, the refresh waits for the reset instead of failing', async () => {
+  it('with the budget used up, the refresh waits for the reset instead of failing', async () => {
     const id = customers(QUOTA_TENANT)[1]!;
-    await setUsed(10);
+    await setUsed(3, 3);
     const before = (await refreshQueueCounts(db.pool)).deadLettered;
     await startWorker();
     await deliver('quota', `${base('quota')}/customers/${id}`);

@@ -9,6 +9,7 @@ describe('webhook settings', () => {
   it('default when the config file has none', () => {
     const config = loadConfig({ configFile: writeConfig({ sources: [source] }), env: {} });
     expect(webhookSettings(config)).toEqual({
+      refresh: 'auto',
       concurrency: 2,
       maxAttempts: 8,
       retryDelaySeconds: 30,

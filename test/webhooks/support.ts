@@ -143,9 +143,14 @@ export function coreSourceEntry(
   };
 }
 
-/** The configuration loadConfig makes of a config file with these sources and webhook settings. */
+/**
+ * The configuration loadConfig makes of a config file with these sources and
+ * webhook settings. Deliveries fetch their record (refresh "record"): these
+ * tests are about that path; notifications that trigger checks are tested
+ * with the scheduler (test/scheduler/day.int.test.ts).
+ */
 export function testConfig(databaseUrl: string, sources: unknown[], webhooks: Record<string, unknown> = {}): Config {
-  const file = writeConfig({ databaseUrl, sources, webhooks: { retryDelaySeconds: 1, ...webhooks } });
+  const file = writeConfig({ databaseUrl, sources, webhooks: { retryDelaySeconds: 1, refresh: 'record', ...webhooks } });
   return { ...loadConfig({ configFile: file, env: {} }), logLevel: 'debug' };
 }
 

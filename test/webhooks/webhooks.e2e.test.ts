@@ -99,8 +99,9 @@ beforeAll(async () => {
         password: SUBSET.password,
       },
     ],
-    // A refresh whose worker died is retried 3 s after it started (300 s by default).
-    webhooks: { expireSeconds: 3, retryDelaySeconds: 1 },
+    // Each delivery fetches its record (the path these tests are about); a
+    // refresh whose worker died is retried 3 s after it started (300 s by default).
+    webhooks: { refresh: 'record', expireSeconds: 3, retryDelaySeconds: 1 },
   });
   env = cliEnv({ DATABASE_URL: db.url });
 });

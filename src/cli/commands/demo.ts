@@ -1,13 +1,16 @@
-import { Command } from 'commander';
+import { Command, InvalidArgumentError } from 'commander';
 import type { App } from '../../app.ts';
+import { DEFAULT_MAX_RESPONSE_BYTES } from '../../api/http.ts';
 import { loadConfig, type Config, type CoreSourceConfig } from '../../config.ts';
+import { historyTable } from '../../db/history.ts';
+import { EMBEDDED_DEFAULT_PORT } from '../../db/embedded.ts';
 import { REST_STREAMS } from '../../sync/streams/index.ts';
 import { keyFingerprint } from '../../state/quota.ts';
 import { startSimulator, DEMO_CORE } from '../../simulator/index.ts';
 import { printResults, runSync } from './sync.ts';
-import { fail, withApp } from '../shared.ts';
+import { configFrom, fail, withApp } from '../shared.ts';
 
-const DEMO_SOURCE = 'demo';
+export const DEMO_SOURCE = 'demo';
 
 export function demoSource(baseUrl: string): CoreSourceConfig {
   return {
@@ -19,6 +22,7 @@ export function demoSource(baseUrl: string): CoreSourceConfig {
     password: DEMO_CORE.password,
     credentialsIn: 'header',
     dailyQuota: 1000,
+    budget: 150,
     quota: { reservePercent: 10, timeZone: 'UTC', resetHour: 0 },
     limiter: { maxConcurrent: 2, minTimeMs: 0 },
     timeZone: 'UTC',
@@ -26,14 +30,22 @@ export function demoSource(baseUrl: string): CoreSourceConfig {
     // The demo changes records and syncs again within seconds, so it reads right up to now.
     lagSeconds: 0,
     requestTimeoutMs: 30_000,
+    maxResponseBytes: DEFAULT_MAX_RESPONSE_BYTES,
     fullRefresh: [],
+    columns: {},
+    // Customers keep their versions, so the demo can show what changed between the two syncs.
+    history: ['customers'],
     appointments: { historyStart: '2000-01-01', horizonDays: 365 },
     webhook: {},
   };
 }
 
 async function resetDemoRows(app: App): Promise<void> {
-  for (const s of REST_STREAMS) await app.pool.query(`DELETE FROM "${s.table.name}" WHERE source = $1`, [DEMO_SOURCE]);
+  for (const s of REST_STREAMS) {
+    await app.pool.query(`DELETE FROM "${s.table.name}" WHERE source = $1`, [DEMO_SOURCE]);
+    await app.pool.query(`DELETE FROM "${historyTable(s.table.name)}" WHERE source = $1`, [DEMO_SOURCE]);
+  }
+  await app.pool.query('DELETE FROM pmsync.history_tables WHERE source = $1', [DEMO_SOURCE]);
   await app.pool.query('DELETE FROM pmsync.sync_state WHERE source = $1', [DEMO_SOURCE]);
   await app.pool.query('DELETE FROM pmsync.quarantine WHERE source = $1', [DEMO_SOURCE]);
   // Only the demo's own gateway key: the ledger of real accounts in the same database must survive.
@@ -46,6 +58,14 @@ async function printTables(app: App): Promise<void> {
     const res = await app.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM "${s.table.name}" WHERE source = $1`, [DEMO_SOURCE]);
     process.stdout.write(`  ${s.table.name.padEnd(22)} ${String(res.rows[0]?.n ?? 0).padStart(7)}\n`);
   }
+  const versions = await app.pool.query<{ versions: number; changed: number }>(
+    `SELECT count(*)::int AS versions, count(DISTINCT id) FILTER (WHERE NOT is_current)::int AS changed FROM customers_history WHERE source = $1`,
+    [DEMO_SOURCE],
+  );
+  const v = versions.rows[0];
+  process.stdout.write(
+    `  ${'customers_history'.padEnd(22)} ${String(v?.versions ?? 0).padStart(7)}  (history mode: ${v?.changed ?? 0} customers have an older version)\n`,
+  );
 }
 
 export function demoCommand(): Command {
@@ -53,16 +73,24 @@ export function demoCommand(): Command {
     .description(
       'sync a seeded local simulator into PostgreSQL (embedded unless DATABASE_URL is set), change some records, sync again, and show what landed',
     )
-    .option('--customers <n>', 'customers in the simulated account', (v) => Number(v), 2500)
-    .action(async (opts: { customers: number }) => {
+    .option(
+      '--customers <n>',
+      'customers in the simulated account',
+      (v) => {
+        if (!/^\d+$/.test(v)) throw new InvalidArgumentError('expected a number of customers');
+        return Number(v);
+      },
+      2500,
+    )
+    .action(async (opts: { customers: number }, cmd: Command) => {
       const sim = await startSimulator({
         seed: 42,
         tenants: [{ ...DEMO_CORE, variant: 'core', sizes: { customers: opts.customers } }],
       });
       try {
         const base = loadConfig({ env: { ...process.env, CORE_BASE_URL: '', CORE_APIKEY: '', CORE_USERNAME: '' } });
-        // The demo speaks to a person: JSON logs only for warnings unless LOG_LEVEL asks for more.
-        const config: Config = { ...base, logLevel: process.env.LOG_LEVEL ?? 'warn', sources: [demoSource(sim.coreBaseUrl())] };
+        // The demo speaks to a person: logs only for warnings unless LOG_LEVEL asks for more.
+        const config: Config = configFrom(cmd, { defaultLevel: 'warn', config: { ...base, sources: [demoSource(sim.coreBaseUrl())] } });
         await withApp(config, async (app) => {
           await resetDemoRows(app);
           process.stdout.write(
@@ -86,8 +114,9 @@ export function demoCommand(): Command {
           process.stdout.write(
             `\nRequests: ${afterFirst} for the first sync, ${total - afterFirst} for the incremental one (daily quota 1000).\n` +
               `\nTry a query:\n  psql ${app.embedded ? app.databaseUrl : '"$DATABASE_URL"'} -c "SELECT first_name, last_name, email, synced_at FROM customers ORDER BY synced_at DESC LIMIT 5"\n` +
+              `and what the changed customers looked like before:\n  psql ${app.embedded ? app.databaseUrl : '"$DATABASE_URL"'} -c "SELECT id, first_name, last_name, valid_from, valid_to FROM customers_history WHERE id IN (SELECT id FROM customers_history WHERE NOT is_current) ORDER BY id, valid_from LIMIT 6"\n` +
               (app.embedded
-                ? `\nThe embedded database keeps its data in ${config.dataDir}/pgdata. Start it again for psql with:\n  npm run pmsync -- db\n`
+                ? `\nThe embedded database keeps its data in ${config.dataDir}/pgdata. Start it again for psql with:\n  npm run pmsync -- db             (add --port N when port ${EMBEDDED_DEFAULT_PORT} is taken)\n`
                 : ''),
           );
           process.exitCode = Math.max(first.exitCode, second.exitCode);

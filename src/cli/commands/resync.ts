@@ -127,7 +127,7 @@ async function resyncWindow(app: App, source: SourceConfig, resource: string, op
   let since = opts.since ? parseSince(opts.since, 'timeZone' in source ? source.timeZone : 'UTC') : undefined;
   if (since && since.getTime() > app.ctx.now().getTime()) throw new PmsyncError('USAGE', `--since ${opts.since} is in the future`);
   if (since) since = await boundedSince(app, source, resource, since);
-  const result = await syncSource(app.ctx, source, [resource], { since, full: opts.full, purpose: 'priority', lockWaitMs: waitMs });
+  const result = await syncSource(app.ctx, source, [resource], { since, full: opts.full, purpose: 'resync', lockWaitMs: waitMs });
   if (result.locked?.includes(resource)) throw new LockedError(source.name, resource, waitMs);
   if (result.fatal) throw result.fatal;
   const failure = result.failures.find((f) => f.resource === resource);
@@ -174,7 +174,7 @@ a date later than the cursor reads from the cursor. Exit codes as for "pmsync sy
         const sources = sourcesFor(config, resource, opts.source);
         for (const source of sources) refuseForPro(source, resource, opts);
         const waitMs = (opts.wait ?? (config.serve ?? serveSchema.parse({})).lockWaitSeconds) * 1000;
-        process.exitCode = await withApp(config, async (app) => {
+        process.exitCode = await withApp(config, async (app, terminal) => {
           if (opts.id !== undefined) {
             if (sources.length > 1)
               throw new PmsyncError(
@@ -185,7 +185,7 @@ a date later than the cursor reads from the cursor. Exit codes as for "pmsync sy
             const stream = source.kind === 'pro' ? undefined : restStreamsFor(source).find((s) => s.resource === resource);
             if (!stream || source.kind === 'pro')
               throw new PmsyncError('USAGE', `source "${source.name}" cannot refetch single ${resource} records; use --since or --full`);
-            const outcome = await refreshRecord(app.ctx, source, stream, opts.id, 'priority');
+            const outcome = await refreshRecord(app.ctx, source, stream, opts.id, 'resync');
             process.stdout.write(
               outcome.status === 'written'
                 ? `${source.name}/${resource} ${opts.id}: ${outcome.totals.inserted ? 'inserted' : outcome.totals.updated ? 'updated' : outcome.totals.rejected ? 'rejected (see pmsync.quarantine)' : 'unchanged'}\n`
@@ -193,7 +193,7 @@ a date later than the cursor reads from the cursor. Exit codes as for "pmsync sy
             );
             return EXIT.OK;
           }
-          const detach = attachProgress(app);
+          const detach = attachProgress(app, terminal);
           try {
             let code: number = EXIT.OK;
             for (const source of sources) {

@@ -4,6 +4,7 @@ import { serveSchema } from '../../scheduler/settings.ts';
 import { startServe } from '../../serve/serve.ts';
 import { mountWebhooks } from '../../serve/webhooks.ts';
 import { configFrom, fail, requireSources, withApp } from '../shared.ts';
+import { attachProgressLog } from '../progress.ts';
 
 interface ServeCliOptions {
   port?: number;
@@ -22,15 +23,17 @@ export function serveCommand(): Command {
     .description('keep every source in sync on its schedules, receive webhooks, and answer /healthz, /readyz and /metrics until SIGTERM')
     .option('-p, --port <n>', 'HTTP port (default: serve.port, PMSYNC_PORT or PORT, else 8080)', port)
     .option('--host <host>', 'interface to listen on (default 0.0.0.0)')
-    .option('--no-catch-up', 'do not run, at start-up, the fires missed while no process was up')
+    .option('--no-catch-up', 'do not run, at start-up, the cron fires of pinned streams missed while no process was up')
     .option('--no-webhooks', 'do not receive webhooks or run the refresh worker here (another process does)')
     .addHelpText(
       'after',
       `
-Schedules: incremental streams every 15 minutes, full-refresh streams nightly at 02:00
-in the source's time zone, unless the config file's "schedules" section says otherwise
-(see docs/operations.md). Several serve processes may share one database: each stream
-runs in one of them at a time.
+Scheduling: each source spends a daily budget (default 15% of its quota) where it buys
+the most freshness, learning from its own runs when each stream changes; webhook
+notifications trigger a check of their stream. Streams may be pinned to a cron expression
+in the config file's "schedules" section (see docs/operations.md). Several serve
+processes may share one database: runs go through one queue, each stream runs in one
+process at a time, and the budget holds across them.
 
 On SIGTERM or SIGINT: stops taking work, lets the pages in flight commit, and exits 0
 within serve.shutdownTimeoutSeconds (default 30), or 1 if runs were still going then
@@ -46,6 +49,8 @@ within serve.shutdownTimeoutSeconds (default 30), or 1 if runs were still going 
         const schedules = loaded.schedules ? { ...loaded.schedules, catchUp: loaded.schedules.catchUp && opts.catchUp } : undefined;
         const config = { ...loaded, serve, schedules };
         process.exitCode = await withApp(config, async (app) => {
+          // Long runs (a first pass of thousands of pages) say where they stand in the log at a steady interval.
+          const detachProgress = config.quiet ? () => undefined : attachProgressLog(app);
           const running = await startServe(app, config, { webhooks: opts.webhooks ? mountWebhooks : undefined });
           await new Promise<void>((resolve) => app.abort.signal.addEventListener('abort', () => resolve(), { once: true }));
           const again = () => process.exit(EXIT.INTERRUPTED);
@@ -61,6 +66,7 @@ within serve.shutdownTimeoutSeconds (default 30), or 1 if runs were still going 
           );
           hard.unref();
           const drained = await running.stop();
+          detachProgress();
           return drained ? EXIT.OK : EXIT.FAILED;
         });
       } catch (err) {

@@ -8,8 +8,19 @@ import { describePosition } from '../../sync/pro-scope.ts';
 import { checkConnectivity } from '../../sync/source-kinds.ts';
 import { resourceTablesFor } from '../../sync/streams/index.ts';
 import { configFrom, fail, withApp } from '../shared.ts';
-import { describeSchedule, streamScheduleStatus, type StreamScheduleStatus } from '../../scheduler/status.ts';
+import { runningIn, sourceViews } from '../../scheduler/status.ts';
+import type { Scheduler, SourceView } from '../../scheduler/scheduler.ts';
+import { sourceTimeZone } from '../../scheduler/plan.ts';
+import { nextCheck } from '../../scheduler/budget.ts';
+import { slotOf } from '../../sync/window.ts';
+import type { Purpose } from '../../api/http.ts';
+import { EXIT, exitCodeOf, PmsyncError, type ErrorCode } from '../../errors.ts';
 import { describeRefreshCounts, refreshQueueCounts } from '../../webhooks/queue.ts';
+import { driftFindings, type StoredFinding } from '../../state/drift.ts';
+import { describeDrift } from './drift.ts';
+import { DEMO_SOURCE } from './demo.ts';
+import { describeNoSources } from '../no-sources.ts';
+import { storedSources } from '../../state/sources.ts';
 
 export interface ResourceStatus {
   resource: string;
@@ -30,8 +41,53 @@ export interface ResourceStatus {
     error: string | null;
   } | null;
   quarantined: number;
-  /** Its schedule in `pmsync serve` and the process running it now, if any. */
+  /** How `pmsync serve` schedules it and where it stands, and the process running it now, if any. */
   schedule?: StreamScheduleStatus | null;
+  /** The table's schema-drift report (pmsync drift). */
+  drift?: StoredFinding[];
+}
+
+export interface StreamScheduleStatus {
+  /** budget, cron (pinned) or off. */
+  mode: 'budget' | 'cron' | 'off';
+  cron: string | null;
+  timeZone: string | null;
+  /** Every change up to here has been read (end of the last completed window). */
+  lastCheckAt: string | null;
+  /** The last run serve dispatched: when, why, and how it ended. */
+  lastFire: { at: string; purpose: string | null; reason: string | null; outcome: string | null } | null;
+  /** Pinned streams: the next cron fire. */
+  nextFire: string | null;
+  /** Budget streams: due now (and why), or what it waits for. */
+  due: string | null;
+  /**
+   * Budget streams: when the plan expects the next check if no notification
+   * arrives and today's exchange rate holds, and why then; pinned streams:
+   * their next fire. Null while it runs.
+   */
+  nextCheck: { at: string; reason: string } | null;
+  waiting: string | null;
+  notificationsWaiting: number;
+  /** Changes an hour its learned model expects now. */
+  changeRatePerHour: number | null;
+  /** Checks the plan expects for the rest of the quota day. */
+  expectedChecksToday: number | null;
+  maxStalenessMinutes: number | null;
+  /** Null when it has no freshness target. */
+  targetHonoured: boolean | null;
+  /** The freshness warning in force, said once in the logs. */
+  warning: string | null;
+  runningIn: string | null;
+}
+
+export interface BudgetStatus {
+  budget: number;
+  used: number;
+  spent: Record<Purpose, number>;
+  /** Requests planned for the rest of the quota day. */
+  planned: { check: number; webhook: number; full: number; backfill: number };
+  /** Change-minutes of staleness a request must clear to be sent now (null: only floors and targets). */
+  exchangeRate: number | null;
 }
 
 /**
@@ -66,20 +122,35 @@ export interface SourceStatus {
   source: string;
   kind: string;
   quota: { day: string; used: number; dailyLimit: number; exhaustedUntil: string | null; resetsAt: string } | null;
+  /** The scheduled-spend budget: spent today by purpose, and planned for the rest of the day. */
+  budget: BudgetStatus;
   resources: ResourceStatus[];
-  /** With --check: the answer to one connectivity request. */
-  connectivity?: { ok: true; checked: string } | { ok: false; error: string };
+  /** With --check: the answer to one connectivity request; `code` is the error's stable code. */
+  connectivity?: { ok: true; checked: string } | { ok: false; error: string; code: ErrorCode | 'UNEXPECTED' };
 }
 
-export async function collectStatus(app: App, config: Config, options: { check?: boolean } = {}): Promise<SourceStatus[]> {
+export async function collectStatus(
+  app: App,
+  config: Config,
+  options: { check?: boolean; scheduler?: Scheduler } = {},
+): Promise<SourceStatus[]> {
   const out: SourceStatus[] = [];
-  const schedules = await streamScheduleStatus(app.pool, config, app.ctx.now());
+  const [views, holders, drift] = await Promise.all([
+    sourceViews(app, config, options.scheduler),
+    runningIn(app.pool, config),
+    driftFindings(
+      app.pool,
+      config.sources.map((s) => s.name),
+    ),
+  ]);
   for (const source of config.sources) {
+    const view = views.find((v) => v.source === source.name)!;
     const streams = resourceTablesFor(source);
     const resources: ResourceStatus[] = [];
     const snap = await app.ledgerFor(source).snapshot();
-    const dailyAllowance = allowance(quotaSettingsFor(source), 'sync');
-    const leftToday = snap.exhaustedUntil ? 0 : dailyAllowance - snap.used;
+    // Backfills get the allowance less the budget kept for the day's checks.
+    const dailyAllowance = Math.max(1, allowance(quotaSettingsFor(source)) - Math.min(source.budget, allowance(quotaSettingsFor(source))));
+    const leftToday = snap.exhaustedUntil ? 0 : Math.max(0, snap.allowance - snap.used - Math.max(0, snap.budget - snap.budgetUsed));
     for (const s of streams) {
       const [rows, state, run, q] = await Promise.all([
         app.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM "${s.table.name}" WHERE source = $1`, [source.name]),
@@ -127,7 +198,8 @@ export async function collectStatus(app: App, config: Config, options: { check?:
             }
           : null,
         quarantined: q.rows[0]?.n ?? 0,
-        schedule: schedules.get(`${source.name}/${s.resource}`) ?? null,
+        schedule: scheduleStatus(view, source, s.resource, holders.get(`${source.name}/${s.resource}`) ?? null),
+        drift: drift.get(`${source.name}/${s.table.name}`) ?? [],
       });
     }
     out.push({
@@ -143,6 +215,13 @@ export async function collectStatus(app: App, config: Config, options: { check?:
               exhaustedUntil: snap.exhaustedUntil?.toISOString() ?? null,
               resetsAt: snap.resetsAt.toISOString(),
             },
+      budget: {
+        budget: snap.budget,
+        used: snap.budgetUsed,
+        spent: snap.byPurpose,
+        planned: view.plan.planned,
+        exchangeRate: Number.isFinite(view.plan.mu) ? Math.round(view.plan.mu * 10) / 10 : null,
+      },
       resources,
       ...(options.check ? { connectivity: await connectivityOf(app, source) } : {}),
     });
@@ -150,16 +229,100 @@ export async function collectStatus(app: App, config: Config, options: { check?:
   return out;
 }
 
+function scheduleStatus(
+  view: SourceView,
+  source: Config['sources'][number],
+  resource: string,
+  holder: string | null,
+): StreamScheduleStatus | null {
+  const stream = view.streams.find((s) => s.resource === resource);
+  if (!stream) return null;
+  const row = view.rows.get(resource);
+  const input = view.inputs.get(resource);
+  const plan = view.plan.streams.find((p) => p.resource === resource);
+  const lastCheck = input?.lastCheckAt ?? row?.lastCheckAt ?? null;
+  return {
+    mode: stream.schedule.mode,
+    cron: stream.schedule.mode === 'cron' ? stream.schedule.cron : null,
+    timeZone: stream.schedule.mode === 'cron' ? stream.schedule.timeZone : null,
+    lastCheckAt: lastCheck?.toISOString() ?? null,
+    lastFire: row?.lastFireAt
+      ? { at: row.lastFireAt.toISOString(), purpose: row.lastFirePurpose, reason: row.lastFireReason, outcome: row.lastOutcome }
+      : null,
+    nextFire: view.nextFires.get(resource)?.toISOString() ?? null,
+    due: plan?.due ? `${plan.due.purpose} (${plan.due.reason})` : null,
+    nextCheck: nextCheckOf(view, stream.schedule.mode, resource),
+    waiting: plan?.waiting ?? null,
+    notificationsWaiting: input?.notified.count ?? 0,
+    changeRatePerHour: input ? Math.round(input.rates[slotOf(view.at.getTime(), sourceTimeZone(source))]! * 100) / 100 : null,
+    expectedChecksToday: plan ? Math.round(plan.expectedChecks * 10) / 10 : null,
+    maxStalenessMinutes: stream.maxStalenessMinutes,
+    targetHonoured: plan?.targetHonoured ?? null,
+    warning: row?.warning ?? null,
+    runningIn: holder,
+  };
+}
+
+function nextCheckOf(view: SourceView, mode: StreamScheduleStatus['mode'], resource: string): StreamScheduleStatus['nextCheck'] {
+  if (mode === 'cron') {
+    const fire = view.nextFires.get(resource);
+    return fire ? { at: fire.toISOString(), reason: 'cron' } : null;
+  }
+  if (mode === 'off') return null;
+  const next = nextCheck(view.input, view.plan, resource);
+  return next ? { at: next.at.toISOString(), reason: next.reason } : null;
+}
+
+/** The text `pmsync status` appends to a stream's line. */
+export function describeSchedule(s: StreamScheduleStatus | null | undefined, now: Date): string {
+  if (!s) return '';
+  const ago = (iso: string) => {
+    const minutes = Math.round((now.getTime() - Date.parse(iso)) / 60_000);
+    return minutes < 120 ? `${minutes} min ago` : `${Math.round(minutes / 60)} h ago`;
+  };
+  const parts: string[] = [];
+  const due = s.due ? `due now: ${s.due.replace(/^(\w+) \(\1\)$/, '$1')}` : null;
+  if (s.mode === 'off') parts.push('serve: off');
+  else if (s.mode === 'cron') parts.push(`serve: pinned to ${s.cron} ${s.timeZone}, next ${s.nextFire ?? 'never'}`);
+  else if (!s.lastCheckAt) parts.push(`serve: by budget; first pass ${due ?? s.waiting ?? 'waiting'}`);
+  else {
+    parts.push(`serve: by budget; read up to ${ago(s.lastCheckAt)}`);
+    if (s.notificationsWaiting > 0) parts.push(`${s.notificationsWaiting} notified change(s) waiting`);
+    if (s.changeRatePerHour !== null) parts.push(`~${s.changeRatePerHour} changes/h expected now`);
+    if (s.expectedChecksToday !== null) parts.push(`~${s.expectedChecksToday} checks planned for the rest of the day`);
+    if (due) parts.push(due);
+    else if (s.waiting) parts.push(s.waiting);
+    else if (s.nextCheck) parts.push(`next check expected ${s.nextCheck.at} (${s.nextCheck.reason})`);
+  }
+  if (s.warning) parts.push(`WARNING: ${s.warning}`);
+  if (s.runningIn) parts.push(`RUNNING NOW in ${s.runningIn}`);
+  return `\n      ${parts.join('; ')}`;
+}
+
 async function connectivityOf(app: App, source: Config['sources'][number]): Promise<NonNullable<SourceStatus['connectivity']>> {
   try {
     const c = await checkConnectivity(app.ctx, source);
     return { ok: true, checked: `GET ${c.checked}` };
   } catch (err) {
-    return { ok: false, error: (err as Error).message };
+    return { ok: false, error: (err as Error).message, code: err instanceof PmsyncError ? err.code : 'UNEXPECTED' };
   }
 }
 
-export function printStatus(statuses: SourceStatus[]): void {
+/**
+ * The exit code of `status --check`: 0 when every source answered, else the
+ * code the worst failure would give a sync (4 credentials, 5 quota, 6
+ * unreachable, 1 anything else), so it works as a pre-flight check.
+ */
+export function checkExitCode(statuses: SourceStatus[]): number {
+  let code: number = EXIT.OK;
+  for (const s of statuses) {
+    const c = s.connectivity;
+    if (c && !c.ok) code = Math.max(code, exitCodeOf(c.code));
+  }
+  return code;
+}
+
+export function printStatus(statuses: SourceStatus[], now: Date): void {
   for (const s of statuses) {
     const q = s.quota;
     process.stdout.write(
@@ -169,6 +332,15 @@ export function printStatus(statuses: SourceStatus[]): void {
           : '') +
         '\n',
     );
+    const b = s.budget;
+    if (q) {
+      const p = b.planned;
+      process.stdout.write(
+        `  budget ${b.budget} a day for checks, webhook-triggered checks and full refreshes: ${b.used} spent (check ${b.spent.check}, webhook ${b.spent.webhook}, full ${b.spent.full}), ` +
+          `${p.check + p.webhook + p.full} planned for the rest of the day (check ${p.check}, webhook ${p.webhook}, full ${p.full})\n` +
+          `  outside the budget: backfill ${b.spent.backfill} spent, ${p.backfill} planned; resync ${b.spent.resync} spent\n`,
+      );
+    }
     const c = s.connectivity;
     if (c) process.stdout.write(c.ok ? `  connectivity ok (${c.checked})\n` : `  connectivity FAILED: ${c.error}\n`);
     for (const r of s.resources) {
@@ -184,28 +356,44 @@ export function printStatus(statuses: SourceStatus[]): void {
           : '';
       const quarantined = r.quarantined > 0 ? `, ${r.quarantined} quarantined` : '';
       process.stdout.write(
-        `  ${r.resource.padEnd(20)} ${String(r.rows).padStart(8)} rows  cursor ${r.cursor ?? '-'}${pos}  ${run}${quarantined}${describeSchedule(r.schedule)}\n`,
+        `  ${r.resource.padEnd(20)} ${String(r.rows).padStart(8)} rows  cursor ${r.cursor ?? '-'}${pos}  ${run}${quarantined}${describeSchedule(r.schedule, now)}\n`,
       );
+      if (r.drift?.length) process.stdout.write(describeDrift(r.drift, '      drift: '));
     }
   }
 }
 
 export function statusCommand(): Command {
   return new Command('status')
-    .description('show, per source and resource: cursor, last run, rows, quarantined records and requests used today')
+    .description(
+      'show, per source: requests used today and the budget spent and planned by purpose; per resource: rows, cursor, last run, schedule and freshness, quarantined records',
+    )
     .option('--json', 'print JSON')
     .option('--check', 'also send each source one connectivity request (Core: GET /status; Subset: one company; Pro: one event type)')
     .action(async (opts: { json?: boolean; check?: boolean }, cmd: Command) => {
       try {
         const config = configFrom(cmd);
         await withApp(config, async (app) => {
+          if (config.sources.length === 0) {
+            // Nothing to report on: say what the database holds and what to do next (on stderr when stdout is JSON).
+            const note = describeNoSources(await storedSources(app.pool), {
+              demoSource: DEMO_SOURCE,
+              psqlUrl: app.embedded ? app.databaseUrl : null,
+            });
+            if (opts.json) {
+              process.stdout.write('[]\n');
+              process.stderr.write(note);
+            } else process.stdout.write(note);
+            return;
+          }
           const statuses = await collectStatus(app, config, { check: opts.check });
           if (opts.json) process.stdout.write(`${JSON.stringify(statuses, null, 2)}\n`);
           else {
-            printStatus(statuses);
+            printStatus(statuses, app.ctx.now());
             if (config.sources.some((s) => s.kind === 'core'))
               process.stdout.write(`${describeRefreshCounts(await refreshQueueCounts(app.pool))}\n`);
           }
+          process.exitCode = checkExitCode(statuses);
         });
       } catch (err) {
         fail(err);

@@ -2,6 +2,7 @@ import { Command } from 'commander';
 import { findSource, type Config } from '../../config.ts';
 import { EXIT, exitCodeFor, PmsyncError } from '../../errors.ts';
 import { syncSource, type SourceResult } from '../../sync/sync-source.ts';
+import { selectProStreams, selectRestStreams } from '../../sync/streams/index.ts';
 import { attachProgress } from '../progress.ts';
 import { configFrom, fail, requireSources, withApp } from '../shared.ts';
 import type { App } from '../../app.ts';
@@ -22,14 +23,26 @@ export async function runSync(app: App, config: Config, opts: SyncCliOptions): P
     results.push(result);
     if (result.fatal) exitCode = Math.max(exitCode, exitCodeFor(result.fatal));
     else if (result.failures.length > 0) exitCode = Math.max(exitCode, EXIT.PARTIAL);
+    // Every source writes to the same database: the next ones would only fail the same way.
+    if (result.fatal instanceof PmsyncError && result.fatal.code === 'DB_UNREACHABLE') break;
   }
   if (app.ctx.signal.aborted) exitCode = EXIT.INTERRUPTED;
   return { results, exitCode };
 }
 
-export function printResults(results: SourceResult[]): void {
+/** --source and --resource name things that exist: refused before the database is opened or migrated. */
+function checkSelection(config: Config, opts: SyncCliOptions): void {
+  for (const source of findSource(config, opts.source)) {
+    if (source.kind === 'pro') selectProStreams(source, opts.resource);
+    else selectRestStreams(source, opts.resource);
+  }
+}
+
+/** One line per stream run, to stdout; with `quiet`, only the runs that did not succeed. */
+export function printResults(results: SourceResult[], options: { quiet?: boolean } = {}): void {
   for (const r of results) {
     for (const run of r.runs) {
+      if (options.quiet && (run.status === 'succeeded' || run.status === 'skipped')) continue;
       process.stdout.write(
         `${r.source}/${run.resource}: ${run.status}, ${run.mode}, ${run.pages} page(s), ${run.requests} request(s), ` +
           `${run.inserted} inserted, ${run.updated} updated, ${run.unchanged} unchanged, ${run.rejected} rejected\n`,
@@ -56,12 +69,13 @@ Exit codes: 0 ok, 1 failed, 2 usage, 3 bad configuration, 4 credentials refused 
       try {
         const config = configFrom(cmd);
         requireSources(config);
-        const code = await withApp(config, async (app) => {
-          const detach = attachProgress(app);
+        checkSelection(config, opts);
+        const code = await withApp(config, async (app, terminal) => {
+          const detach = attachProgress(app, terminal);
           try {
             const { results, exitCode } = await runSync(app, config, opts);
             detach();
-            printResults(results);
+            printResults(results, { quiet: config.quiet });
             return exitCode;
           } finally {
             detach();

@@ -5,7 +5,7 @@
  * change is printed first and confirmed on a terminal, or by --yes.
  */
 import { createInterface } from 'node:readline/promises';
-import { Command } from 'commander';
+import { Command, InvalidArgumentError } from 'commander';
 import type { App } from '../../app.ts';
 import { findSource, type Config, type CoreSourceConfig } from '../../config.ts';
 import { PmsyncError } from '../../errors.ts';
@@ -26,6 +26,11 @@ import { configFrom, fail, requireSources, withApp } from '../shared.ts';
 import { receiveCommand } from './webhooks-receive.ts';
 
 const out = (line = '') => process.stdout.write(`${line}\n`);
+
+function positive(text: string): number {
+  if (!/^\d+$/.test(text) || Number(text) < 1) throw new InvalidArgumentError('expected a positive number');
+  return Number(text);
+}
 
 /** The one Core source a registration command acts on; Subset and Pro send no webhooks. */
 export function coreSource(config: Config, name: string | undefined): CoreSourceConfig {
@@ -256,7 +261,7 @@ function deleteCommand(): Command {
 function deadLettersCommand(): Command {
   return new Command('dead-letters')
     .description('show refreshes that failed every attempt (with --redrive: queue them again)')
-    .option('--limit <n>', 'how many to show', (v) => Number(v), 50)
+    .option('--limit <n>', 'how many to show', positive, 50)
     .option('--redrive', 'move every dead-lettered refresh back to the refresh queue')
     .action(async (opts: { limit: number; redrive?: boolean }, command: Command) => {
       try {

@@ -3,7 +3,11 @@ import type { MappedRow } from '../../sync/types.ts';
 import { optDateTime, orNull, toTimestamp } from '../common.ts';
 import { optProId, proId } from './common.ts';
 
-/** apptDate is ISO 8601 without a zone: the practice's wall-clock time, stored as timestamp. */
+/**
+ * apptDate is ISO 8601 without a zone: the practice's wall-clock time, stored as timestamp.
+ * The per-patient list the spec shows returns appointmentId and apptDate only;
+ * the fan-out sets patient_id from the patient it asked about (src/sync/pro-runner.ts).
+ */
 export const proAppointmentRaw = z.looseObject({
   appointmentId: proId,
   apptDate: optDateTime,

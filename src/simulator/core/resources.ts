@@ -77,10 +77,15 @@ function person(g: Gen): { first: string; last: string } {
 
 const emailParts = new Map<string, string>();
 
+/** The ASCII letters of a name for an address: accents dropped (Zoë: zoe); "guest" when none are left (美咲). */
 function emailPart(name: string): string {
   let part = emailParts.get(name);
   if (part === undefined) {
-    part = name.toLowerCase().replace(/[^a-z0-9-]/g, '');
+    part =
+      name
+        .normalize('NFKD')
+        .toLowerCase()
+        .replace(/[^a-z0-9-]/g, '') || 'guest';
     emailParts.set(name, part);
   }
   return part;
@@ -95,7 +100,10 @@ function phone(g: Gen): string {
 }
 
 function brandDomain(brand: string): string {
-  return `${brand.toLowerCase().replace(/[^a-z]/g, '')}.example.com`;
+  return `${brand
+    .normalize('NFKD')
+    .toLowerCase()
+    .replace(/[^a-z]/g, '')}.example.com`;
 }
 
 export function pickBrand(rng: Rng): string {

@@ -179,6 +179,8 @@ export class ResourceStore {
   private readonly ctx: StoreContext;
   private readonly gen: GenState;
   private readonly recordSeed: number;
+  /** Served name of a field, where it differs from the contract's. */
+  renames: Record<string, string> = {};
 
   constructor(def: ResourceDef, ctx: StoreContext, seeded: number) {
     this.def = def;
@@ -243,7 +245,7 @@ export class ResourceStore {
     Object.assign(record, this.fields(index));
     record.CreatedOn = this.ctx.clock.wall(this.created[index] ?? 0);
     record.ModifiedOn = this.ctx.clock.wall(this.modified[index] ?? 0);
-    return record;
+    return Object.keys(this.renames).length === 0 ? record : renamed(record, this.renames);
   }
 
   create(partial: CoreRecord | undefined, nowMs: number): number {
@@ -346,6 +348,12 @@ export class ResourceStore {
 
 function isUnfiltered(filter: ListFilter): boolean {
   return filter.modifiedFromMs === undefined && filter.modifiedToMs === undefined && filter.match === undefined;
+}
+
+function renamed(record: CoreRecord, names: Record<string, string>): CoreRecord {
+  const out: CoreRecord = {};
+  for (const [key, value] of Object.entries(record)) out[names[key] ?? key] = value;
+  return out;
 }
 
 function toSecond(ms: number): number {

@@ -79,7 +79,9 @@ export class Tenant {
       seededSize,
     };
     for (const resource of this.resources) {
-      this.stores.set(resource, new ResourceStore(RESOURCE_DEFS[resource], ctx, seededSize(resource)));
+      const store = new ResourceStore(RESOURCE_DEFS[resource], ctx, seededSize(resource));
+      store.renames = { ...options.fieldNames?.[resource] };
+      this.stores.set(resource, store);
     }
   }
 
@@ -162,6 +164,9 @@ export class Tenant {
       create: (resource, partial) => this.create(resource, partial),
       update: (resource, id, patch) => this.update(resource, find(resource, id), patch),
       touch: (resource, count) => this.sample(resource, count).map((index) => this.update(resource, index)),
+      renameFields: (resource, names) => {
+        this.required(resource).renames = { ...names };
+      },
       remove: (resource, id) => {
         const store = this.required(resource);
         const index = store.indexOf(id);

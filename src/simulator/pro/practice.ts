@@ -91,6 +91,7 @@ class Table<T> {
 export class Practice {
   readonly practiceId: number;
   readonly token: string;
+  readonly appointmentFields: 'all' | 'spec';
   readonly patients = new Table<ProPatient>((r) => r.patientId, FIRST_IDS.patients);
   readonly appointments = new Table<ProAppointment>((r) => r.appointmentId, FIRST_IDS.appointments);
   readonly eventTypes = new Table<ProEventType>((r) => r.eventTypeId, FIRST_IDS.eventTypes);
@@ -107,6 +108,7 @@ export class Practice {
   constructor(options: ProPracticeOptions, seed: number, anchorDay: number, now: () => Date) {
     this.practiceId = options.practiceId;
     this.token = options.token;
+    this.appointmentFields = options.appointmentFields ?? 'all';
     this.key = combine(seed, options.practiceId);
     this.rng = new Rng(this.key);
     this.anchorDay = anchorDay;
@@ -293,7 +295,15 @@ export class Practice {
           timesOfDay: rng.pick(TIMES_OF_DAY),
           dateRangeStart: rng.chance(0.7) ? dayToDate(start) : null,
           dateRangeEnd: rng.chance(0.7) ? dayToDate(start + rng.between(14, 60)) : null,
-          comments: rng.pick(['', 'Prefers afternoons', 'Call before noon', 'Any provider is fine', 'Flexible schedule']),
+          comments: rng.pick([
+            '',
+            'Prefers afternoons',
+            'Call before noon',
+            'Any provider is fine',
+            'Flexible schedule',
+            'Préfère le matin 🙏',
+            '午後希望',
+          ]),
         };
         return row as ProRecords[R];
       }

@@ -162,7 +162,11 @@ function patientAppointments(practice: Practice, request: ProRequest, idText: st
   if (patientId === undefined || practice.patients.get(patientId) === undefined) {
     return fail(request.res, 404, 'No such patient');
   }
-  page(request, practice.appointmentsOf(patientId));
+  const appointments = practice.appointmentsOf(patientId);
+  page(
+    request,
+    practice.appointmentFields === 'spec' ? appointments.map(({ appointmentId, apptDate }) => ({ appointmentId, apptDate })) : appointments,
+  );
 }
 
 function requiredId(request: ProRequest, name: string, required: boolean): number | null | undefined {

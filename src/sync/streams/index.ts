@@ -4,6 +4,7 @@
  */
 import type { ProSourceConfig, SourceConfig } from '../../config.ts';
 import { ConfigError } from '../../errors.ts';
+import { suggestion } from '../../strict-schema.ts';
 import type { RestStream } from './rest.ts';
 import type { ProStream } from './pro/stream.ts';
 import proEventTypes from './pro/event-types.ts';
@@ -59,6 +60,12 @@ export function selectProStreams(source: ProSourceConfig, resources?: string[]):
   return select(source, PRO_STREAMS, resources);
 }
 
+/** The resources an API kind serves, for checking the names a configuration uses. */
+export function resourceNames(kind: SourceConfig['kind']): string[] {
+  if (kind === 'pro') return PRO_STREAMS.map((s) => s.resource);
+  return REST_STREAMS.filter((s) => s.variants.includes(kind)).map((s) => s.resource);
+}
+
 /** Every resource of a source with the table it lands in (for status). */
 export function resourceTablesFor(source: SourceConfig): Array<{ resource: string; table: { name: string } }> {
   return source.kind === 'pro' ? PRO_STREAMS : restStreamsFor(source);
@@ -66,7 +73,8 @@ export function resourceTablesFor(source: SourceConfig): Array<{ resource: strin
 
 function select<S extends { resource: string }>(source: SourceConfig, available: S[], resources?: string[]): S[] {
   const unknownIn = (names: string[]) => names.filter((r) => !available.some((s) => s.resource === r));
-  const known = `known: ${available.map((s) => s.resource).join(', ')}`;
+  const names = available.map((s) => s.resource);
+  const known = `known: ${names.join(', ')}`;
   const badConfigured = unknownIn(source.streams ?? []);
   if (badConfigured.length > 0) {
     throw new ConfigError([
@@ -77,9 +85,7 @@ function select<S extends { resource: string }>(source: SourceConfig, available:
   if (!resources || resources.length === 0) return configured;
   const unknown = unknownIn(resources);
   if (unknown.length > 0) {
-    throw new ConfigError([
-      `source "${source.name}" (${source.kind}) has no resource ${unknown.map((u) => `"${u}"`).join(', ')}; ${known}`,
-    ]);
+    throw new ConfigError(unknown.map((u) => `source "${source.name}" (${source.kind}) has no resource "${u}"${suggestion(u, names)}`));
   }
   return available.filter((s) => resources.includes(s.resource));
 }

@@ -17,6 +17,14 @@ export default defineRestStream({
   variants: ['core', 'subset'],
   raw: appointmentRaw,
   map: mapAppointment,
+  fields: {
+    company_id: 'CompanyId',
+    customer_id: 'CustomerId',
+    employee_id: 'EmployeeId',
+    service_id: 'ServiceId',
+    start_at: 'StartDateTime',
+    end_at: 'EndDateTime',
+  },
   windowFilters: (source, runStart) => ({
     StartDate: source.appointments.historyStart,
     EndDate: dateInZone(new Date(runStart.getTime() + source.appointments.horizonDays * DAY_MS), source.timeZone),

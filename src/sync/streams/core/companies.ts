@@ -10,5 +10,6 @@ export default defineRestStream({
   variants: ['core', 'subset'],
   raw: companyRaw,
   map: mapCompany,
+  fields: { company_name: 'CompanyName', is_active: 'IsActive' },
   table: { name: 'companies', idType: 'text', columns: { company_name: 'text', is_active: 'boolean' } },
 });

@@ -10,6 +10,16 @@ export default defineRestStream({
   variants: ['core'],
   raw: customerRaw,
   map: mapCustomer,
+  fields: {
+    company_id: 'CompanyId',
+    first_name: 'FirstName',
+    last_name: 'LastName',
+    email: 'Email',
+    mobile_phone: 'MobilePhone',
+    is_active: 'IsActive',
+    birthday: 'Birthday',
+    last_visit: 'LastVisit',
+  },
   recordPath: (id) => `/customers/${encodeURIComponent(id)}`,
   table: {
     name: 'customers',

@@ -9,6 +9,7 @@ export default defineRestStream({
   variants: ['core', 'subset'],
   raw: employeeRaw,
   map: mapEmployee,
+  fields: { company_id: 'CompanyId', first_name: 'FirstName', last_name: 'LastName', email: 'Email', is_active: 'IsActive' },
   table: {
     name: 'employees',
     idType: 'text',

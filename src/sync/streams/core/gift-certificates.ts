@@ -14,6 +14,7 @@ export default defineRestStream({
   variants: ['core'],
   raw: giftCertificateRaw,
   map: mapGiftCertificate,
+  fields: { company_id: 'CompanyId', customer_id: 'CustomerId', amount: 'Amount', balance: 'Balance', issued_on: 'IssuedOn' },
   table: {
     name: 'gift_certificates',
     idType: 'text',

@@ -10,5 +10,6 @@ export default defineRestStream({
   variants: ['core'],
   raw: membershipProgramRaw,
   map: mapMembershipProgram,
+  fields: { company_id: 'CompanyId', program_name: 'ProgramName', description: 'Description' },
   table: { name: 'membership_programs', idType: 'text', columns: { company_id: 'text', program_name: 'text', description: 'text' } },
 });

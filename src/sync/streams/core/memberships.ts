@@ -10,6 +10,15 @@ export default defineRestStream({
   variants: ['core'],
   raw: membershipRaw,
   map: mapMembership,
+  fields: {
+    company_id: 'CompanyId',
+    customer_id: 'CustomerId',
+    membership_program: 'MembershipProgram',
+    bill_amount: 'BillAmount',
+    next_bill_date: 'NextBillDate',
+    last_bill_date: 'LastBillDate',
+    sold_on: 'SoldOn',
+  },
   table: {
     name: 'memberships',
     idType: 'text',

@@ -10,6 +10,7 @@ export default defineRestStream({
   variants: ['core', 'subset'],
   raw: orderRaw,
   map: mapOrder,
+  fields: { company_id: 'CompanyId', customer_id: 'CustomerId', order_date: 'OrderDate', total: 'Total' },
   recordPath: (id) => `/orders/${encodeURIComponent(id)}`,
   table: {
     name: 'orders',

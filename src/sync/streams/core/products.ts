@@ -9,5 +9,6 @@ export default defineRestStream({
   variants: ['core'],
   raw: productRaw,
   map: mapProduct,
+  fields: { company_id: 'CompanyId', name: 'Name', price: 'Price', is_active: 'IsActive' },
   table: { name: 'products', idType: 'text', columns: { company_id: 'text', name: 'text', price: 'numeric', is_active: 'boolean' } },
 });

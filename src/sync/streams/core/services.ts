@@ -9,6 +9,7 @@ export default defineRestStream({
   variants: ['core', 'subset'],
   raw: serviceRaw,
   map: mapService,
+  fields: { company_id: 'CompanyId', name: 'Name', price: 'Price', duration_minutes: 'DurationMinutes', is_active: 'IsActive' },
   table: {
     name: 'services',
     idType: 'text',

@@ -14,7 +14,9 @@ export default defineProFanOut({
   idField: 'appointmentId',
   read: { list: (patientId) => `/patients/${patientId}/appointments` },
   incremental: true,
+  // The list returns appointmentId and apptDate only: patient_id is the patient it was listed under.
   keyColumn: 'patient_id',
+  coversTable: true,
   keys: async (db, q) => {
     const res = await db.query<{ id: string }>(
       `SELECT id FROM pro_patients
@@ -36,6 +38,7 @@ export default defineProFanOut({
   },
   raw: proAppointmentRaw,
   map: mapProAppointment,
+  fields: { event_type_id: 'eventTypeId', provider_id: 'providerId', appt_date: 'apptDate' },
   table: {
     name: 'pro_appointments',
     idType: 'bigint',

@@ -8,5 +8,6 @@ export default defineProList({
   idField: 'eventTypeId',
   raw: eventTypeRaw,
   map: mapEventType,
+  fields: { name: 'name' },
   table: { name: 'pro_event_types', idType: 'bigint', columns: { name: 'text' } },
 });

@@ -8,6 +8,7 @@ export default defineProList({
   idField: 'patientId',
   raw: patientRaw,
   map: mapPatient,
+  fields: { first_name: 'firstName', last_name: 'lastName', dob: 'dob', cell_phone: 'cellPhone' },
   table: {
     name: 'pro_patients',
     idType: 'bigint',

@@ -51,6 +51,12 @@ export interface ProFanOutStream<Raw extends Record<string, unknown> = Record<st
    * rows that were not returned are marked not seen.
    */
   keyColumn: string;
+  /**
+   * A full pass reads every key the table's rows can belong to, so at its end
+   * the rows it did not return are gone (their key was removed, or they were
+   * stored without their key) and are marked not seen.
+   */
+  coversTable?: boolean;
 }
 
 export interface ProSnapshotStream {
@@ -62,16 +68,21 @@ export interface ProSnapshotStream {
 
 export type ProStream = ProListStream | ProFanOutStream | ProSnapshotStream;
 
-type Def<S extends z.ZodType<Record<string, unknown>>> = { raw: S; map: (raw: z.infer<S>) => MappedRow; table: TableDef };
+type Def<S extends z.ZodType<Record<string, unknown>>> = {
+  raw: S;
+  map: (raw: z.infer<S>) => MappedRow;
+  fields: Record<string, string>;
+  table: TableDef;
+};
 
 export function defineProList<S extends z.ZodType<Record<string, unknown>>>(
-  def: Omit<ProListStream, 'kind' | 'raw' | 'map' | 'table'> & Def<S>,
+  def: Omit<ProListStream, 'kind' | 'raw' | 'map' | 'fields' | 'table'> & Def<S>,
 ): ProListStream {
   return { kind: 'pro-list', ...def } as unknown as ProListStream;
 }
 
 export function defineProFanOut<S extends z.ZodType<Record<string, unknown>>>(
-  def: Omit<ProFanOutStream, 'kind' | 'raw' | 'map' | 'table'> & Def<S>,
+  def: Omit<ProFanOutStream, 'kind' | 'raw' | 'map' | 'fields' | 'table'> & Def<S>,
 ): ProFanOutStream {
   return { kind: 'pro-fan-out', ...def } as unknown as ProFanOutStream;
 }

@@ -8,6 +8,7 @@ export default defineProList({
   idField: 'waitlistSlotId',
   raw: waitlistSlotRaw,
   map: mapWaitlistSlot,
+  fields: { waitlist_id: 'waitlistId', provider_id: 'providerId', event_type_id: 'eventTypeId', slot_date: 'slotDate', status: 'status' },
   table: {
     name: 'pro_waitlist_slots',
     idType: 'bigint',

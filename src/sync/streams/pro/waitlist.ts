@@ -26,6 +26,14 @@ export default defineProFanOut({
   },
   raw: waitlistEntryRaw,
   map: mapWaitlistEntry,
+  fields: {
+    date_from: 'dateFrom',
+    date_to: 'dateTo',
+    provider_ids: 'providerIds',
+    days_of_week: 'daysOfWeek',
+    times_of_day: 'timesOfDay',
+    comments: 'comments',
+  },
   table: {
     name: 'pro_waitlist_entries',
     idType: 'bigint',

@@ -1,0 +1,54 @@
+import { Command } from 'commander';
+import { findSource } from '../../config.ts';
+import { withTransaction } from '../../db/pool.ts';
+import { repopulateTable } from '../../db/repopulate.ts';
+import { ConfigError } from '../../errors.ts';
+import { refreshDrift } from '../../state/drift.ts';
+import { effectiveFields, settingsFor, tableStreams } from '../../sync/table-settings.ts';
+import { configFrom, fail, requireSources, withApp } from '../shared.ts';
+
+export function repopulateCommand(): Command {
+  return new Command('repopulate')
+    .description('re-derive typed columns from each row\'s raw record (after changing a source\'s "columns"), in SQL: no API requests')
+    .option('--source <name>', 'only this source')
+    .option('--table <name...>', "only these tables (default: every table of the source's kind)")
+    .addHelpText(
+      'after',
+      `
+Every typed column read from one raw field is recomputed from raw, with the
+source's "columns" overrides applied, in one UPDATE per table (and one for its
+_history table); only rows whose value changes are written. Values a sync would
+refuse become null. The schema-drift report of each table is refreshed.`,
+    )
+    .action(async (opts: { source?: string; table?: string[] }, cmd: Command) => {
+      try {
+        const config = configFrom(cmd);
+        requireSources(config);
+        const sources = findSource(config, opts.source);
+        const problems: string[] = [];
+        for (const source of sources) {
+          const known = tableStreams(source).map((s) => s.table.name);
+          for (const t of opts.table ?? [])
+            if (!known.includes(t))
+              problems.push(`--table ${t}: source "${source.name}" (${source.kind}) has no such table; tables: ${known.join(', ')}`);
+        }
+        if (problems.length > 0) throw new ConfigError(problems);
+        await withApp(config, async (app) => {
+          for (const source of sources) {
+            for (const stream of tableStreams(source).filter((s) => !opts.table || opts.table.includes(s.table.name))) {
+              const settings = settingsFor(source, stream);
+              const changed = await withTransaction(app.pool, (tx) =>
+                repopulateTable(tx, stream.table, effectiveFields(stream, settings), source.name),
+              );
+              await refreshDrift(app.pool, app.logger, { source: source.name, stream, settings });
+              process.stdout.write(
+                `${source.name}/${stream.table.name}: ${changed.rows} row(s) changed, ${changed.versions} history version(s) changed\n`,
+              );
+            }
+          }
+        });
+      } catch (err) {
+        fail(err);
+      }
+    });
+}

@@ -1,0 +1,440 @@
+/**
+ * Spending a source's daily budget where it buys the most freshness. Pure:
+ * the scheduler hands in what it read from the database and gets back what is
+ * due now and what the rest of the quota day is planned to cost.
+ *
+ * The measure is staleness per change: the time from a change at the source
+ * to its row being written. A check of a stream reads every change since its
+ * last check, so it clears the staleness the stream has built up: the summed
+ * age of its unread changes, A. A stream is checked when
+ *
+ *     A >= mu * cost   and   the changes expected since its last check >= cost,
+ *
+ * where cost is the requests a check of it takes and mu (change-minutes per
+ * request) is the exchange rate set below. For a polled stream A is expected
+ * from its change model (src/scheduler/rates.ts); for a stream fed by webhooks
+ * it is known: the summed age of its notifications. The second condition is
+ * the "every request buys new information" floor: no stream is checked more
+ * than about once per change it is expected to have.
+ *
+ * Why this rule. For a stream changing at rate r and checked every x minutes,
+ * changes wait x/2 on average, so a day costs r*T*x/2 change-minutes of
+ * staleness and T/x checks. Minimising total staleness over all streams for a
+ * fixed number of requests gives x = sqrt(2*mu*cost/r): checks in proportion
+ * to the square root of the change rate, which is exactly when the rule above
+ * fires. This is the crawler revisit result: proportional allocation (check
+ * twice as often what changes twice as often) is worse than uniform, and the
+ * optimum favours moderately changing streams over the busiest ones. Closed
+ * hours, with a rate near zero, get almost no checks.
+ *
+ * Webhooks. A notified stream is checked once its notifications' summed age
+ * is worth a request at the same rate, but never before `debounceSeconds`
+ * after the oldest (so a burst is read by one check: N notifications in one
+ * window cost ceil(N/100) requests, not N) and no later than
+ * `notifiedWithinMinutes` (or the stream's own maxStalenessMinutes) after it,
+ * while the budget allows. The check's window reaches the latest notified
+ * change whatever lagSeconds says. Such a stream otherwise gets a safety-net
+ * check every `safetyNetMinutes`, for changes no notification announced.
+ *
+ * mu is the smallest rate whose planned spend for the rest of the quota day
+ * fits the budget left, less a margin (its square root, the spread of a random
+ * count of that size, and a tenth of it for a model that expects less than the
+ * day brings): spend(mu) falls as mu rises, so it is found by bisection. Planned spend adds every stream's expected checks per hour (from
+ * its model), the floor (every stream at least once per `floorHours`), the
+ * safety nets and the pinned (cron) streams. Freshness bounds (the
+ * notified-change bound and maxStalenessMinutes) are honoured while that plan
+ * fits; when it does not, they stretch together by the least factor that fits,
+ * and the stretch is reported once per change.
+ */
+import type { Purpose } from '../api/http.ts';
+import { forEachSlotPiece, slotOf } from '../sync/window.ts';
+import { expectedSince } from './rates.ts';
+
+export interface Notified {
+  /** Notifications not yet covered by a check. */
+  count: number;
+  /** When the oldest of them was received. */
+  oldest: Date | null;
+  /** Their summed age at `now`, in minutes. */
+  ageMinutes: number;
+  /** The latest EventTimestamp among them: the check's window reaches it. */
+  latestEvent: Date | null;
+}
+
+export const NO_NOTIFICATIONS: Notified = { count: 0, oldest: null, ageMinutes: 0, latestEvent: null };
+
+export interface StreamInput {
+  resource: string;
+  /** Incremental checks, or full-refresh passes. */
+  kind: 'incremental' | 'full';
+  /** No completed window yet, or one left open: read as a backfill, outside the budget. */
+  backfill: boolean;
+  /** Pages the open backfill window still needs, when known. */
+  backfillPagesLeft: number | null;
+  /** Dispatched and not finished. */
+  inFlight: boolean;
+  /** Held back until then (its last run found its share of the quota used up). */
+  pausedUntil: Date | null;
+  /** Start of its last successful check: every change before it was read. Null when never checked. */
+  lastCheckAt: Date | null;
+  /** Requests one check takes. */
+  cost: number;
+  /** Changes per hour in each hour-of-week slot (today's activity factor applied). */
+  rates: Float64Array;
+  /** Today's activity against the model's (1: as usual); for status. */
+  activity?: number;
+  /** Webhook notifications arrive for this stream. */
+  webhookFed: boolean;
+  notified: Notified;
+  /** Freshness target in minutes, or null. */
+  maxStalenessMinutes: number | null;
+}
+
+/** A stream pinned to a cron expression: its fires left today are spent whatever the plan. */
+export interface PinnedInput {
+  resource: string;
+  purpose: Purpose;
+  cost: number;
+  firesLeft: number;
+}
+
+export interface PlanSettings {
+  debounceSeconds: number;
+  notifiedWithinMinutes: number;
+  safetyNetMinutes: number;
+  floorHours: number;
+  /** The scheduler looks this often: bounds are met this much early. */
+  tickSeconds: number;
+}
+
+export interface SourceInput {
+  now: Date;
+  /** The practice's zone: the model's hours of the week. */
+  timeZone: string;
+  /** End of the quota day: the plan's horizon. */
+  resetsAt: Date;
+  budget: number;
+  budgetUsed: number;
+  /** Requests backfills may still send today. */
+  backfillLeft: number;
+  streams: StreamInput[];
+  pinned: PinnedInput[];
+  settings: PlanSettings;
+}
+
+export type DueReason = 'backfill' | 'changes' | 'max-staleness' | 'floor' | 'notified' | 'notified-max-wait' | 'safety-net';
+
+export interface Due {
+  purpose: Purpose;
+  reason: DueReason;
+  /** The window must reach this instant (the latest notified change). */
+  mustInclude?: Date;
+}
+
+export interface StreamPlan {
+  resource: string;
+  due: Due | null;
+  /** Why it is not due when it is not: for status. */
+  waiting: string | null;
+  /** Checks expected for the rest of the quota day. */
+  expectedChecks: number;
+  /** Whether its freshness bound holds as set (not stretched) in this plan; null when it has none. */
+  targetHonoured: boolean | null;
+}
+
+export interface PlannedSpend {
+  check: number;
+  webhook: number;
+  full: number;
+  backfill: number;
+}
+
+export interface SourcePlan {
+  /** Change-minutes of staleness a request must clear to be sent (Infinity: only floors and targets). */
+  mu: number;
+  /** Budget left for the rest of the quota day. */
+  available: number;
+  /** Factor the freshness bounds are stretched by today to fit the budget (1: honoured as set). */
+  stretch: number;
+  planned: PlannedSpend;
+  streams: StreamPlan[];
+  /** Freshness bounds this plan had to stretch, one line each. */
+  warnings: Array<{ resource: string; message: string }>;
+}
+
+const MINUTE = 60_000;
+
+/** Minutes after the first notification that the rule fires, given the rate of further ones. */
+export function notifiedDelay(mu: number, perMinute: number, cost: number): number {
+  if (!Number.isFinite(mu)) return Number.POSITIVE_INFINITY;
+  if (perMinute <= 0) return mu * cost;
+  // The first notification ages t while later ones arrive at perMinute: A(t) = t + perMinute * t^2 / 2 = mu * cost.
+  return (Math.sqrt(1 + 2 * perMinute * mu * cost) - 1) / perMinute;
+}
+
+/** Minutes between checks of a polled stream changing `perMinute`; Infinity when never worth it. */
+export function pollInterval(mu: number, perMinute: number, cost: number, target: number | null): number {
+  let x = Number.POSITIVE_INFINITY;
+  if (perMinute > 0)
+    x = Math.max(Number.isFinite(mu) ? Math.sqrt((2 * mu * cost) / perMinute) : Number.POSITIVE_INFINITY, cost / perMinute);
+  return target !== null ? Math.min(x, target) : x;
+}
+
+/** A target applies to a polled stream in the hours it is expected to change: at least one change an hour. */
+function activeHour(perHour: number): boolean {
+  return perHour >= 1;
+}
+
+/** A stream with the bounds this plan applies to it (stretched when the budget cannot carry them). */
+interface Bounded extends StreamInput {
+  /** Freshness target of a polled stream, minutes; null when none. */
+  target: number | null;
+  /** Longest wait of a notified change, minutes. */
+  maxWait: number;
+}
+
+/** The rest of the quota day as (slot, minutes) pieces: every evaluation of a plan walks the same ones. */
+type Horizon = ReadonlyArray<readonly [slot: number, minutes: number]>;
+
+function horizonOf(input: SourceInput): Horizon {
+  const out: Array<[number, number]> = [];
+  const from = input.now.getTime();
+  const to = input.resetsAt.getTime();
+  if (to > from) forEachSlotPiece(from, to, input.timeZone, (slot, a, b) => out.push([slot, (b - a) / MINUTE]));
+  return out;
+}
+
+function bounded(s: StreamInput, settings: PlanSettings, stretch: number): Bounded {
+  const target = s.maxStalenessMinutes === null ? null : s.maxStalenessMinutes * stretch;
+  const maxWait = Math.min(settings.notifiedWithinMinutes, s.maxStalenessMinutes ?? Number.POSITIVE_INFINITY) * stretch;
+  return { ...s, target: s.webhookFed ? null : target, maxWait };
+}
+
+/**
+ * The factors bounds may stretch by: coarse steps, so a stretch (and its
+ * warning) changes a few times on a bad day, not at every tick. Beyond the last
+ * the bounds are a day or more, which the floors already give.
+ */
+const STRETCHES = [1, 1.25, 1.5, 2, 3, 4, 6, 8, 12, 16, 24, 36, 48, 72, 144];
+
+interface Spend {
+  /** Expected checks for the rest of the quota day, by kind. */
+  polled: number;
+  notified: number;
+  safety: number;
+  requests: number;
+}
+
+function streamSpend(s: Bounded, input: SourceInput, horizon: Horizon, mu: number): Spend {
+  const out: Spend = { polled: 0, notified: 0, safety: 0, requests: 0 };
+  if (s.backfill || horizon.length === 0) return out;
+  const { settings } = input;
+  for (const [slot, minutes] of horizon) {
+    const perHour = s.rates[slot]!;
+    const perMinute = perHour / 60;
+    if (s.webhookFed) {
+      const wait = Math.min(Math.max(notifiedDelay(mu, perMinute, s.cost), settings.debounceSeconds / 60), s.maxWait);
+      if (perMinute > 0 && Number.isFinite(wait)) out.notified += (minutes * perMinute) / (1 + perMinute * wait);
+      // Hours with less than one change per safety-net interval get the safety net instead.
+      if (perMinute * settings.safetyNetMinutes < 1) out.safety += minutes / settings.safetyNetMinutes;
+    } else {
+      const x = pollInterval(mu, perMinute, s.cost, s.target !== null && activeHour(perHour) ? s.target : null);
+      if (Number.isFinite(x)) out.polled += minutes / x;
+    }
+  }
+  const floorDue = (s.lastCheckAt?.getTime() ?? input.now.getTime()) + settings.floorHours * 3_600_000 <= input.resetsAt.getTime();
+  if (floorDue && out.polled + out.notified + out.safety < 1) out.polled += 1;
+  out.requests = (out.polled + out.notified + out.safety) * s.cost;
+  return out;
+}
+
+function totalSpend(input: SourceInput, horizon: Horizon, streams: Bounded[], mu: number): number {
+  return (
+    input.pinned.reduce((n, p) => n + p.firesLeft * p.cost, 0) +
+    streams.reduce((n, s) => n + streamSpend(s, input, horizon, mu).requests, 0)
+  );
+}
+
+function findMu(input: SourceInput, horizon: Horizon, streams: Bounded[], available: number): number {
+  const spend = (mu: number) => totalSpend(input, horizon, streams, mu);
+  if (spend(0) <= available) return 0;
+  let lo = 0;
+  let hi = 1;
+  while (spend(hi) > available) {
+    lo = hi;
+    hi *= 4;
+    if (hi > 1e12) return Number.POSITIVE_INFINITY;
+  }
+  for (let i = 0; i < 60 && hi - lo > 1e-6 * hi; i++) {
+    const mid = (lo + hi) / 2;
+    if (spend(mid) > available) lo = mid;
+    else hi = mid;
+  }
+  return hi;
+}
+
+export function planSource(input: SourceInput): SourcePlan {
+  const { settings } = input;
+  const available = Math.max(0, input.budget - input.budgetUsed);
+  const warnings: SourcePlan['warnings'] = [];
+  const horizon = horizonOf(input);
+  const withStretch = (stretch: number) => input.streams.map((s) => bounded(s, settings, stretch));
+  const cheapest = (stretch: number) => totalSpend(input, horizon, withStretch(stretch), Number.POSITIVE_INFINITY);
+
+  // When the bounds do not all fit what is left of the budget, they stretch
+  // together, by the least step that fits, rather than one stream losing its
+  // bound altogether: the day degrades gracefully and every stream keeps one.
+  const stretch = STRETCHES.find((f) => cheapest(f) <= available) ?? STRETCHES[STRETCHES.length - 1]!;
+  if (stretch > 1) {
+    const within = (m: number) => (m * stretch >= 120 ? `${Math.round((m * stretch) / 6) / 10} h` : `${Math.round(m * stretch)} min`);
+    const reason = `the budget of ${input.budget} requests a day cannot carry more today`;
+    for (const s of input.streams) {
+      if (s.backfill) continue;
+      if (s.webhookFed) {
+        const bound = Math.min(settings.notifiedWithinMinutes, s.maxStalenessMinutes ?? Number.POSITIVE_INFINITY);
+        warnings.push({
+          resource: s.resource,
+          message: `notified changes of ${s.resource} are read within ${within(bound)} instead of ${bound} min: ${reason}`,
+        });
+      } else if (s.maxStalenessMinutes !== null) {
+        warnings.push({
+          resource: s.resource,
+          message: `${s.resource} is checked at least every ${within(s.maxStalenessMinutes)} in its busy hours instead of every ${s.maxStalenessMinutes} min (maxStalenessMinutes): ${reason}`,
+        });
+      }
+    }
+  }
+
+  const streams = withStretch(stretch);
+  // The spend the exchange rate plans keeps a margin in hand: about one
+  // standard deviation of the random count of checks notifications trigger,
+  // and a tenth for a day busier than the model expects (the activity factor
+  // catches up within hours), so a busy morning does not leave the afternoon
+  // without budget. The margin shrinks with what is left, and is spent by the
+  // bounds and floors, never planned away.
+  const margin = Math.ceil(Math.sqrt(available) + 0.1 * available);
+  const mu = available <= 0 ? Number.POSITIVE_INFINITY : findMu(input, horizon, streams, available - margin);
+  const planned: PlannedSpend = { check: 0, webhook: 0, full: 0, backfill: 0 };
+  for (const p of input.pinned)
+    planned[p.purpose === 'full' ? 'full' : p.purpose === 'webhook' ? 'webhook' : 'check'] += p.firesLeft * p.cost;
+  const plans: StreamPlan[] = streams.map((s) => {
+    const spend = streamSpend(s, input, horizon, mu);
+    if (s.kind === 'full') planned.full += spend.requests;
+    else {
+      planned.check += (spend.polled + spend.safety) * s.cost;
+      planned.webhook += spend.notified * s.cost;
+    }
+    const hasBound = s.webhookFed || s.maxStalenessMinutes !== null;
+    return {
+      resource: s.resource,
+      ...decide(s, input, mu, available),
+      expectedChecks: spend.polled + spend.notified + spend.safety,
+      targetHonoured: hasBound ? stretch === 1 : null,
+    };
+  });
+  const backfillPages = input.streams.filter((s) => s.backfill).reduce((n, s) => n + (s.backfillPagesLeft ?? input.backfillLeft), 0);
+  planned.backfill = Math.min(input.backfillLeft, backfillPages);
+  for (const k of ['check', 'webhook', 'full'] as const) planned[k] = Math.round(planned[k]);
+  return { mu, available, stretch, planned, streams: plans, warnings };
+}
+
+function decide(s: Bounded, input: SourceInput, mu: number, available: number): { due: Due | null; waiting: string | null } {
+  const now = input.now.getTime();
+  const { settings } = input;
+  const margin = settings.tickSeconds / 60;
+  if (s.inFlight) return { due: null, waiting: 'running' };
+  if (s.pausedUntil && s.pausedUntil.getTime() > now) return { due: null, waiting: `held until ${s.pausedUntil.toISOString()}` };
+  if (s.backfill) {
+    if (input.backfillLeft <= 0) return { due: null, waiting: "backfill: today's allowance is used up" };
+    return { due: { purpose: 'backfill', reason: 'backfill' }, waiting: null };
+  }
+  if (available <= 0) return { due: null, waiting: 'the budget is used up until the quota day resets' };
+  const purpose: Purpose = s.kind === 'full' ? 'full' : 'check';
+  const last = s.lastCheckAt?.getTime() ?? null;
+  if (last === null) return { due: { purpose, reason: 'floor' }, waiting: null };
+  const sinceMinutes = (now - last) / MINUTE;
+
+  if (s.webhookFed && s.notified.count > 0 && s.notified.oldest) {
+    const oldestAge = (now - s.notified.oldest.getTime()) / MINUTE;
+    const mustInclude = s.notified.latestEvent ?? undefined;
+    if (oldestAge >= s.maxWait - margin) return { due: { purpose: 'webhook', reason: 'notified-max-wait', mustInclude }, waiting: null };
+    if (oldestAge >= settings.debounceSeconds / 60 && s.notified.ageMinutes >= mu * s.cost)
+      return { due: { purpose: 'webhook', reason: 'notified', mustInclude }, waiting: null };
+  }
+  if (s.webhookFed) {
+    if (sinceMinutes >= settings.safetyNetMinutes - margin) return { due: { purpose, reason: 'safety-net' }, waiting: null };
+  } else {
+    const expected = expectedSince(s.rates, input.timeZone, last, now);
+    if (expected.ageMinutes >= mu * s.cost && expected.changes >= s.cost) return { due: { purpose, reason: 'changes' }, waiting: null };
+    if (s.target !== null && sinceMinutes >= s.target - margin && activeHour(s.rates[slotOf(now, input.timeZone)]!)) {
+      return { due: { purpose, reason: 'max-staleness' }, waiting: null };
+    }
+  }
+  if (sinceMinutes >= settings.floorHours * 60 - margin) return { due: { purpose, reason: 'floor' }, waiting: null };
+  return { due: null, waiting: null };
+}
+
+/** Coarse step of the walk that estimates a stream's next check; the step that fires is then bisected to the minute. */
+const NEXT_CHECK_STEP_MS = 30 * MINUTE;
+
+export interface NextCheck {
+  at: Date;
+  /** Why it would be checked then: a due reason, or what it waits for (`budget`: the quota day's reset; `held`). */
+  reason: DueReason | 'budget' | 'held';
+}
+
+/**
+ * When the plan expects to check a budget stream next, assuming no
+ * notification arrives and today's exchange rate holds: the first instant
+ * from `input.now` at which the same rules that decide now (changes worth a
+ * request, freshness target, safety net, floor) make it due. The floor bounds
+ * the walk. Null for a stream that is running, or that the plan does not know.
+ * An estimate for people (status, the status page); the scheduler decides
+ * afresh at every tick.
+ */
+export function nextCheck(input: SourceInput, plan: SourcePlan, resource: string): NextCheck | null {
+  const s = input.streams.find((x) => x.resource === resource);
+  if (!s || s.inFlight) return null;
+  const now = input.now.getTime();
+  const streamPlan = plan.streams.find((p) => p.resource === resource);
+  if (streamPlan?.due) return { at: input.now, reason: streamPlan.due.reason };
+  if (s.pausedUntil && s.pausedUntil.getTime() > now) return { at: s.pausedUntil, reason: 'held' };
+  if (s.backfill || plan.available <= 0) return { at: input.resetsAt, reason: 'budget' };
+  const b = bounded(s, input.settings, plan.stretch);
+  const dueAt = (t: number) => decide(b, { ...input, now: new Date(t) }, plan.mu, plan.available).due;
+  const last = s.lastCheckAt?.getTime() ?? now;
+  const limit = Math.max(now, last + input.settings.floorHours * 3_600_000) + NEXT_CHECK_STEP_MS;
+  let before = now;
+  for (let t = now + NEXT_CHECK_STEP_MS; t <= limit; t += NEXT_CHECK_STEP_MS) {
+    if (!dueAt(t)) {
+      before = t;
+      continue;
+    }
+    let lo = before;
+    let hi = t;
+    while (hi - lo > MINUTE) {
+      const mid = Math.floor((lo + hi) / 2);
+      if (dueAt(mid)) hi = mid;
+      else lo = mid;
+    }
+    return { at: new Date(hi), reason: dueAt(hi)!.reason };
+  }
+  return null;
+}
+
+/**
+ * The longest a stream's staleness (time since every change was last read)
+ * may grow now under its rules, in minutes: its freshness target (stretched
+ * as today's plan stretches it) in the hours it is expected to change, the
+ * safety net for a stream fed by webhooks, and the floor otherwise. For the
+ * "staler than its target" alert; null for a stream still on its first pass.
+ */
+export function stalenessBound(s: StreamInput, settings: PlanSettings, stretch: number, now: Date, timeZone: string): number | null {
+  if (s.backfill) return null;
+  const floor = settings.floorHours * 60;
+  if (s.webhookFed) return Math.min(floor, settings.safetyNetMinutes);
+  if (s.maxStalenessMinutes !== null && activeHour(s.rates[slotOf(now.getTime(), timeZone)]!)) {
+    return Math.min(floor, s.maxStalenessMinutes * stretch);
+  }
+  return floor;
+}

@@ -1,0 +1,126 @@
+/**
+ * The run queue: every run the scheduler decides on (a check, a backfill, a
+ * webhook-triggered check, a full refresh) is a pg-boss job in PostgreSQL
+ * (schema "pgboss"), taken by whichever serve replica has a free worker.
+ *
+ * - One stream, one run: jobs carry the stream as their singleton key on a
+ *   "stately" queue, so a stream has at most one job waiting and one running,
+ *   across replicas. The scheduler's claim (src/state/stream-schedule.ts)
+ *   already makes a second dispatch rare; the queue makes it impossible.
+ * - One source cannot take every worker: jobs are grouped by source and at
+ *   most `perSource` of a group run at once, across replicas.
+ * - A replica that dies mid-run stops sending its heartbeat; pg-boss fails the
+ *   job after HEARTBEAT_SECONDS and retries it once elsewhere, where the run
+ *   resumes from its checkpoint.
+ */
+import { PgBoss, type Job } from 'pg-boss';
+import type { Purpose } from '../api/http.ts';
+import type { Queryable } from '../db/pool.ts';
+import type { Logger } from '../log.ts';
+import { PGBOSS_SCHEMA } from '../webhooks/queue.ts';
+
+export const RUN_QUEUE = 'pmsync-run';
+/** A running job's worker proves it is alive this often (pg-boss refreshes at half of it). */
+export const HEARTBEAT_SECONDS = 30;
+/** Longest a run may take; pg-boss allows at most a day. Backfills stop at their quota long before. */
+const EXPIRE_SECONDS = 12 * 3600;
+/** Finished jobs are kept this long, for inspection. */
+const RETENTION_SECONDS = 2 * 86_400;
+
+export interface RunJob {
+  source: string;
+  resource: string;
+  purpose: Purpose;
+  /** Why it was dispatched: changes, notified, floor, cron, backfill, ... */
+  reason: string;
+  /** The claim this run belongs to (stream_schedule.last_fire_at), ISO. */
+  firedAt: string;
+  /** The window must reach this instant (a notified change), ISO. */
+  mustInclude?: string;
+  /** notified_until before this run's claim, handed back if the run fails. */
+  notifiedBefore?: string | null;
+}
+
+export function runKey(job: Pick<RunJob, 'source' | 'resource'>): string {
+  return `${job.source}/${job.resource}`;
+}
+
+export type RunHandler = (job: RunJob) => Promise<void>;
+
+export interface Dispatcher {
+  /** Queues a run; false when the stream already has one waiting. */
+  dispatch(job: RunJob): Promise<boolean>;
+  /** Runs `handler` on up to `concurrency` jobs at once in this process. */
+  work(concurrency: number, perSource: number, handler: RunHandler): Promise<void>;
+  /** Streams (`source/resource`) with a run waiting, retrying or running, in any process. */
+  inFlight(db: Queryable): Promise<Set<string>>;
+  /** Resolves once no run is waiting, retrying or running in any process. */
+  drained(db: Queryable, pollMs?: number): Promise<void>;
+  /** Stops taking jobs here and waits for the running ones. */
+  stopWork(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export async function openDispatcher(databaseUrl: string, logger: Logger): Promise<Dispatcher> {
+  const boss = new PgBoss({
+    connectionString: databaseUrl,
+    schema: PGBOSS_SCHEMA,
+    application_name: 'pmsync-runs',
+    max: 4,
+    schedule: false,
+    superviseIntervalSeconds: 10,
+    monitorIntervalSeconds: 10,
+    useListenNotify: true,
+  });
+  boss.on('error', (err: Error) => logger.warn({ err }, 'run queue: database error (pg-boss retries on its own)'));
+  await boss.start();
+  const options = {
+    retryLimit: 1,
+    retryDelay: 30,
+    expireInSeconds: EXPIRE_SECONDS,
+    heartbeatSeconds: HEARTBEAT_SECONDS,
+    retentionSeconds: RETENTION_SECONDS,
+  };
+  await boss.createQueue(RUN_QUEUE, { policy: 'stately', notify: true, ...options });
+  await boss.updateQueue(RUN_QUEUE, options);
+
+  return {
+    async dispatch(job) {
+      const id = await boss.send(RUN_QUEUE, job, { singletonKey: runKey(job), group: { id: job.source } });
+      return id !== null;
+    },
+    async work(concurrency, perSource, handler) {
+      await boss.work<RunJob>(
+        RUN_QUEUE,
+        { localConcurrency: concurrency, groupConcurrency: perSource, pollingIntervalSeconds: 2, notifyPollingIntervalSeconds: 2 },
+        async ([job]: Job<RunJob>[]) => {
+          if (job) await handler(job.data);
+        },
+      );
+    },
+    inFlight: runsInFlight,
+    async drained(db, pollMs = 20) {
+      for (;;) {
+        if ((await runsInFlight(db)).size === 0) return;
+        await new Promise((r) => setTimeout(r, pollMs));
+      }
+    },
+    async stopWork() {
+      await boss.offWork(RUN_QUEUE, { wait: true });
+    },
+    async stop() {
+      await boss.stop({ graceful: true, timeout: 10_000 });
+    },
+  };
+}
+
+/** Streams (`source/resource`) with a run waiting, retrying or running, in any process; empty before any queue existed. */
+export async function runsInFlight(db: Queryable): Promise<Set<string>> {
+  const exists = await db.query<{ t: string | null }>('SELECT to_regclass($1)::text AS t', [`${PGBOSS_SCHEMA}.job`]);
+  if (!exists.rows[0]?.t) return new Set();
+  const res = await db.query<{ key: string }>(
+    `SELECT DISTINCT singleton_key AS key FROM ${PGBOSS_SCHEMA}.job WHERE name = $1 AND state IN ('created', 'retry', 'active')`,
+    [RUN_QUEUE],
+  );
+  return new Set(res.rows.map((r) => r.key));
+}

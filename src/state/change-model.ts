@@ -1,0 +1,171 @@
+/**
+ * pmsync.change_model: each stream's change rate, learned from its own runs,
+ * per hour of the week in the practice's time zone.
+ *
+ * Learning. Every completed window adds what it read: the rows it changed,
+ * counted in the hour-of-week slot of their ModifiedOn, and the hours it
+ * covered (its exposure), spread over the slots they fall in. The first pass
+ * of a stream warm-starts the model from history: the rows it read whose
+ * ModifiedOn falls within the last WARM_START_DAYS, over that much exposure,
+ * scaled up for the changes a record's latest ModifiedOn hides
+ * (changesBehind). Stored counts and
+ * exposure decay with a half-life of HALF_LIFE_DAYS, so the model follows a
+ * practice's seasons. src/scheduler/rates.ts reads rates from it.
+ */
+import type { Queryable } from '../db/pool.ts';
+import { forEachSlotPiece, wallSlot } from '../sync/window.ts';
+
+/** Hours of the week: weekday * 24 + hour, Sunday = 0. */
+export const SLOTS = 168;
+export const HALF_LIFE_DAYS = 28;
+export const WARM_START_DAYS = 28;
+
+export interface StoredSlot {
+  slot: number;
+  changes: number;
+  exposureHours: number;
+  asOf: Date;
+}
+
+/** Hours of [from, to) in each slot. */
+export function exposureBySlot(from: Date, to: Date, timeZone: string): Map<number, number> {
+  const out = new Map<number, number>();
+  forEachSlotPiece(from.getTime(), to.getTime(), timeZone, (slot, a, b) => out.set(slot, (out.get(slot) ?? 0) + (b - a) / 3_600_000));
+  return out;
+}
+
+/**
+ * The changes one window reads, tallied as its pages are written: rows whose
+ * ModifiedOn is at or after `sinceWall` (the cursor the window started from,
+ * as wall-clock time; rows before it were read by an earlier window), by slot.
+ * Pages whose rows carry no ModifiedOn contribute the rows they changed,
+ * spread over the window's hours when it completes.
+ */
+export class ChangeTally {
+  readonly bySlot = new Map<number, number>();
+  undated = 0;
+  /** Rows read that carry a ModifiedOn, at or after `sinceWall` or not. */
+  dated = 0;
+  private readonly sinceWall: string | null;
+
+  constructor(sinceWall: string | null) {
+    this.sinceWall = sinceWall;
+  }
+
+  /** One page: the ModifiedOn of each valid row, and how many rows it inserted or changed. */
+  addPage(modified: Array<string | null>, changed: number): void {
+    let dated = 0;
+    for (const wall of modified) {
+      if (wall === null) continue;
+      dated++;
+      if (this.sinceWall !== null && wall < this.sinceWall) continue;
+      const slot = wallSlot(wall);
+      this.bySlot.set(slot, (this.bySlot.get(slot) ?? 0) + 1);
+    }
+    this.dated += dated;
+    if (dated === 0) this.undated += changed;
+  }
+
+  toJSON(): { bySlot: Array<[number, number]>; undated: number; dated: number } {
+    return { bySlot: [...this.bySlot], undated: this.undated, dated: this.dated };
+  }
+
+  static from(
+    sinceWall: string | null,
+    saved: { bySlot?: Array<[number, number]>; undated?: number; dated?: number } | undefined,
+  ): ChangeTally {
+    const t = new ChangeTally(sinceWall);
+    for (const [slot, n] of saved?.bySlot ?? []) t.bySlot.set(slot, n);
+    t.undated = saved?.undated ?? 0;
+    t.dated = saved?.dated ?? 0;
+    return t;
+  }
+}
+
+/** Beyond this share of records changed, history says little more about how often they change. */
+const MAX_CHANGED_SHARE = 0.99;
+
+/**
+ * How many changes `distinct` changed records out of `records` stand for. A
+ * record shows only its latest ModifiedOn, so a first pass sees one change
+ * per record however many it had. If changes fall on records at random, k of
+ * them leave records * (1 - e^(-k / records)) distinct ones changed (the
+ * occupancy problem), so k = -records * ln(1 - distinct / records).
+ */
+export function changesBehind(distinct: number, records: number): number {
+  if (distinct <= 0 || records <= 0) return distinct;
+  const share = Math.min(distinct / records, MAX_CHANGED_SHARE);
+  return Math.max(distinct, -records * Math.log(1 - share));
+}
+
+/**
+ * What a completed window adds to the model: the tallied changes, and the
+ * hours it covered, from `from` (the cursor it started from, or the start of
+ * the warm-start period on a first pass) to its end. Undated changes are
+ * spread over those hours; on a first pass they are history, not changes, and
+ * are left out.
+ */
+export function windowObservation(
+  tally: ChangeTally,
+  from: Date,
+  to: Date,
+  timeZone: string,
+  firstPass: boolean,
+): { changes: Map<number, number>; exposure: Map<number, number> } {
+  const exposure = exposureBySlot(from, to, timeZone);
+  const changes = new Map(tally.bySlot);
+  if (firstPass) {
+    // History shows each record's latest change only: scale up for the ones it hides.
+    let distinct = 0;
+    for (const n of changes.values()) distinct += n;
+    const scale = distinct > 0 ? changesBehind(distinct, tally.dated) / distinct : 1;
+    if (scale !== 1) for (const [slot, n] of changes) changes.set(slot, n * scale);
+  }
+  if (!firstPass && tally.undated > 0) {
+    let hours = 0;
+    for (const h of exposure.values()) hours += h;
+    if (hours > 0) for (const [slot, h] of exposure) changes.set(slot, (changes.get(slot) ?? 0) + (tally.undated * h) / hours);
+  }
+  return { changes, exposure };
+}
+
+/** Every stored slot of a source's streams, by resource. */
+export async function loadChangeModels(db: Queryable, source: string): Promise<Map<string, StoredSlot[]>> {
+  const res = await db.query<{ resource: string; slot: number; changes: number; exposure_hours: number; as_of: Date }>(
+    'SELECT resource, slot, changes, exposure_hours, as_of FROM pmsync.change_model WHERE source = $1',
+    [source],
+  );
+  const out = new Map<string, StoredSlot[]>();
+  for (const r of res.rows) {
+    const list = out.get(r.resource) ?? [];
+    list.push({ slot: r.slot, changes: r.changes, exposureHours: r.exposure_hours, asOf: r.as_of });
+    out.set(r.resource, list);
+  }
+  return out;
+}
+
+/**
+ * Adds one observation: `changes` and `exposure` are by slot. Stored values
+ * decay to `at` before the new ones are added, in the same statement, so
+ * replicas adding at once never lose each other's counts.
+ */
+export async function addObservation(
+  db: Queryable,
+  source: string,
+  resource: string,
+  at: Date,
+  changes: Map<number, number>,
+  exposure: Map<number, number>,
+): Promise<void> {
+  const slots = [...new Set([...changes.keys(), ...exposure.keys()])];
+  if (slots.length === 0) return;
+  await db.query(
+    `INSERT INTO pmsync.change_model AS m (source, resource, slot, changes, exposure_hours, as_of)
+     SELECT $1, $2, o.slot, o.changes, o.exposure, $3 FROM unnest($4::int[], $5::float8[], $6::float8[]) AS o(slot, changes, exposure)
+     ON CONFLICT (source, resource, slot) DO UPDATE SET
+       changes = m.changes * power(0.5, greatest(0, extract(epoch FROM $3::timestamptz - m.as_of)) / ($7 * 86400.0)) + excluded.changes,
+       exposure_hours = m.exposure_hours * power(0.5, greatest(0, extract(epoch FROM $3::timestamptz - m.as_of)) / ($7 * 86400.0)) + excluded.exposure_hours,
+       as_of = greatest(m.as_of, $3::timestamptz)`,
+    [source, resource, at, slots, slots.map((s) => changes.get(s) ?? 0), slots.map((s) => exposure.get(s) ?? 0), HALF_LIFE_DAYS],
+  );
+}

@@ -1,0 +1,215 @@
+/**
+ * pmsync.stream_schedule: what the scheduler remembers of each stream it runs
+ * by budget, shared by every serve replica. Times come from pmsync's clock (an
+ * injected one in tests and benchmarks), never from the database's.
+ *
+ * - last_fire_at: when a run was last dispatched. Dispatching is one
+ *   conditional UPDATE that compares it with the value the deciding replica
+ *   read, so of several replicas deciding at once exactly one dispatches.
+ * - last_done_at: when that run ended (succeeded or not); a fire later than it
+ *   is in flight.
+ * - last_check_at: start of the last run that completed a window: every change
+ *   before it (minus the lag) has been read.
+ * - notified_until: webhook notifications received up to then are covered by a
+ *   dispatched check, whose window reaches the latest of them.
+ * - paused_until: the stream's share of the quota is used up until then.
+ * - warning: the last freshness warning said about the stream, so it is said once.
+ */
+import type { Queryable } from '../db/pool.ts';
+
+export interface StreamScheduleRow {
+  resource: string;
+  lastFireAt: Date | null;
+  lastFirePurpose: string | null;
+  lastFireReason: string | null;
+  lastFireBy: string | null;
+  lastDoneAt: Date | null;
+  lastCheckAt: Date | null;
+  lastOutcome: string | null;
+  notifiedUntil: Date | null;
+  pausedUntil: Date | null;
+  warning: string | null;
+}
+
+export async function loadStreamSchedules(db: Queryable, source: string): Promise<Map<string, StreamScheduleRow>> {
+  const res = await db.query<{
+    resource: string;
+    last_fire_at: Date | null;
+    last_fire_purpose: string | null;
+    last_fire_reason: string | null;
+    last_fire_by: string | null;
+    last_done_at: Date | null;
+    last_check_at: Date | null;
+    last_outcome: string | null;
+    notified_until: Date | null;
+    paused_until: Date | null;
+    warning: string | null;
+  }>('SELECT * FROM pmsync.stream_schedule WHERE source = $1', [source]);
+  return new Map(
+    res.rows.map((r) => [
+      r.resource,
+      {
+        resource: r.resource,
+        lastFireAt: r.last_fire_at,
+        lastFirePurpose: r.last_fire_purpose,
+        lastFireReason: r.last_fire_reason,
+        lastFireBy: r.last_fire_by,
+        lastDoneAt: r.last_done_at,
+        lastCheckAt: r.last_check_at,
+        lastOutcome: r.last_outcome,
+        notifiedUntil: r.notified_until,
+        pausedUntil: r.paused_until,
+        warning: r.warning,
+      },
+    ]),
+  );
+}
+
+export interface Claim {
+  source: string;
+  resource: string;
+  /** last_fire_at as the deciding process read it (null: never fired). */
+  seen: Date | null;
+  at: Date;
+  purpose: string;
+  reason: string;
+  holder: string;
+  /** Notifications received up to here are covered by this run (webhook-triggered checks). */
+  notifiedUntil?: Date;
+}
+
+/**
+ * Claims a dispatch: true for exactly one of any number of processes claiming
+ * the same stream from the same `seen` value.
+ */
+export async function claimDispatch(db: Queryable, c: Claim): Promise<boolean> {
+  const res = await db.query(
+    `INSERT INTO pmsync.stream_schedule AS s (source, resource, last_fire_at, last_fire_purpose, last_fire_reason, last_fire_by, notified_until, updated_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, now())
+     ON CONFLICT (source, resource) DO UPDATE SET last_fire_at = $3, last_fire_purpose = $4, last_fire_reason = $5, last_fire_by = $6,
+       notified_until = coalesce($7, s.notified_until), updated_at = now()
+     WHERE s.last_fire_at IS NOT DISTINCT FROM $8::timestamptz`,
+    [c.source, c.resource, c.at, c.purpose, c.reason, c.holder, c.notifiedUntil ?? null, c.seen],
+  );
+  return (res.rowCount ?? 0) > 0;
+}
+
+export interface RunEnd {
+  source: string;
+  resource: string;
+  /** The fire this run belongs to: a later fire's bookkeeping is left alone. */
+  firedAt: Date;
+  at: Date;
+  /** succeeded, failed, locked (another process had it), quota (held until pausedUntil). */
+  outcome: 'succeeded' | 'failed' | 'locked' | 'quota';
+  /** Set when the run completed a window: its start. */
+  checkedAt?: Date;
+  pausedUntil?: Date;
+  /** A failed webhook-triggered check hands its notifications back. */
+  notifiedUntil?: Date | null;
+}
+
+export async function recordRunEnd(db: Queryable, e: RunEnd): Promise<void> {
+  await db.query(
+    `UPDATE pmsync.stream_schedule SET last_done_at = $4, last_outcome = $5,
+       last_check_at = CASE WHEN $6::timestamptz IS NOT NULL THEN greatest(coalesce(last_check_at, $6::timestamptz), $6::timestamptz) ELSE last_check_at END,
+       paused_until = $7, notified_until = CASE WHEN $8 THEN $9::timestamptz ELSE notified_until END, updated_at = now()
+     WHERE source = $1 AND resource = $2 AND last_fire_at = $3`,
+    [
+      e.source,
+      e.resource,
+      e.firedAt,
+      e.at,
+      e.outcome,
+      e.checkedAt ?? null,
+      e.pausedUntil ?? null,
+      e.notifiedUntil !== undefined,
+      e.notifiedUntil ?? null,
+    ],
+  );
+}
+
+/**
+ * Notes a check a process ran outside serve's dispatch (`pmsync sync`, a
+ * resync): serve then knows the stream is fresh.
+ */
+export async function recordOutsideCheck(db: Queryable, source: string, resource: string, checkedAt: Date): Promise<void> {
+  await db.query(
+    `INSERT INTO pmsync.stream_schedule AS s (source, resource, last_check_at, updated_at) VALUES ($1, $2, $3, now())
+     ON CONFLICT (source, resource) DO UPDATE SET last_check_at = greatest(coalesce(s.last_check_at, $3), $3), updated_at = now()`,
+    [source, resource, checkedAt],
+  );
+}
+
+/** Stores a stream's freshness warning; true when it changed (so it is said once, by one process). */
+export async function setWarning(db: Queryable, source: string, resource: string, warning: string | null): Promise<boolean> {
+  const res = await db.query(
+    `INSERT INTO pmsync.stream_schedule AS s (source, resource, warning, updated_at) VALUES ($1, $2, $3, now())
+     ON CONFLICT (source, resource) DO UPDATE SET warning = $3, updated_at = now() WHERE s.warning IS DISTINCT FROM $3`,
+    [source, resource, warning],
+  );
+  return (res.rowCount ?? 0) > 0;
+}
+
+export interface NotifiedAggregate {
+  resource: string;
+  /** Notifications not yet covered by a check. */
+  pending: number;
+  oldest: Date | null;
+  ageMinutes: number;
+  latestEvent: Date | null;
+  /** Notifications in the lookback, covered or not: the stream is fed by webhooks. */
+  recent: number;
+  /** Notifications received since the start of the quota day. */
+  today: number;
+}
+
+/**
+ * Per stream of a source: its webhook notifications received since `since`
+ * (the lookback that says whether it is fed by webhooks), and those not yet
+ * covered by a dispatched check.
+ */
+export async function notifiedByStream(
+  db: Queryable,
+  source: string,
+  now: Date,
+  since: Date,
+  dayStart: Date,
+): Promise<Map<string, NotifiedAggregate>> {
+  const res = await db.query<{
+    resource: string;
+    pending: number;
+    oldest: Date | null;
+    age_minutes: number | null;
+    latest_event: Date | null;
+    recent: number;
+    today: number;
+  }>(
+    `SELECT e.resource,
+            count(*) FILTER (WHERE e.received_at > coalesce(s.notified_until, '-infinity'))::int AS pending,
+            min(e.received_at) FILTER (WHERE e.received_at > coalesce(s.notified_until, '-infinity')) AS oldest,
+            sum(extract(epoch FROM $2::timestamptz - e.received_at) / 60.0) FILTER (WHERE e.received_at > coalesce(s.notified_until, '-infinity'))::float8 AS age_minutes,
+            max(e.event_timestamp) FILTER (WHERE e.received_at > coalesce(s.notified_until, '-infinity')) AS latest_event,
+            count(*)::int AS recent,
+            count(*) FILTER (WHERE e.received_at >= $4)::int AS today
+     FROM pmsync.webhook_events e
+     LEFT JOIN pmsync.stream_schedule s ON s.source = e.source AND s.resource = e.resource
+     WHERE e.source = $1 AND e.outcome = 'notified' AND e.received_at > $3 AND e.received_at <= $2
+     GROUP BY e.resource`,
+    [source, now, since, dayStart],
+  );
+  return new Map(
+    res.rows.map((r) => [
+      r.resource,
+      {
+        resource: r.resource,
+        pending: r.pending,
+        oldest: r.oldest,
+        ageMinutes: Math.max(0, r.age_minutes ?? 0),
+        latestEvent: r.latest_event,
+        recent: r.recent,
+        today: r.today,
+      },
+    ]),
+  );
+}

@@ -1,0 +1,282 @@
+/**
+ * The budget planner: what is due now, and what the rest of the quota day is
+ * planned to cost. Pure, so each case states its inputs exactly.
+ */
+import { describe, expect, it } from 'vitest';
+import {
+  NO_NOTIFICATIONS,
+  nextCheck,
+  planSource,
+  pollInterval,
+  stalenessBound,
+  type SourceInput,
+  type StreamInput,
+} from '../../src/scheduler/budget.ts';
+import { SLOTS } from '../../src/state/change-model.ts';
+
+const NOW = new Date('2026-11-23T10:00:00Z'); // a Monday
+const MIN = 60_000;
+const ago = (minutes: number) => new Date(NOW.getTime() - minutes * MIN);
+/** Open 8-19 at `perHour`, closed otherwise. */
+const openHours = (perHour: number) => Float64Array.from({ length: SLOTS }, (_, s) => (s % 24 >= 8 && s % 24 < 19 ? perHour : 0.001));
+const flat = (perHour: number) => new Float64Array(SLOTS).fill(perHour);
+
+function stream(resource: string, over: Partial<StreamInput> = {}): StreamInput {
+  return {
+    resource,
+    kind: 'incremental',
+    backfill: false,
+    backfillPagesLeft: null,
+    inFlight: false,
+    pausedUntil: null,
+    lastCheckAt: ago(1),
+    cost: 1,
+    rates: flat(0.001),
+    webhookFed: false,
+    notified: NO_NOTIFICATIONS,
+    maxStalenessMinutes: null,
+    ...over,
+  };
+}
+
+function source(streams: StreamInput[], over: Partial<SourceInput> = {}): SourceInput {
+  return {
+    now: NOW,
+    timeZone: 'UTC',
+    resetsAt: new Date('2026-11-24T00:00:00Z'),
+    budget: 150,
+    budgetUsed: 0,
+    backfillLeft: 700,
+    streams,
+    pinned: [],
+    settings: { debounceSeconds: 60, notifiedWithinMinutes: 10, safetyNetMinutes: 360, floorHours: 24, tickSeconds: 15 },
+    ...over,
+  };
+}
+
+const due = (input: SourceInput) =>
+  Object.fromEntries(planSource(input).streams.map((s) => [s.resource, s.due ? `${s.due.purpose}/${s.due.reason}` : null]));
+const total = (p: ReturnType<typeof planSource>) => p.planned.check + p.planned.webhook + p.planned.full;
+
+describe('the exchange rate', () => {
+  it('plans the rest of the day within the budget left, keeping a margin for chance', () => {
+    const plan = planSource(
+      source([
+        stream('appointments', { rates: openHours(30) }),
+        stream('customers', { rates: openHours(8) }),
+        stream('memberships', { rates: openHours(1) }),
+      ]),
+    );
+    expect(total(plan)).toBeLessThanOrEqual(150 - Math.ceil(Math.sqrt(150) + 15) + 1);
+    expect(total(plan)).toBeGreaterThan(100);
+    const tighter = planSource(source([stream('appointments', { rates: openHours(30) })], { budgetUsed: 120 }));
+    expect(total(tighter)).toBeLessThanOrEqual(30);
+    expect(tighter.mu).toBeGreaterThan(plan.mu);
+  });
+
+  it('gives a stream changing four times as often twice the checks, not four times (square-root allocation)', () => {
+    const plan = planSource(source([stream('busy', { rates: flat(40) }), stream('moderate', { rates: flat(10) })], { budget: 60 }));
+    const [busy, moderate] = plan.streams.map((s) => s.expectedChecks);
+    expect(busy! / moderate!).toBeGreaterThan(1.8);
+    expect(busy! / moderate!).toBeLessThan(2.2);
+  });
+
+  it('never plans more than about one check per expected change, however large the budget', () => {
+    const plan = planSource(source([stream('orders', { rates: flat(2) })], { budget: 100_000 }));
+    expect(plan.mu).toBe(0);
+    expect(plan.streams[0]!.expectedChecks).toBeLessThanOrEqual(2 * 14 + 1);
+    expect(pollInterval(0, 2 / 60, 1, null)).toBeCloseTo(30, 6);
+  });
+
+  it('spends almost nothing on a day with no changes: each stream once, at its floor', () => {
+    const quiet = ['a', 'b', 'c', 'd', 'e', 'f', 'g'].map((r) => stream(r, { lastCheckAt: ago(60) }));
+    const plan = planSource(source(quiet, { now: NOW, resetsAt: new Date(NOW.getTime() + 24 * 3_600_000) }));
+    expect(total(plan)).toBe(7);
+    expect(Object.values(due(source(quiet))).every((d) => d === null)).toBe(true);
+  });
+});
+
+describe('when a stream is due', () => {
+  it('checks a polled stream once its expected changes are worth a request, and a quiet one only at its floor', () => {
+    const input = source([stream('busy', { rates: flat(30), lastCheckAt: ago(20) }), stream('quiet', { lastCheckAt: ago(23 * 60) })]);
+    expect(due(input)).toEqual({ busy: 'check/changes', quiet: null });
+    expect(due(source([stream('quiet', { lastCheckAt: ago(24 * 60) })]))).toEqual({ quiet: 'check/floor' });
+    expect(due(source([stream('new', { lastCheckAt: null })]))).toEqual({ new: 'check/floor' });
+  });
+
+  it('reads full-refresh streams as full passes, and backfills first, from the allowance', () => {
+    const input = source([stream('catalog', { kind: 'full', lastCheckAt: ago(24 * 60) }), stream('history', { backfill: true })], {
+      budgetUsed: 150,
+    });
+    expect(due(input)).toEqual({ catalog: null, history: 'backfill/backfill' });
+    expect(due(source([stream('catalog', { kind: 'full', lastCheckAt: ago(24 * 60) })]))).toEqual({ catalog: 'full/floor' });
+    expect(due(source([stream('history', { backfill: true })], { backfillLeft: 0 }))).toEqual({ history: null });
+  });
+
+  it('never dispatches a stream in flight or held until the quota resets', () => {
+    const input = source([
+      stream('a', { inFlight: true, lastCheckAt: null }),
+      stream('b', { pausedUntil: new Date(NOW.getTime() + MIN), lastCheckAt: null }),
+    ]);
+    expect(due(input)).toEqual({ a: null, b: null });
+    expect(planSource(input).streams.map((s) => s.waiting)).toEqual(['running', expect.stringMatching(/^held until/)]);
+  });
+
+  it('honours a freshness target in the hours the stream changes, and only there', () => {
+    const stream10 = (lastCheck: number, now = NOW) =>
+      source([stream('orders', { rates: openHours(2), maxStalenessMinutes: 10, lastCheckAt: new Date(now.getTime() - lastCheck * MIN) })], {
+        now,
+      });
+    expect(due(stream10(10))).toEqual({ orders: 'check/max-staleness' });
+    expect(due(stream10(5))).toEqual({ orders: null });
+    const night = new Date('2026-11-23T03:00:00Z');
+    expect(due(stream10(120, night))).toEqual({ orders: null });
+  });
+
+  it('stretches freshness targets together, in coarse steps, when the budget cannot carry them, and says how far', () => {
+    const plan = planSource(
+      source(
+        [
+          stream('appointments', { rates: openHours(30), maxStalenessMinutes: 2 }),
+          stream('orders', { rates: openHours(4), maxStalenessMinutes: 10 }),
+        ],
+        { budget: 50 },
+      ),
+    );
+    expect(plan.stretch).toBeGreaterThan(1);
+    expect(plan.warnings.map((w) => w.message)).toEqual([
+      expect.stringMatching(
+        /^appointments is checked at least every \d+ min in its busy hours instead of every 2 min \(maxStalenessMinutes\): the budget of 50 requests a day cannot carry more today$/,
+      ),
+      expect.stringMatching(/^orders is checked at least every [\d.]+ (min|h) in its busy hours instead of every 10 min/),
+    ]);
+    expect(plan.streams.map((s) => s.targetHonoured)).toEqual([false, false]);
+    expect(total(plan)).toBeLessThanOrEqual(50);
+    // The same plan a little later says the same thing: warnings change only with the step.
+    const later = planSource(
+      source(
+        [
+          stream('appointments', { rates: openHours(30), maxStalenessMinutes: 2 }),
+          stream('orders', { rates: openHours(4), maxStalenessMinutes: 10 }),
+        ],
+        { budget: 50, budgetUsed: 1 },
+      ),
+    );
+    expect(later.warnings).toEqual(plan.warnings);
+    expect(planSource(source([stream('appointments', { rates: openHours(30), maxStalenessMinutes: 20 })])).warnings).toEqual([]);
+  });
+
+  it('leaves only backfills once the budget is spent', () => {
+    const input = source([stream('busy', { rates: flat(60), lastCheckAt: ago(120) }), stream('history', { backfill: true })], {
+      budgetUsed: 150,
+    });
+    expect(due(input)).toEqual({ busy: null, history: 'backfill/backfill' });
+    expect(planSource(input).streams[0]!.waiting).toMatch(/budget is used up/);
+  });
+});
+
+describe('webhook notifications', () => {
+  const notified = (count: number, oldestMinutes: number, latest = NOW) => ({
+    count,
+    oldest: ago(oldestMinutes),
+    ageMinutes: (count * oldestMinutes) / 2,
+    latestEvent: latest,
+  });
+  const fed = (over: Partial<StreamInput>) =>
+    stream('appointments', { webhookFed: true, rates: openHours(20), lastCheckAt: ago(30), ...over });
+
+  it('waits at least the debounce after a notification, so a burst is read by one check', () => {
+    expect(due(source([fed({ notified: { ...notified(40, 0.5), ageMinutes: 20 } })]))).toEqual({ appointments: null });
+  });
+
+  it('checks once notifications have aged enough to be worth a request, reaching the latest notified change', () => {
+    const input = source([fed({ notified: { count: 30, oldest: ago(4), ageMinutes: 60, latestEvent: ago(0.2) } })]);
+    const plan = planSource(input);
+    expect(plan.streams[0]!.due).toEqual({ purpose: 'webhook', reason: 'notified', mustInclude: ago(0.2) });
+  });
+
+  it('reads a notified change right after the debounce on a generous budget, and within notifiedWithinMinutes (less a tick) on a tight one', () => {
+    expect(due(source([fed({ notified: notified(1, 1.5) })], { budget: 100_000 }))).toEqual({ appointments: 'webhook/notified' });
+    expect(
+      due(source([fed({ notified: { count: 1, oldest: ago(9.7), ageMinutes: 9.7, latestEvent: ago(9.7) } })], { budgetUsed: 100 })),
+    ).toEqual({ appointments: null });
+    const tight = source([fed({ notified: { count: 1, oldest: ago(9.76), ageMinutes: 9.76, latestEvent: ago(9.76) } })], {
+      budgetUsed: 100,
+    });
+    expect(due(tight)).toEqual({ appointments: 'webhook/notified-max-wait' });
+  });
+
+  it('checks a webhook-fed stream with nothing notified only at its safety net', () => {
+    expect(due(source([fed({ lastCheckAt: ago(300) })]))).toEqual({ appointments: null });
+    expect(due(source([fed({ lastCheckAt: ago(360) })]))).toEqual({ appointments: 'check/safety-net' });
+  });
+
+  it('plans fewer requests for notified changes than for polling the same stream to the same freshness', () => {
+    const withHooks = planSource(source([fed({ maxStalenessMinutes: 10 })], { budget: 1000 }));
+    const polled = planSource(source([stream('appointments', { rates: openHours(20), maxStalenessMinutes: 10 })], { budget: 1000 }));
+    expect(total(withHooks)).toBeLessThan(total(polled));
+  });
+});
+
+describe('the next check, as status estimates it', () => {
+  const next = (input: SourceInput, resource: string) => nextCheck(input, planSource(input), resource);
+  const near = (actual: Date | undefined, expected: number) =>
+    expect(Math.abs((actual?.getTime() ?? 0) - expected)).toBeLessThanOrEqual(MIN);
+
+  it("for a busy stream, is when its unread changes become worth a request at today's exchange rate", () => {
+    const input = source([stream('appointments', { rates: flat(12), lastCheckAt: NOW }), stream('customers', { rates: flat(3) })]);
+    const plan = planSource(input);
+    const n = nextCheck(input, plan, 'appointments');
+    // Changes at λ a minute since the last check age λT²/2: the rule fires at T = sqrt(2 mu cost / λ), once T ≥ cost / λ.
+    const perMinute = 12 / 60;
+    const t = Math.max(Math.sqrt((2 * plan.mu) / perMinute), 1 / perMinute);
+    expect(n?.reason).toBe('changes');
+    near(n?.at, NOW.getTime() + t * MIN);
+  });
+
+  it('for a quiet stream, is its floor', () => {
+    const n = next(source([stream('companies', { lastCheckAt: ago(60) })]), 'companies');
+    expect(n?.reason).toBe('floor');
+    // 24 h after the last check, less the tick the scheduler looks ahead.
+    near(n?.at, NOW.getTime() - 60 * MIN + 24 * 60 * MIN - 15_000);
+  });
+
+  it('for a target that applies in busy hours only, is the next opening hour', () => {
+    const evening = new Date('2026-11-23T20:00:00Z');
+    const input = source(
+      [stream('orders', { rates: openHours(2), lastCheckAt: new Date('2026-11-23T19:00:00Z'), maxStalenessMinutes: 30 })],
+      {
+        now: evening,
+      },
+    );
+    const n = next(input, 'orders');
+    expect(n?.reason).toBe('max-staleness');
+    near(n?.at, Date.parse('2026-11-24T08:00:00Z'));
+  });
+
+  it('is now when it is due, the reset when the budget is spent, and unknown while it runs', () => {
+    expect(next(source([stream('customers', { lastCheckAt: null })]), 'customers')).toEqual({ at: NOW, reason: 'floor' });
+    expect(next(source([stream('customers')], { budgetUsed: 150 }), 'customers')).toEqual({
+      at: new Date('2026-11-24T00:00:00Z'),
+      reason: 'budget',
+    });
+    expect(next(source([stream('customers', { inFlight: true })]), 'customers')).toBeNull();
+    expect(next(source([stream('customers')]), 'nothing')).toBeNull();
+  });
+});
+
+describe('the staleness bound the alert compares with', () => {
+  const settings = source([]).settings;
+  const at = (iso: string) => new Date(iso);
+  it('is the freshness target in busy hours (stretched as the plan stretches it), else the floor', () => {
+    const orders = stream('orders', { rates: openHours(4), maxStalenessMinutes: 30 });
+    expect(stalenessBound(orders, settings, 1, at('2026-11-23T10:00:00Z'), 'UTC')).toBe(30);
+    expect(stalenessBound(orders, settings, 1.5, at('2026-11-23T10:00:00Z'), 'UTC')).toBe(45);
+    expect(stalenessBound(orders, settings, 1, at('2026-11-23T22:00:00Z'), 'UTC')).toBe(24 * 60);
+  });
+  it('is the safety net for a stream fed by webhooks, and none during a first pass', () => {
+    expect(stalenessBound(stream('appointments', { webhookFed: true }), settings, 1, NOW, 'UTC')).toBe(360);
+    expect(stalenessBound(stream('customers', { backfill: true }), settings, 1, NOW, 'UTC')).toBeNull();
+    expect(stalenessBound(stream('companies'), settings, 1, NOW, 'UTC')).toBe(24 * 60);
+  });
+});

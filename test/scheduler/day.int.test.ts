@@ -1,0 +1,181 @@
+/**
+ * The scheduler on an injected clock, against the real simulator, PostgreSQL,
+ * run queue and webhook receiver: whole practice days, bursts, replicas and
+ * restarts, in seconds. Requests are counted with the simulator's own counter.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { DayRig, DAY, HOUR, MINUTE, stalenessMinutes, type RigOptions } from '../../bench/support/day-rig.ts';
+import { collectStatus } from '../../src/cli/commands/status.ts';
+import { loadChangeModels } from '../../src/state/change-model.ts';
+import { slotRates } from '../../src/scheduler/rates.ts';
+import { slotOf } from '../../src/sync/window.ts';
+import { planDay, REFERENCE_DAY, type DayChange } from '../../src/simulator/day.ts';
+import { createTestDatabase, type TestDatabase } from '../support/db.ts';
+
+const SIZES = {
+  customers: 400,
+  appointments: 900,
+  orders: 500,
+  memberships: 80,
+  giftcertificates: 40,
+  products: 20,
+  services: 10,
+  employees: 8,
+};
+const ZONE = 'America/New_York';
+
+let db: TestDatabase | null = null;
+let rig: DayRig | null = null;
+afterEach(async () => {
+  await rig?.close();
+  await db?.drop();
+  rig = null;
+  db = null;
+});
+
+async function startRig(options: Partial<RigOptions> = {}): Promise<DayRig> {
+  db = await createTestDatabase({ migrate: false });
+  rig = await DayRig.start({
+    databaseUrl: db.url,
+    date: '2026-11-19',
+    timeZone: ZONE,
+    webhooks: true,
+    sizes: SIZES,
+    tickSeconds: 60,
+    ...options,
+  });
+  await rig.prepare();
+  return rig;
+}
+
+const burst = (at: number, resource: DayChange['resource'], n: number): DayChange[] =>
+  Array.from({ length: n }, (_, i) => ({ at: at + i * 100, resource, created: false }));
+
+describe('a practice day', () => {
+  it('spends at most its budget, reads notified changes within their bound, checks every stream, and reports it', async () => {
+    const r = await startRig({ historyDays: 14, historyPattern: REFERENCE_DAY });
+    const report = await r.playDay(REFERENCE_DAY);
+
+    expect(report.requests).toBeLessThanOrEqual(150);
+    expect(report.ledger.used).toBe(report.requests);
+    expect(report.ledger.byPurpose.backfill + report.ledger.byPurpose.resync).toBe(0);
+    for (const resource of ['appointments', 'customers', 'orders'] as const) {
+      const s = stalenessMinutes(report.changes, (c) => c.resource === resource);
+      expect(s.length, `${resource}: every change read`).toBe(report.changes.filter((c) => c.resource === resource).length);
+      expect(Math.max(...s), `${resource}: slowest notified change`).toBeLessThanOrEqual(10);
+    }
+    // 300 appointment notifications cost far fewer requests: batched by the debounce and the exchange rate.
+    expect(report.requestsByStream.appointments).toBeLessThan(100);
+    const checked = new Set(report.dispatches.map((d) => d.resource));
+    expect([...checked].sort()).toEqual([
+      'appointments',
+      'companies',
+      'customers',
+      'employees',
+      'giftcertificates',
+      'membershipprograms',
+      'memberships',
+      'orders',
+      'products',
+      'services',
+    ]);
+
+    // status and /metrics show the day's spend by purpose, and the plan for what is left of it.
+    r.clock.set(r.dayStart + DAY - MINUTE);
+    const [status] = await collectStatus(r.app, r.config);
+    expect(status!.budget.spent.webhook).toBe(report.ledger.byPurpose.webhook);
+    expect(status!.budget.used).toBe(report.requests);
+    expect(status!.budget.budget).toBe(150);
+    const metrics = await (await fetch(`${r.serve.url}/metrics`)).text();
+    expect(metrics).toContain(`pmsync_requests_today{source="clinic",purpose="webhook"} ${report.ledger.byPurpose.webhook}`);
+    expect(metrics).toMatch(/pmsync_requests_planned\{source="clinic",purpose="check"\} \d+/);
+    expect(metrics).toContain('pmsync_budget{source="clinic"} 150');
+    expect(metrics).toMatch(/pmsync_stream_staleness_seconds\{source="clinic",resource="appointments"\} \d+/);
+
+    // The model is in PostgreSQL: a new process reads opening hours from it.
+    const replica = await r.replica();
+    const models = await loadChangeModels(replica.app.pool, 'clinic');
+    const rates = slotRates(models.get('appointments') ?? [], r.clock.now());
+    const at = (hour: number) => rates[slotOf(r.dayStart + DAY + hour * HOUR, ZONE)]!;
+    expect(at(10)).toBeGreaterThan(10);
+    expect(at(3)).toBeLessThan(at(10) / 10);
+  });
+});
+
+describe('webhook notifications', () => {
+  it('read a burst with one check after the debounce, reach the notified change whatever lagSeconds says, then leave the stream to its safety net', async () => {
+    const r = await startRig({ lagSeconds: 1800 });
+    const t0 = r.dayStart + 14 * HOUR;
+    // A first notification makes the stream webhook-fed; it is read, then the burst comes.
+    await r.play([{ at: t0 - HOUR, resource: 'customers', created: false }], t0 - HOUR, t0 - 40 * MINUTE);
+    const from = t0;
+    const seen: Array<{ t: number; customers: boolean }> = [];
+    const played = await r.play(burst(t0, 'customers', 150), from, from + 12 * MINUTE, (t, jobs) => {
+      seen.push({ t, customers: jobs.some((j) => j.resource === 'customers') });
+    });
+    expect(seen.find((x) => x.t === from)?.customers).toBe(false); // within the debounce
+    expect(played.changes.every((c) => c.visibleAt !== null)).toBe(true);
+    expect(Math.max(...stalenessMinutes(played.changes))).toBeLessThanOrEqual(10);
+    // 150 changes, 100 rows a page: two requests.
+    expect(r.requestsOn(from, from + 12 * MINUTE).requestsByStream).toEqual({ customers: 2 });
+
+    // Nothing more changes: the next check of customers is its safety net, six hours after the last one.
+    const quiet = await r.play([], from + 12 * MINUTE, from + 12 * MINUTE + 7 * HOUR);
+    const checks = quiet.dispatches.filter((d) => d.resource === 'customers');
+    expect(checks.map((d) => d.reason)).toEqual(['safety-net']);
+    const lastRead = played.dispatches.filter((d) => d.resource === 'customers').at(-1)!;
+    expect(Date.parse(checks[0]!.firedAt) - Date.parse(lastRead.firedAt)).toBeGreaterThanOrEqual(6 * HOUR - MINUTE);
+    expect(Date.parse(checks[0]!.firedAt) - Date.parse(lastRead.firedAt)).toBeLessThanOrEqual(6 * HOUR + MINUTE);
+  });
+});
+
+describe('replicas and restarts', () => {
+  // A whole simulated day for three processes: seconds on a quiet machine, longer on a loaded CI runner.
+  it('hold the budget: two serves on one database, and one restarted mid-day, never spend more than it', { timeout: 240_000 }, async () => {
+    const r = await startRig({ webhooks: false, budget: 15, historyDays: 7, historyPattern: REFERENCE_DAY, tickSeconds: 120 });
+    const b = await r.replica();
+    let c = await r.replica();
+    const changes = planDay(REFERENCE_DAY, '2026-11-19', ZONE, 3);
+    let turn = 0;
+    const dispatched: string[] = [];
+    const played = await r.play(changes, r.dayStart, r.dayStart + DAY, async (t, jobs) => {
+      dispatched.push(...jobs.map((j) => `${j.resource}@${j.firedAt}`));
+      // Every tick a second serve decides too, at the same instant: claims keep one dispatch per decision.
+      const more = await (turn++ % 2 === 0 ? b.tick() : c.tick());
+      dispatched.push(...more.map((j) => `${j.resource}@${j.firedAt}`));
+      if (t === r.dayStart + 12 * HOUR) {
+        await c.stop();
+        c = await r.replica();
+      }
+    });
+    const day = r.requestsOn(r.dayStart, r.dayStart + DAY);
+    expect(day.requests).toBeLessThanOrEqual(15);
+    // Every stream had its daily check, whichever process ran it.
+    expect(new Set(dispatched.map((d) => d.split('@')[0])).size).toBe(10);
+    expect(new Set(dispatched).size).toBe(dispatched.length);
+    expect(played.changes.length).toBeGreaterThan(400);
+    const [status] = await collectStatus(r.app, r.config);
+    expect(status!.budget.used).toBe(day.requests);
+  });
+});
+
+describe('pinned streams', () => {
+  it('fire at their cron times on the injected clock, and a fire missed while no serve was up runs once', async () => {
+    const r = await startRig({ webhooks: false, schedules: { overrides: [{ resource: 'companies', cron: '0 */6 * * *' }] } });
+    const span = await r.play([], r.dayStart, r.dayStart + 13 * HOUR);
+    const fires = span.dispatches.filter((d) => d.resource === 'companies').map((d) => [new Date(d.firedAt).toISOString(), d.reason]);
+    const local = (h: number) => new Date(r.dayStart + h * HOUR).toISOString();
+    expect(fires).toEqual([
+      [local(0), 'cron'],
+      [local(6), 'cron'],
+      [local(12), 'cron'],
+    ]);
+    // Down from 13:00 to 20:30: the 18:00 fire is caught up once at the restart.
+    await r.serve.stop();
+    const next = await r.replica();
+    r.clock.set(r.dayStart + 20.5 * HOUR);
+    const caught = (await next.tick()).filter((j) => j.resource === 'companies');
+    expect(caught.map((j) => new Date(j.firedAt).toISOString())).toEqual([local(18)]);
+    expect((await next.tick()).filter((j) => j.resource === 'companies')).toEqual([]);
+  });
+});

@@ -1,0 +1,97 @@
+/**
+ * The change model: hour-of-week slots in a zone, what a window adds, and the
+ * rates read back with their shrinkage.
+ */
+import { describe, expect, it } from 'vitest';
+import { ChangeTally, exposureBySlot, SLOTS, windowObservation, type StoredSlot } from '../../src/state/change-model.ts';
+import { expectedSince, PRIOR_PER_HOUR, slotRates } from '../../src/scheduler/rates.ts';
+import { slotOf, wallSlot } from '../../src/sync/window.ts';
+
+const at = (iso: string) => new Date(iso);
+const MON_10 = 1 * 24 + 10;
+
+describe('hour-of-week slots', () => {
+  it('reads an instant in the practice zone, across daylight saving', () => {
+    // Monday 2026-11-23 10:00 in New York (UTC-5).
+    expect(slotOf(at('2026-11-23T15:00:00Z').getTime(), 'America/New_York')).toBe(MON_10);
+    expect(slotOf(at('2026-11-23T15:00:00Z').getTime(), 'UTC')).toBe(1 * 24 + 15);
+    // Saturday 2026-10-31 10:00 in New York is UTC-4.
+    expect(slotOf(at('2026-10-31T14:30:00Z').getTime(), 'America/New_York')).toBe(6 * 24 + 10);
+    expect(slotOf(at('2026-11-23T04:45:00Z').getTime(), 'Asia/Kolkata')).toBe(1 * 24 + 10);
+    expect(wallSlot('2026-11-23T10:59:59')).toBe(MON_10);
+  });
+
+  it("spreads a window's hours over the slots it covers", () => {
+    const e = exposureBySlot(at('2026-11-23T14:30:00Z'), at('2026-11-23T16:00:00Z'), 'America/New_York');
+    expect(Object.fromEntries(e)).toEqual({ [MON_10 - 1]: 0.5, [MON_10]: 1 });
+  });
+});
+
+describe('what a window teaches the model', () => {
+  it('counts rows modified since the cursor it started from, by slot', () => {
+    const tally = new ChangeTally('2026-11-23T09:00:00');
+    tally.addPage(['2026-11-23T08:59:59', '2026-11-23T09:10:00', '2026-11-23T10:05:00', '2026-11-23T10:06:00'], 3);
+    const seen = windowObservation(tally, at('2026-11-23T09:00:00Z'), at('2026-11-23T11:00:00Z'), 'UTC', false);
+    expect(Object.fromEntries(seen.changes)).toEqual({ [MON_10 - 1]: 1, [MON_10]: 2 });
+    expect(Object.fromEntries(seen.exposure)).toEqual({ [MON_10 - 1]: 1, [MON_10]: 1 });
+  });
+
+  it('spreads changed rows that carry no modification time over the window, except on a first pass', () => {
+    const tally = new ChangeTally(null);
+    tally.addPage([null, null, null], 2);
+    tally.addPage([null], 2);
+    const later = windowObservation(tally, at('2026-11-23T09:00:00Z'), at('2026-11-23T11:00:00Z'), 'UTC', false);
+    expect(Object.fromEntries(later.changes)).toEqual({ [MON_10 - 1]: 2, [MON_10]: 2 });
+    expect(windowObservation(tally, at('2026-11-23T09:00:00Z'), at('2026-11-23T11:00:00Z'), 'UTC', true).changes.size).toBe(0);
+  });
+
+  it('survives a checkpoint: a resumed window keeps what its earlier pages counted', () => {
+    const tally = new ChangeTally('2026-11-23T09:00:00');
+    tally.addPage(['2026-11-23T10:05:00'], 1);
+    const resumed = ChangeTally.from('2026-11-23T09:00:00', JSON.parse(JSON.stringify(tally.toJSON())));
+    resumed.addPage(['2026-11-23T10:06:00'], 1);
+    expect(resumed.bySlot.get(MON_10)).toBe(2);
+  });
+});
+
+describe('slotRates', () => {
+  const week = (perHour: (slot: number) => number, hours = 4, asOf = at('2026-11-23T00:00:00Z')): StoredSlot[] =>
+    Array.from({ length: SLOTS }, (_, slot) => ({ slot, changes: perHour(slot) * hours, exposureHours: hours, asOf }));
+
+  it('knows nothing at first: one change a day, evenly', () => {
+    const r = slotRates([], at('2026-11-23T00:00:00Z'));
+    expect(r[MON_10]).toBeCloseTo(PRIOR_PER_HOUR, 6);
+    expect(r[3]).toBeCloseTo(PRIOR_PER_HOUR, 6);
+  });
+
+  it('learns opening hours: busy slots near their observed rate, closed ones near zero', () => {
+    const open = (slot: number) => (slot % 24 >= 8 && slot % 24 < 19 && slot >= 24 && slot < 6 * 24 ? 30 : 0);
+    const r = slotRates(week(open), at('2026-11-23T00:00:00Z'));
+    expect(r[MON_10]).toBeGreaterThan(28);
+    expect(r[MON_10]).toBeLessThan(30.5);
+    expect(r[1 * 24 + 3]).toBeLessThan(0.1);
+  });
+
+  it('fills a weekday slot never seen from the same hour on other days', () => {
+    const stored = week((slot) => (slot % 24 === 10 ? 12 : 0)).filter((s) => s.slot !== MON_10);
+    const r = slotRates(stored, at('2026-11-23T00:00:00Z'));
+    expect(r[MON_10]).toBeGreaterThan(11);
+  });
+
+  it('forgets with a half-life: old observations weigh less than new ones', () => {
+    const old = week(() => 10, 4, at('2026-09-01T00:00:00Z'));
+    const recent = week(() => 1, 4, at('2026-11-22T00:00:00Z'));
+    const r = slotRates(
+      [...old, ...recent].map((s, i) => ({ ...s, slot: i % SLOTS })),
+      at('2026-11-23T00:00:00Z'),
+    );
+    expect(r[MON_10]).toBeLessThan(3);
+  });
+
+  it('expects changes and their summed age from the rates', () => {
+    const rates = new Float64Array(SLOTS).fill(60); // one a minute
+    const e = expectedSince(rates, 'UTC', at('2026-11-23T10:00:00Z').getTime(), at('2026-11-23T10:10:00Z').getTime());
+    expect(e.changes).toBeCloseTo(10, 6);
+    expect(e.ageMinutes).toBeCloseTo(50, 6); // ages 0..10 minutes, 10 of them: 10 * 10 / 2
+  });
+});
