@@ -5,18 +5,15 @@
  */
 import { basicValue, HttpClient, proAuth, restAuth } from './api/http.ts';
 import { LimiterRegistry } from './api/limiter.ts';
-import { UNLIMITED, type Config, type SourceConfig } from './config.ts';
+import type { Config, SourceConfig } from './config.ts';
 import { startEmbedded, type EmbeddedDatabase } from './db/embedded.ts';
 import { migrate } from './db/migrate.ts';
 import { checkConnection, createPool, type Pool } from './db/pool.ts';
 import { createLogger, type LogDestination, type Logger } from './log.ts';
 import { Redactor } from './redact.ts';
-import { keyFingerprint, QuotaLedger, type QuotaSettings } from './state/quota.ts';
+import { keyFingerprint, QuotaLedger, UNLIMITED, type QuotaSettings } from './state/quota.ts';
 import type { SyncContext } from './sync/context.ts';
 import type { RetryPolicy } from './api/http.ts';
-
-/** Pro shows no quota; its requests are still counted, against this effectively unlimited limit. */
-export const PRO_UNLIMITED = UNLIMITED;
 
 export interface App {
   config: Config;
@@ -62,7 +59,8 @@ export function quotaSettingsFor(source: SourceConfig): QuotaSettings {
   if (source.kind === 'pro') {
     return {
       keyId: keyFingerprint(`pro:${source.token}`),
-      dailyLimit: PRO_UNLIMITED,
+      // Pro shows no quota: its requests are still counted, against no limit.
+      dailyLimit: UNLIMITED,
       reservePercent: 0,
       budget: source.budget,
       timeZone: 'UTC',

@@ -10,11 +10,12 @@ import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { ConfigError } from './errors.ts';
 import { DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_RETRY } from './api/http.ts';
-import { isValidTimeZone } from './sync/window.ts';
+import { isValidTimeZone } from './time.ts';
 import { checkTableSettings } from './sync/table-settings.ts';
 import { budgetValue, parseServeSettings, resolveBudget, type ScheduleSettings, type ServeSettings } from './scheduler/settings.ts';
 import { parseWebhookSettings, type WebhookSettings } from './webhooks/settings.ts';
 import { strictObject, suggestion } from './strict-schema.ts';
+import { UNLIMITED } from './state/quota.ts';
 import { resourceNames } from './sync/streams/index.ts';
 import type { LogFormat } from './log-format.ts';
 import { DEFAULT_PROGRESS_SECONDS } from './progress-log.ts';
@@ -337,9 +338,6 @@ export function loadConfig(options: LoadOptions = {}): Config {
     webhooks,
   };
 }
-
-/** Pro sources have no quota the spec shows: their budget is unlimited unless set. */
-export const UNLIMITED = 2_147_483_647;
 
 function resolveSourceBudget(s: SourceConfig, fallback: number | string): void {
   const raw = (s as { budget?: number | string }).budget;

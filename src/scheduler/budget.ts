@@ -47,7 +47,7 @@
  * and the stretch is reported once per change.
  */
 import type { Purpose } from '../api/http.ts';
-import { forEachSlotPiece, slotOf } from '../sync/window.ts';
+import { forEachSlotPiece, slotOf } from '../time.ts';
 import { expectedSince } from './rates.ts';
 
 export interface Notified {

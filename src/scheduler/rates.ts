@@ -9,7 +9,7 @@
  * from every weekday's 10:00 until Mondays have been seen.
  */
 import { HALF_LIFE_DAYS, SLOTS, type StoredSlot } from '../state/change-model.ts';
-import { forEachSlotPiece } from '../sync/window.ts';
+import { forEachSlotPiece } from '../time.ts';
 
 /** What a stream is assumed to do before anything is seen: one change a day. */
 export const PRIOR_PER_HOUR = 1 / 24;

@@ -17,7 +17,7 @@ import { Metrics } from '../metrics.ts';
 import { driftCounts } from '../state/drift.ts';
 import { quarantineCounts } from '../state/quarantine.ts';
 import { openDispatcher, type Dispatcher } from '../scheduler/dispatch.ts';
-import { holderName } from '../scheduler/lock.ts';
+import { holderName } from '../state/locks.ts';
 import type { StreamEntry } from '../scheduler/plan.ts';
 import { executeRun } from '../scheduler/run-job.ts';
 import { Scheduler } from '../scheduler/scheduler.ts';

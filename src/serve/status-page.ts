@@ -15,6 +15,7 @@ import type { Config } from '../config.ts';
 import type { Scheduler } from '../scheduler/scheduler.ts';
 import { collectStatus, type SourceStatus } from '../cli/commands/status.ts';
 import { recentRuns, requestsPerDay, type DayRequests, type RecentRun } from '../state/history.ts';
+import { UNLIMITED } from '../state/quota.ts';
 import { refreshQueueCounts, type RefreshQueueCounts } from '../webhooks/queue.ts';
 
 /** Quota days shown as bars. */
@@ -93,7 +94,7 @@ function renderSource(s: StatusPageData['sources'][number], now: Date): string {
     q?.exhaustedUntil ? item('Quota exhausted until', time(new Date(q.exhaustedUntil), now), 'exhausted', true) : '',
     item(
       'Budget spent today',
-      `${num(b.used)} of ${b.budget >= 2_147_483_647 ? 'unlimited' : num(b.budget)} (check ${num(b.spent.check)}, webhook ${num(b.spent.webhook)}, full ${num(b.spent.full)})`,
+      `${num(b.used)} of ${b.budget >= UNLIMITED ? 'unlimited' : num(b.budget)} (check ${num(b.spent.check)}, webhook ${num(b.spent.webhook)}, full ${num(b.spent.full)})`,
       'budget',
     ),
     item('Outside the budget today', `backfill ${num(b.spent.backfill)}, resync ${num(b.spent.resync)}`, 'outside-budget'),

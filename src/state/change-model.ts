@@ -13,7 +13,7 @@
  * practice's seasons. src/scheduler/rates.ts reads rates from it.
  */
 import type { Queryable } from '../db/pool.ts';
-import { forEachSlotPiece, wallSlot } from '../sync/window.ts';
+import { forEachSlotPiece, wallSlot } from '../time.ts';
 
 /** Hours of the week: weekday * 24 + hour, Sunday = 0. */
 export const SLOTS = 168;

@@ -3,7 +3,7 @@
  * not say when it resets; pmsync assumes midnight UTC and lets the operator set
  * the time zone and hour.
  */
-import { dateInZone, formatInZone } from '../sync/window.ts';
+import { dateInZone, zonedToUtc } from '../time.ts';
 
 export interface QuotaDayRule {
   timeZone: string;
@@ -25,15 +25,4 @@ export function quotaDayOf(now: Date, rule: QuotaDayRule): QuotaDay {
   const next = new Date(Date.UTC(y, m - 1, d + 1));
   const resetsAt = zonedToUtc(next.getUTCFullYear(), next.getUTCMonth() + 1, next.getUTCDate(), rule.resetHour, rule.timeZone);
   return { day, startsAt, resetsAt };
-}
-
-/** The instant at which the wall clock in `timeZone` shows y-m-d h:00:00. */
-export function zonedToUtc(y: number, m: number, d: number, h: number, timeZone: string): Date {
-  const target = Date.UTC(y, m - 1, d, h);
-  let guess = target;
-  for (let i = 0; i < 3; i++) {
-    const shown = Date.parse(`${formatInZone(new Date(guess), timeZone)}Z`);
-    guess += target - shown;
-  }
-  return new Date(guess);
 }

@@ -61,21 +61,29 @@ export interface QuotaSnapshot {
   resetsAt: Date;
 }
 
+/** A limit or budget with no bound: Pro shows no quota, and a Pro budget is unlimited unless set. */
+export const UNLIMITED = 2_147_483_647;
+
 const noneSpent = (): SpentByPurpose => ({ check: 0, backfill: 0, webhook: 0, resync: 0, full: 0 });
 
 /**
  * The conditions of one take, on the stored row `u` (the upsert's update) and
  * on a first row of the day (the insert), for $3 = daily limit, $4 =
- * allowance, $6 = budget.
+ * allowance, $6 = budget, $7 = the budget backfills leave for checks (the
+ * budget, or 0 when it is unlimited: nothing is held for checks then).
  */
 const RULES: Record<'budgeted' | 'backfill' | 'resync', { update: string; insert: string }> = {
-  budgeted: { update: 'u.used < $4::int AND u.used_check + u.used_webhook + u.used_full < $6::int', insert: '$4::int > 0 AND $6::int > 0' },
-  backfill: {
-    update: 'u.used + greatest(0, $6::int - (u.used_check + u.used_webhook + u.used_full)) < $4::int',
-    insert: '$6::int < $4::int',
+  // Every parameter needs a type, whether the rule uses it or not.
+  budgeted: {
+    update: 'u.used < $4::int AND u.used_check + u.used_webhook + u.used_full < $6::int',
+    insert: '$4::int > 0 AND $6::int > 0 AND $7::int >= 0',
   },
-  // Resyncs ignore the allowance ($4), but every parameter needs a type.
-  resync: { update: 'u.used < $3::int AND $4::int >= 0', insert: '$3::int > 0' },
+  backfill: {
+    update: 'u.used + greatest(0, $7::int - (u.used_check + u.used_webhook + u.used_full)) < $4::int',
+    insert: '$7::int < $4::int AND $6::int >= 0',
+  },
+  // Resyncs ignore the allowance ($4).
+  resync: { update: 'u.used < $3::int AND $4::int >= 0', insert: '$3::int > 0 AND $6::int >= 0 AND $7::int >= 0' },
 };
 
 function ruleOf(purpose: Purpose): keyof typeof RULES {
@@ -109,7 +117,8 @@ export class QuotaLedger implements RequestBudget {
     const now = this.now();
     const qd = quotaDayOf(now, this.settings);
     const s = this.settings;
-    const res = await this.db.query<{ used: number }>(takeSql(purpose), [s.keyId, qd.day, s.dailyLimit, allowance(s), now, s.budget]);
+    const held = s.budget >= UNLIMITED ? 0 : s.budget;
+    const res = await this.db.query<{ used: number }>(takeSql(purpose), [s.keyId, qd.day, s.dailyLimit, allowance(s), now, s.budget, held]);
     if (res.rowCount === 0) throw await this.refusal(purpose);
   }
 
@@ -142,7 +151,7 @@ export class QuotaLedger implements RequestBudget {
         'quota',
       );
     }
-    const held = rule === 'backfill' ? Math.max(0, snap.budget - snap.budgetUsed) : 0;
+    const held = rule === 'backfill' && snap.budget < UNLIMITED ? Math.max(0, snap.budget - snap.budgetUsed) : 0;
     return new QuotaExhaustedError(
       `Daily allowance for ${s.label} is used up for ${snap.day}: ${snap.used} of ${snap.allowance} requests` +
         (s.reservePercent > 0 ? ` (${s.reservePercent}% of the quota is kept for resyncs)` : '') +

@@ -53,6 +53,15 @@ export async function closeAbandonedRuns(db: Queryable, source: string, resource
   );
 }
 
+/** When the last successful full pass of a stream started, if there was one. */
+export async function lastFullPass(db: Queryable, source: string, resource: string): Promise<Date | null> {
+  const res = await db.query<{ at: Date | null }>(
+    `SELECT max(started_at) AS at FROM pmsync.runs WHERE source = $1 AND resource = $2 AND mode = 'full' AND status = 'succeeded'`,
+    [source, resource],
+  );
+  return res.rows[0]?.at ?? null;
+}
+
 /** Rows each stream's checks found changed in windows that ended at or after `since` (pmsync's clock). */
 export async function changesFoundSince(db: Queryable, source: string, since: Date): Promise<Map<string, number>> {
   const res = await db.query<{ resource: string; n: number }>(

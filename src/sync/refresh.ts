@@ -13,7 +13,7 @@ import { HttpError, PmsyncError } from '../errors.ts';
 import { withTransaction } from '../db/pool.ts';
 import type { SyncContext } from './context.ts';
 import { idReader, writePage } from './page.ts';
-import { markRowsNotSeen } from './run-scope.ts';
+import { markRowsNotSeen } from '../db/rows.ts';
 import { settingsFor } from './table-settings.ts';
 import type { RestStream } from './streams/rest.ts';
 import type { PageTotals } from './types.ts';

@@ -2,22 +2,21 @@
  * One run of one stream, whatever the API kind: its row in pmsync.runs, the
  * commit of one unit of work (rows, checkpoint and the run's counters in one
  * transaction), and how it ends (succeeded, failed, quota exhausted,
- * interrupted). Both the Core/Subset runner and the Pro runner drive their
- * pages through this scope.
+ * interrupted). The driver (driver.ts) runs every stream's units through
+ * this scope.
  */
 import type pg from 'pg';
 import type { GetOptions, Purpose, RequestStats } from '../api/http.ts';
-import { withTransaction, type Queryable } from '../db/pool.ts';
+import { withTransaction } from '../db/pool.ts';
 import { PmsyncError, ShutdownError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import type { WindowCheckpoint } from '../state/checkpoints.ts';
 import { addPage, finishRun, startRun, type RunStatus } from '../state/runs.ts';
-import { closeVersions } from '../db/history.ts';
 import { recordDrift } from '../state/drift.ts';
 import type { SyncContext } from './context.ts';
 import { DriftObserver } from './drift.ts';
 import type { TableSettings } from './table-settings.ts';
-import type { PageTotals, StreamBase, TableDef } from './types.ts';
+import type { PageTotals, StreamBase } from './types.ts';
 
 export interface RunSummary extends PageTotals {
   source: string;
@@ -36,7 +35,7 @@ export interface RunSummary extends PageTotals {
 
 export interface RunOptions {
   /**
-   * Why the run is made. Left out, the runner decides: a first pass or an
+   * Why the run is made. Left out, the driver decides: a first pass or an
    * unfinished window is a backfill, a full-refresh pass is full, anything
    * else a check. An unfinished window is always read as a backfill, and so
    * is the rest of a check that turns out longer than `checkPages` pages.
@@ -200,57 +199,4 @@ export async function withRun(
     'run finished',
   );
   return summary;
-}
-
-/**
- * After a complete full pass: rows the API did not return in it are marked
- * with not_seen_since. They are never deleted; a later pass that sees them
- * again clears the mark.
- */
-export async function markNotSeen(
-  tx: Queryable,
-  table: TableDef,
-  source: string,
-  passStartedAt: Date | string,
-  history: boolean,
-): Promise<void> {
-  await markRowsNotSeen(tx, table, source, 'last_seen_at < $2', [passStartedAt], history);
-}
-
-/**
- * Marks the current rows matching `condition` (in which $1 is the source and
- * `values` follow) not seen; with history, their current versions close in
- * the same transaction (the caller's).
- */
-export async function markRowsNotSeen(
-  db: Queryable,
-  table: TableDef,
-  source: string,
-  condition: string,
-  values: unknown[],
-  history: boolean,
-): Promise<void> {
-  const text = `UPDATE "${table.name}" SET not_seen_since = now() WHERE source = $1 AND not_seen_since IS NULL AND (${condition})`;
-  if (!history) {
-    await db.query(text, [source, ...values]);
-    return;
-  }
-  const gone = await db.query<{ id: string }>(`${text} RETURNING id::text AS id`, [source, ...values]);
-  await closeVersions(
-    db,
-    table,
-    source,
-    gone.rows.map((r) => r.id),
-  );
-}
-
-/**
- * The database's clock, to millisecond precision. last_seen_at and synced_at
- * are stamped by the database, so bounds compared with them (the start of a
- * full pass) come from the same clock, not pmsync's (which may differ, or be
- * injected in tests).
- */
-export async function dbNow(db: Queryable): Promise<Date> {
-  const res = await db.query<{ now: Date }>("SELECT date_trunc('milliseconds', now()) AS now");
-  return res.rows[0]!.now;
 }

@@ -7,13 +7,13 @@ import type { ProSourceConfig, RestSourceConfig, SourceConfig } from '../config.
 import { databaseLost, isConnectionError } from '../db/pool.ts';
 import { PmsyncError } from '../errors.ts';
 import type { SyncContext } from './context.ts';
-import { runProStream } from './pro-runner.ts';
-import { newProSession } from './pro-scope.ts';
-import { runRestStream, type RunOptions, type RunSummary } from './runner.ts';
+import { newProSession } from './readers/pro-session.ts';
+import type { RunOptions, RunSummary } from './run-scope.ts';
+import { runStream } from './run-stream.ts';
 import { withAuthAdvice } from './source-kinds.ts';
 import { selectProStreams, selectRestStreams } from './streams/index.ts';
 import { planOrder } from './planner.ts';
-import { withStreamLock } from '../scheduler/lock.ts';
+import { withStreamLock } from '../state/locks.ts';
 import { recordOutsideCheck } from '../state/stream-schedule.ts';
 
 export interface SourceRunOptions extends RunOptions {
@@ -106,7 +106,7 @@ async function restPlan(
   return ordered.map((stream): PlannedRun => ({
     resource: stream.resource,
     mode: stream.mode,
-    run: (runCtx) => runRestStream(runCtx, source, stream, options),
+    run: (runCtx) => runStream(runCtx, source, stream, options),
   }));
 }
 
@@ -116,6 +116,6 @@ function proPlan(source: ProSourceConfig, resources: string[] | undefined, optio
   return selectProStreams(source, resources).map((stream) => ({
     resource: stream.resource,
     mode: stream.kind === 'pro-snapshot' ? 'snapshot' : 'full',
-    run: (runCtx) => runProStream(runCtx, source, stream, { ...options, session }),
+    run: (runCtx) => runStream(runCtx, source, stream, { ...options, session }),
   }));
 }

@@ -8,8 +8,7 @@ import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ProSourceConfig, RestSourceConfig } from '../../src/config.ts';
 import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
-import { runProStream } from '../../src/sync/pro-runner.ts';
-import { runRestStream } from '../../src/sync/runner.ts';
+import { runStream } from '../../src/sync/run-stream.ts';
 import { PRO_STREAMS, REST_STREAMS } from '../../src/sync/streams/index.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { coreEntry, loadTestConfig, openTestApp, type TestApp } from '../support/harness.ts';
@@ -80,8 +79,8 @@ afterAll(async () => {
 describe('history mode through the runners', () => {
   it('answers "memberships active on a day" as pmsync knew them then and now', async () => {
     const day = new Date().toISOString().slice(0, 10);
-    await runRestStream(app.ctx, core, rest('memberships'));
-    await runRestStream(app.ctx, core, rest('customers'));
+    await runStream(app.ctx, core, rest('memberships'));
+    await runStream(app.ctx, core, rest('customers'));
     const activeBefore = servedActive(day);
     expect(activeBefore).toBeGreaterThan(2);
     const monthEnd = await clock();
@@ -91,7 +90,7 @@ describe('history mode through the runners', () => {
       .filter((m) => typeof m.NextBillDate === 'string' && m.NextBillDate >= day);
     tenant().update('memberships', String(cancelled!.MembershipId), { NextBillDate: null });
     tenant().remove('memberships', String(removed!.MembershipId));
-    await runRestStream(app.ctx, core, rest('memberships'), { full: true });
+    await runStream(app.ctx, core, rest('memberships'), { full: true });
     const later = await clock();
 
     expect(await activeOn(day, monthEnd)).toBe(activeBefore);
@@ -133,11 +132,11 @@ describe('history mode through the runners', () => {
   });
 
   it('keeps Pro appointment versions and closes the one a sweep no longer finds', async () => {
-    await runProStream(app.ctx, pro, proStream('patients'));
-    await runProStream(app.ctx, pro, proStream('appointments'));
+    await runStream(app.ctx, pro, proStream('patients'));
+    await runStream(app.ctx, pro, proStream('appointments'));
     const [gone] = sim.practice(PRACTICE.practiceId).list('appointments');
     sim.practice(PRACTICE.practiceId).remove('appointments', gone!.appointmentId);
-    await runProStream(app.ctx, pro, proStream('appointments'), { full: true });
+    await runStream(app.ctx, pro, proStream('appointments'), { full: true });
     const versions = await db.pool.query<{ current: number; closed: number; with_patient: number }>(
       `SELECT count(*) FILTER (WHERE is_current)::int AS current, count(*) FILTER (WHERE NOT is_current)::int AS closed,
               count(*) FILTER (WHERE patient_id IS NOT NULL)::int AS with_patient

@@ -9,7 +9,7 @@ import { pino } from 'pino';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { withTransaction } from '../../src/db/pool.ts';
 import { prepareTable, writePage, idReader, type WriteOptions } from '../../src/sync/page.ts';
-import { dbNow as passStartNow, markNotSeen } from '../../src/sync/run-scope.ts';
+import { dbNow as passStartNow, markNotSeen } from '../../src/db/rows.ts';
 import customers from '../../src/sync/streams/core/customers.ts';
 import type { CoreSourceConfig } from '../../src/config.ts';
 

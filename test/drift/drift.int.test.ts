@@ -14,7 +14,7 @@ import { Metrics } from '../../src/metrics.ts';
 import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
 import { acceptDrift, driftCounts, refreshDrift } from '../../src/state/drift.ts';
 import { idReader, writePage } from '../../src/sync/page.ts';
-import { runRestStream } from '../../src/sync/runner.ts';
+import { runStream } from '../../src/sync/run-stream.ts';
 import { REST_STREAMS } from '../../src/sync/streams/index.ts';
 import { effectiveFields, settingsFor } from '../../src/sync/table-settings.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
@@ -61,7 +61,7 @@ afterAll(async () => {
 
 describe('schema drift through ordinary runs', () => {
   it('reports only the fields no column reads while the server sends what pmsync expects', async () => {
-    for (const r of ['companies', 'appointments', 'orders']) await runRestStream(app.ctx, source, stream(r));
+    for (const r of ['companies', 'appointments', 'orders']) await runStream(app.ctx, source, stream(r));
     expect(await findings('appointments')).toEqual(['unmapped_field CreatedOn']);
     expect(await findings('companies')).toEqual(['unmapped_field CreatedOn']);
     expect(driftLogs('schema drift: clinic/appointments: CreatedOn')).toHaveLength(1);
@@ -69,7 +69,7 @@ describe('schema drift through ordinary runs', () => {
 
   it('finds the empty column and its likely field when the server renames it, and logs that once', async () => {
     tenant().renameFields('appointments', { StartDateTime: 'StartTime' });
-    await runRestStream(app.ctx, source, stream('appointments'), { full: true });
+    await runStream(app.ctx, source, stream('appointments'), { full: true });
     expect(await findings('appointments')).toEqual([
       'disappeared_field StartDateTime',
       'empty_column start_at',
@@ -78,7 +78,7 @@ describe('schema drift through ordinary runs', () => {
     ]);
     const nulls = await db.pool.query("SELECT count(*)::int AS n FROM appointments WHERE source = 'clinic' AND start_at IS NULL");
     expect(nulls.rows[0].n).toBe(60);
-    await runRestStream(app.ctx, source, stream('appointments'), { full: true });
+    await runStream(app.ctx, source, stream('appointments'), { full: true });
     expect(driftLogs('schema drift: clinic/appointments: start_at is null')).toHaveLength(1);
     expect(
       driftLogs('schema drift: clinic/appointments: StartDateTime (read into start_at) was in no record of the last full pass'),
@@ -129,7 +129,7 @@ describe('schema drift through ordinary runs', () => {
 
     const moved = tenant().list('appointments')[0]!;
     tenant().update('appointments', String(moved.AppointmentId), { StartDateTime: '2027-01-04T08:00:00' });
-    await runRestStream(app.ctx, fixed, stream('appointments'));
+    await runStream(app.ctx, fixed, stream('appointments'));
     const row = await db.pool.query("SELECT start_at::text AS start FROM appointments WHERE source = 'clinic' AND id = $1", [
       moved.AppointmentId,
     ]);
@@ -143,7 +143,7 @@ describe('schema drift through ordinary runs', () => {
     const [first, second] = tenant().list('orders');
     tenant().update('orders', String(first!.OrderId), { Total: '12.50' });
     tenant().update('orders', String(second!.OrderId), { Total: '99.00' });
-    await runRestStream(app.ctx, source, stream('orders'));
+    await runStream(app.ctx, source, stream('orders'));
     expect(await findings('orders')).toEqual(['type_changed Total', 'unmapped_field CreatedOn']);
     expect(driftLogs('schema drift: clinic/orders: Total was number, the last run saw string')).toHaveLength(1);
     await acceptDrift(db.pool, app.logger, { source: 'clinic', stream: stream('orders'), settings: settingsFor(source, stream('orders')) });
@@ -154,7 +154,7 @@ describe('schema drift through ordinary runs', () => {
 describe('repopulate', () => {
   it('derives in SQL exactly what the mappers derive, so a table synced with the defaults does not change', async () => {
     tenant().renameFields('appointments', {});
-    for (const s of REST_STREAMS) await runRestStream(app.ctx, source, s, { full: true });
+    for (const s of REST_STREAMS) await runStream(app.ctx, source, s, { full: true });
     // Values the simulator does not produce: zones, date-times in date fields, string decimals, nulls.
     const edge = [
       {

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openApp, type App } from '../../src/app.ts';
 import { loadConfig, type ProSourceConfig } from '../../src/config.ts';
 import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
-import { runProStream } from '../../src/sync/pro-runner.ts';
+import { runStream } from '../../src/sync/run-stream.ts';
 import { PRO_STREAMS } from '../../src/sync/streams/index.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { writeConfig } from '../support/cli.ts';
@@ -55,7 +55,7 @@ beforeAll(async () => {
   const config = loadConfig({ configFile: file, env: { DATABASE_URL: db.url } });
   source = config.sources[0] as ProSourceConfig;
   app = await openApp({ ...config, logLevel: 'silent' });
-  await runProStream(app.ctx, source, stream('patients'));
+  await runStream(app.ctx, source, stream('patients'));
 });
 afterAll(async () => {
   await app?.close();
@@ -65,7 +65,7 @@ afterAll(async () => {
 
 describe('Pro appointments from a server that sends only the spec fields', () => {
   it('store the patient each appointment was listed under', async () => {
-    const first = await runProStream(app.ctx, source, stream('appointments'));
+    const first = await runStream(app.ctx, source, stream('appointments'));
     expect(first).toMatchObject({ status: 'succeeded', mode: 'full', inserted: 140 });
     const raw = await db.pool.query<{ keys: string[] }>(
       'SELECT DISTINCT array(SELECT k FROM jsonb_object_keys(raw) AS k ORDER BY k COLLATE "C") AS keys FROM pro_appointments',
@@ -79,7 +79,7 @@ describe('Pro appointments from a server that sends only the spec fields', () =>
   it('mark an appointment removed at the source not seen on the next sweep, and only that one', async () => {
     const [removed] = practice().list('appointments');
     practice().remove('appointments', removed!.appointmentId);
-    const sweep = await runProStream(app.ctx, source, stream('appointments'), { full: true });
+    const sweep = await runStream(app.ctx, source, stream('appointments'), { full: true });
     expect(sweep).toMatchObject({ status: 'succeeded', mode: 'full', inserted: 0, updated: 0 });
     const rows = await stored();
     expect([...rows].filter(([, r]) => r.gone).map(([id]) => id)).toEqual([removed!.appointmentId]);
@@ -93,8 +93,8 @@ describe('Pro appointments from a server that sends only the spec fields', () =>
       .map((a) => a.appointmentId);
     expect(theirs.length).toBeGreaterThan(0);
     practice().remove('patients', patient.patientId);
-    await runProStream(app.ctx, source, stream('patients'));
-    await runProStream(app.ctx, source, stream('appointments'), { full: true });
+    await runStream(app.ctx, source, stream('patients'));
+    await runStream(app.ctx, source, stream('appointments'), { full: true });
     const rows = await stored();
     for (const id of theirs) expect(rows.get(id)?.gone, `appointment ${id}`).toBe(true);
     expect([...rows.values()].filter((r) => r.gone)).toHaveLength(theirs.length + 1);
@@ -110,7 +110,7 @@ describe('Pro appointments from a server that sends only the spec fields', () =>
     practice().remove('appointments', removed.appointmentId);
 
     // A full sweep ran minutes ago, so without the repair this pass would read changed patients only (none).
-    const run = await runProStream(app.ctx, source, stream('appointments'));
+    const run = await runStream(app.ctx, source, stream('appointments'));
     expect(run).toMatchObject({ status: 'succeeded', mode: 'full', inserted: 0, updated: live.length - 1 });
     const rows = await stored();
     expect(rows.get(removed.appointmentId)).toMatchObject({ gone: true });
@@ -120,7 +120,7 @@ describe('Pro appointments from a server that sends only the spec fields', () =>
     const current = [...rows.values()].filter((r) => !r.gone);
     expect(current.every((r) => r.patient !== null)).toBe(true);
 
-    const next = await runProStream(app.ctx, source, stream('appointments'));
+    const next = await runStream(app.ctx, source, stream('appointments'));
     expect(next).toMatchObject({ status: 'succeeded', mode: 'incremental', requests: 0 });
   });
 });

@@ -2,9 +2,9 @@ import { describe, expect, it } from 'vitest';
 import type { FetchedPage } from '../../src/api/pager.ts';
 import { PmsyncError } from '../../src/errors.ts';
 import { idReader } from '../../src/sync/page.ts';
-import { PageSizes, pageProList } from '../../src/sync/pro-pager.ts';
-import { sweepDue } from '../../src/sync/pro-runner.ts';
-import { horizon } from '../../src/sync/pro-availability.ts';
+import { PageSizes, pageProList } from '../../src/api/pro-pager.ts';
+import { sweepDue } from '../../src/sync/readers/fan-out.ts';
+import { horizon } from '../../src/sync/readers/capture.ts';
 
 /** A Pro list of `total` records: `{ data }` pages of min(Limit, capAt) records; optionally ignoring Page. */
 function server(total: number, options: { capAt?: number; ignoresPage?: boolean; bare?: boolean } = {}) {

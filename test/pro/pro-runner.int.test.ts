@@ -8,8 +8,9 @@ import { openApp, type App } from '../../src/app.ts';
 import { loadConfig, type ProSourceConfig } from '../../src/config.ts';
 import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
 import type { SyncContext } from '../../src/sync/context.ts';
-import { FAN_OUT_BATCH, runProStream } from '../../src/sync/pro-runner.ts';
-import { newProSession } from '../../src/sync/pro-scope.ts';
+import { FAN_OUT_BATCH } from '../../src/sync/readers/fan-out.ts';
+import { runStream } from '../../src/sync/run-stream.ts';
+import { newProSession } from '../../src/sync/readers/pro-session.ts';
 import { PRO_STREAMS } from '../../src/sync/streams/index.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { writeConfig } from '../support/cli.ts';
@@ -71,11 +72,11 @@ afterAll(async () => {
 
 describe('Pro runner', () => {
   it('reads the patients list whole and marks the ones it no longer returns', async () => {
-    const summary = await runProStream(app.ctx, source, stream('patients'));
+    const summary = await runStream(app.ctx, source, stream('patients'));
     expect(summary).toMatchObject({ status: 'succeeded', inserted: 120, requests: 2 });
     const gone = sim.practice(PRACTICE.practiceId).list('patients')[5]!;
     sim.practice(PRACTICE.practiceId).remove('patients', gone.patientId);
-    await runProStream(app.ctx, source, stream('patients'));
+    await runStream(app.ctx, source, stream('patients'));
     const marked = await rows<{ id: number }>('SELECT id FROM pro_patients WHERE source = $1 AND not_seen_since IS NOT NULL', [
       source.name,
     ]);
@@ -86,7 +87,7 @@ describe('Pro runner', () => {
     const abort = new AbortController();
     const ctx: SyncContext = { ...withSignal(abort.signal), onProgress: (e) => e.page === 1 && abort.abort() };
     const from = sim.stats().requests.length;
-    await expect(runProStream(ctx, source, stream('appointments'))).rejects.toMatchObject({ code: 'SHUTDOWN' });
+    await expect(runStream(ctx, source, stream('appointments'))).rejects.toMatchObject({ code: 'SHUTDOWN' });
     const [run] = await rows<{ status: string; pages: number }>(
       "SELECT status, pages FROM pmsync.runs WHERE source = $1 AND resource = 'appointments'",
       [source.name],
@@ -94,7 +95,7 @@ describe('Pro runner', () => {
     expect(run).toEqual({ status: 'interrupted', pages: 1 });
     expect(proRequests(from, /\/appointments$/)).toBe(FAN_OUT_BATCH);
 
-    const resumed = await runProStream(withSignal(new AbortController().signal), source, stream('appointments'));
+    const resumed = await runStream(withSignal(new AbortController().signal), source, stream('appointments'));
     expect(resumed).toMatchObject({ status: 'succeeded', mode: 'full' });
     const live = 119; // one patient was removed above
     expect(proRequests(from, /\/appointments$/)).toBe(live);
@@ -112,7 +113,7 @@ describe('Pro runner', () => {
 
   it('between sweeps reads only new and changed patients, and marks appointments a patient no longer has', async () => {
     const practice = sim.practice(PRACTICE.practiceId);
-    const unchanged = await runProStream(app.ctx, source, stream('appointments'));
+    const unchanged = await runStream(app.ctx, source, stream('appointments'));
     expect(unchanged).toMatchObject({ status: 'succeeded', mode: 'incremental', requests: 0, pages: 0 });
 
     const [changed, other] = practice.list('patients');
@@ -124,9 +125,9 @@ describe('Pro runner', () => {
     // a booking for an unchanged patient waits for the next full sweep
     practice.create('appointments', { patientId: other!.patientId });
 
-    await runProStream(app.ctx, source, stream('patients'));
+    await runStream(app.ctx, source, stream('patients'));
     const from = sim.stats().requests.length;
-    const summary = await runProStream(app.ctx, source, stream('appointments'));
+    const summary = await runStream(app.ctx, source, stream('appointments'));
     expect(summary).toMatchObject({ status: 'succeeded', mode: 'incremental', inserted: 1 });
     const paths = sim
       .stats()
@@ -148,14 +149,14 @@ describe('Pro runner', () => {
     ]);
     expect(fresh).toEqual([{ patient_id: newcomer.patientId, appt: booked.apptDate.replace('T', ' ') }]);
 
-    const sweep = await runProStream(app.ctx, { ...source, appointments: { fullSweepHours: 0 } }, stream('appointments'));
+    const sweep = await runStream(app.ctx, { ...source, appointments: { fullSweepHours: 0 } }, stream('appointments'));
     expect(sweep).toMatchObject({ mode: 'full', inserted: 1 });
   });
 
   it('reads waitlist entries named by slots or configured, marking those that answer 404', async () => {
-    await runProStream(app.ctx, source, stream('waitlist-slots'));
+    await runStream(app.ctx, source, stream('waitlist-slots'));
     const from = sim.stats().requests.length;
-    const summary = await runProStream(app.ctx, source, stream('waitlist'));
+    const summary = await runStream(app.ctx, source, stream('waitlist'));
     const named = new Set(
       sim
         .practice(PRACTICE.practiceId)
@@ -166,7 +167,7 @@ describe('Pro runner', () => {
     expect(proRequests(from, /\/waitlist\/\d+$/)).toBe(named.size + 1); // + the configured 7999, which answers 404
     const one = [...named][0]!;
     sim.practice(PRACTICE.practiceId).remove('waitlist', one);
-    await runProStream(app.ctx, source, stream('waitlist'));
+    await runStream(app.ctx, source, stream('waitlist'));
     const marked = await rows<{ id: number }>('SELECT id FROM pro_waitlist_entries WHERE source = $1 AND not_seen_since IS NOT NULL', [
       source.name,
     ]);
@@ -180,14 +181,14 @@ describe('Pro runner', () => {
     const abort = new AbortController();
     const ctx: SyncContext = { ...withSignal(abort.signal), onProgress: (e) => e.page === 1 && abort.abort() };
     const session = newProSession(source);
-    await expect(runProStream(ctx, source, stream('availability'), { session })).rejects.toMatchObject({ code: 'SHUTDOWN' });
+    await expect(runStream(ctx, source, stream('availability'), { session })).rejects.toMatchObject({ code: 'SHUTDOWN' });
     const open = await rows<{ completed: boolean; event_types: number }>(
       'SELECT completed_at IS NOT NULL AS completed, event_types FROM pro_availability_captures WHERE source = $1',
       [source.name],
     );
     expect(open).toEqual([{ completed: false, event_types: 1 }]);
 
-    const done = await runProStream(withSignal(new AbortController().signal), source, stream('availability'), { session });
+    const done = await runStream(withSignal(new AbortController().signal), source, stream('availability'), { session });
     expect(done.status).toBe('succeeded');
     // the event type committed before the interruption was not read again
     const byRun = await rows<{ event_type_id: number; run_id: number }>(
@@ -211,8 +212,8 @@ describe('Pro runner', () => {
     expect(counted[0]).toEqual({ slots: capture!.slots, open: capture!.slots });
     expect(capture!.slots).toBeGreaterThan(0);
 
-    expect(await runProStream(app.ctx, source, stream('availability'))).toMatchObject({ status: 'skipped' });
-    expect(await runProStream(app.ctx, source, stream('availability'), { full: true })).toMatchObject({ status: 'succeeded' });
+    expect(await runStream(app.ctx, source, stream('availability'))).toMatchObject({ status: 'skipped' });
+    expect(await runStream(app.ctx, source, stream('availability'), { full: true })).toMatchObject({ status: 'succeeded' });
     const captures = await rows<{ n: number }>(
       'SELECT count(*)::int AS n FROM pro_availability_captures WHERE source = $1 AND completed_at IS NOT NULL',
       [source.name],

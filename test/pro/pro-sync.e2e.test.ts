@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type RequestLogEntry, type Simulator } from '../../src/simulator/index.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { cliEnv, runCli, spawnCli, waitExit, writeConfig, type CliResult } from '../support/cli.ts';
-import { FAN_OUT_BATCH } from '../../src/sync/pro-runner.ts';
+import { FAN_OUT_BATCH } from '../../src/sync/readers/fan-out.ts';
 
 const CLINIC = {
   token: 'e2e-pro-token-Vb8',

@@ -6,7 +6,7 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
-import { acquireStreamLock, heldStreamLocks, streamLockKey } from '../../src/scheduler/lock.ts';
+import { acquireStreamLock, heldStreamLocks, streamLockKey } from '../../src/state/locks.ts';
 
 const HOLDER = fileURLToPath(new URL('./support/hold-lock.ts', import.meta.url));
 let db: TestDatabase;

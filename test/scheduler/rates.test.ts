@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { ChangeTally, exposureBySlot, SLOTS, windowObservation, type StoredSlot } from '../../src/state/change-model.ts';
 import { expectedSince, PRIOR_PER_HOUR, slotRates } from '../../src/scheduler/rates.ts';
-import { slotOf, wallSlot } from '../../src/sync/window.ts';
+import { slotOf, wallSlot } from '../../src/time.ts';
 
 const at = (iso: string) => new Date(iso);
 const MON_10 = 1 * 24 + 10;

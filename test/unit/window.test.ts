@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { formatInZone, nextWindow, floorToSecond, dateInZone } from '../../src/sync/window.ts';
+import { nextWindow } from '../../src/sync/window.ts';
+import { formatInZone, floorToSecond, dateInZone } from '../../src/time.ts';
 import { quotaDayOf } from '../../src/state/quota-day.ts';
 
 describe('nextWindow', () => {

@@ -4,7 +4,7 @@
  *   node hold-lock.ts DATABASE_URL SOURCE RESOURCE [WAIT_MS]
  */
 import { createPool } from '../../../src/db/pool.ts';
-import { acquireStreamLock } from '../../../src/scheduler/lock.ts';
+import { acquireStreamLock } from '../../../src/state/locks.ts';
 
 const [url, source, resource, wait] = process.argv.slice(2);
 const pool = createPool(url!, 1);

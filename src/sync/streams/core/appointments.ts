@@ -1,5 +1,5 @@
 import { appointmentRaw, mapAppointment } from '../../../mappers/core/appointments.ts';
-import { dateInZone } from '../../window.ts';
+import { dateInZone } from '../../../time.ts';
 import { defineRestStream } from '../rest.ts';
 
 const DAY_MS = 86_400_000;

@@ -1,5 +1,5 @@
 /**
- * Availability snapshots: open capacity as the Pro API shows it at one instant.
+ * Availability captures: open capacity as the Pro API shows it at one instant.
  *
  * A capture reads the event types, then per event type the providers offering
  * it and, per provider, the open slots from today to today + horizonDays. Rows
@@ -7,34 +7,33 @@
  * time. pro_availability_captures has one row per capture; its completed_at is
  * set once every event type is in, so partial captures are easy to leave out.
  *
- * Each event type commits in one transaction with the checkpoint (the event
- * type list, frozen when the capture opens, and how many are done); a capture
- * interrupted by a crash is finished by the next run under the same
- * captured_at. A run takes a new capture only when the last one is at least
- * `availability.minIntervalMinutes` old.
+ * Units: the event type list (frozen when the capture opens), then one event
+ * type each. A capture interrupted by a crash is finished by the next run
+ * under the same captured_at. A run takes a new capture only when the last one
+ * is at least `availability.minIntervalMinutes` old, unless forced.
  *
  * Request cost of one capture: the event type list (1 request per page), one
  * providers request per event type, one slots request per (event type,
  * provider) pair.
  */
 import pLimit from 'p-limit';
-import type pg from 'pg';
-import type { HttpClient } from '../api/http.ts';
-import type { ProSourceConfig } from '../config.ts';
-import { describeIssues } from '../mappers/common.ts';
-import { eventTypeRaw } from '../mappers/pro/event-types.ts';
-import { mapProviderEntry, mapSlotGroup, providerEntryRaw, slotGroupRaw, type ProviderEntryRow } from '../mappers/pro/availability.ts';
-import { completeWindow, loadState, saveWindow, type WindowCheckpoint } from '../state/checkpoints.ts';
-import { quarantine, type Rejected } from '../state/quarantine.ts';
-import { closeAbandonedRuns } from '../state/runs.ts';
-import type { Queryable } from '../db/pool.ts';
-import type { SyncContext } from './context.ts';
-import { idReader, unstorableReason } from './page.ts';
-import { pageProList } from './pro-pager.ts';
-import { allSettledOrThrow, practicePath, type ProRunOptions, type ProSession } from './pro-scope.ts';
-import { dbNow, NO_ROWS, skippedSummary, withRun, type RunScope, type RunSummary } from './run-scope.ts';
-import type { ProSnapshotStream } from './streams/pro/stream.ts';
-import { dateInZone } from './window.ts';
+import type { HttpClient } from '../../api/http.ts';
+import { pageProList } from '../../api/pro-pager.ts';
+import type { ProSourceConfig } from '../../config.ts';
+import type { Queryable } from '../../db/pool.ts';
+import { dbNow } from '../../db/rows.ts';
+import { describeIssues } from '../../mappers/common.ts';
+import { eventTypeRaw } from '../../mappers/pro/event-types.ts';
+import { mapProviderEntry, mapSlotGroup, providerEntryRaw, slotGroupRaw, type ProviderEntryRow } from '../../mappers/pro/availability.ts';
+import type { WindowCheckpoint } from '../../state/checkpoints.ts';
+import { quarantine, type Rejected } from '../../state/quarantine.ts';
+import type { SyncContext } from '../context.ts';
+import type { Reader } from '../driver.ts';
+import { idReader, unstorableReason } from '../page.ts';
+import { NO_ROWS, type RunOptions, type RunScope } from '../run-scope.ts';
+import type { ProSnapshotStream } from '../streams/pro/stream.ts';
+import { dateInZone } from '../../time.ts';
+import { allSettledOrThrow, pagerOptions, practicePath, type ProSession } from './pro-session.ts';
 
 const DAY_MS = 86_400_000;
 
@@ -53,100 +52,101 @@ export function horizon(capturedAt: Date, horizonDays: number): { start: string;
   return { start: dateInZone(capturedAt, 'UTC'), end: dateInZone(new Date(capturedAt.getTime() + horizonDays * DAY_MS), 'UTC') };
 }
 
-export async function runAvailability(
+export function captureReader(
   ctx: SyncContext,
   source: ProSourceConfig,
   stream: ProSnapshotStream,
-  options: ProRunOptions,
+  options: RunOptions,
   session: ProSession,
-): Promise<RunSummary> {
+): Reader {
   const client = ctx.clientFor(source);
-  await closeAbandonedRuns(ctx.pool, source.name, stream.resource);
-  const state = await loadState(ctx.pool, source.name, stream.resource);
-  const resumed = state.window !== null && !options.full;
-  let window: WindowCheckpoint;
-  if (resumed && state.window) {
-    window = state.window;
-  } else {
-    const now = await dbNow(ctx.pool);
-    const forced = options.full || options.since;
-    if (!forced && state.cursor && now.getTime() - state.cursor.getTime() < source.availability.minIntervalMinutes * 60_000) {
-      ctx.logger.info(
-        { source: source.name, resource: stream.resource, lastCapture: state.cursor },
-        'the last availability capture is recent enough; none taken',
-      );
-      return skippedSummary(source, stream.resource, 'snapshot');
-    }
-    const { start, end } = horizon(now, source.availability.horizonDays);
-    const position: CapturePosition = { eventTypeIds: null, done: 0 };
-    window = {
-      mode: 'full',
-      start: null,
-      end: now.toISOString(),
-      nextPage: 1,
-      filters: { Start: start, End: end },
-      startedAt: now.toISOString(),
-      totalRows: null,
-      extra: { ...position },
-    };
-  }
-  const capturedAt = new Date(window.end);
-  const position = (window.extra ?? { eventTypeIds: null, done: 0 }) as unknown as CapturePosition;
-  const save = (tx: pg.PoolClient) => saveWindow(tx, source.name, stream.resource, { ...window, extra: { ...position } });
+  return {
+    resource: stream.resource,
+    skippedMode: 'snapshot',
+    learning: null,
 
-  return withRun(ctx, source, stream.resource, window, resumed, options, async (run) => {
-    if (position.eventTypeIds === null) {
-      const ids = await readEventTypeIds(client, source, session, run);
-      await run.commit(
-        async (tx) => {
-          await tx.query(
-            `INSERT INTO pro_availability_captures (source, captured_at, horizon_start, horizon_end, run_id) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING`,
-            [source.name, capturedAt, window.filters.Start, window.filters.End, run.runId],
-          );
-          position.eventTypeIds = ids;
-          await save(tx);
-          return NO_ROWS;
+    async open(state) {
+      const now = await dbNow(ctx.pool);
+      const forced = options.full || options.since;
+      if (!forced && state.cursor && now.getTime() - state.cursor.getTime() < source.availability.minIntervalMinutes * 60_000) {
+        ctx.logger.info(
+          { source: source.name, resource: stream.resource, lastCapture: state.cursor },
+          'the last availability capture is recent enough; none taken',
+        );
+        return null;
+      }
+      const { start, end } = horizon(now, source.availability.horizonDays);
+      const position: CapturePosition = { eventTypeIds: null, done: 0 };
+      return {
+        window: {
+          mode: 'full',
+          start: null,
+          end: now.toISOString(),
+          nextPage: 1,
+          filters: { Start: start, End: end },
+          startedAt: now.toISOString(),
+          totalRows: null,
+          extra: { ...position },
         },
-        { page: 0, rows: ids.length },
-      );
-    }
-    const eventTypeIds = position.eventTypeIds ?? [];
-    const limit = pLimit(source.concurrency);
-    for (let i = position.done; i < eventTypeIds.length; i++) {
-      run.checkAbort();
-      const eventTypeId = eventTypeIds[i]!;
-      const read = await readEventType(client, source, session, run, window, eventTypeId, limit);
-      await run.commit(
-        async (tx) => {
-          const inserted = await insertEventType(tx, source.name, capturedAt, run.runId, eventTypeId, read);
-          await quarantine(tx, source.name, stream.resource, run.runId, read.rejected);
-          position.done = i + 1;
-          if (position.done === eventTypeIds.length) await finishCapture(tx, source.name, stream.resource, capturedAt);
-          else await save(tx);
-          return { inserted, updated: 0, unchanged: 0, rejected: read.rejected.length };
-        },
-        { page: i + 1, rows: read.providers.length },
-      );
-    }
-    if (eventTypeIds.length === 0) {
-      await finishCapture(ctx.pool, source.name, stream.resource, capturedAt);
-    }
-  });
-}
+      };
+    },
 
-async function finishCapture(db: Queryable, source: string, resource: string, capturedAt: Date): Promise<void> {
-  await db.query('UPDATE pro_availability_captures SET completed_at = now() WHERE source = $1 AND captured_at = $2', [source, capturedAt]);
-  await completeWindow(db, source, resource, capturedAt);
+    async *units(window, { run }) {
+      const capturedAt = new Date(window.end);
+      const position = { ...((window.extra ?? { eventTypeIds: null, done: 0 }) as unknown as CapturePosition) };
+      if (position.eventTypeIds === null) {
+        const ids = await readEventTypeIds(client, source, session, run);
+        yield {
+          async write(tx) {
+            await tx.query(
+              `INSERT INTO pro_availability_captures (source, captured_at, horizon_start, horizon_end, run_id) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING`,
+              [source.name, capturedAt, window.filters.Start, window.filters.End, run.runId],
+            );
+            return NO_ROWS;
+          },
+          last: ids.length === 0,
+          advance(w) {
+            w.extra = { eventTypeIds: ids, done: 0 };
+          },
+          progress: { page: 0, rows: ids.length },
+        };
+        position.eventTypeIds = ids;
+      }
+      const eventTypeIds = position.eventTypeIds;
+      const limit = pLimit(source.concurrency);
+      for (let i = position.done; i < eventTypeIds.length; i++) {
+        const eventTypeId = eventTypeIds[i]!;
+        const read = await readEventType(client, source, session, run, window, eventTypeId, limit);
+        yield {
+          async write(tx) {
+            const inserted = await insertEventType(tx, source.name, capturedAt, run.runId, eventTypeId, read);
+            await quarantine(tx, source.name, stream.resource, run.runId, read.rejected);
+            return { inserted, updated: 0, unchanged: 0, rejected: read.rejected.length };
+          },
+          last: i + 1 === eventTypeIds.length,
+          advance(w) {
+            w.extra = { eventTypeIds, done: i + 1 };
+          },
+          progress: { page: i + 1, rows: read.providers.length },
+        };
+      }
+    },
+
+    async complete(tx, window) {
+      await tx.query('UPDATE pro_availability_captures SET completed_at = now() WHERE source = $1 AND captured_at = $2', [
+        source.name,
+        new Date(window.end),
+      ]);
+    },
+  };
 }
 
 async function readEventTypeIds(client: HttpClient, source: ProSourceConfig, session: ProSession, run: RunScope): Promise<number[]> {
   const ids = new Set<number>();
-  const pages = pageProList((page, limit) => client.get(practicePath(source, '/event-types'), { Page: page, Limit: limit }, run.get), {
-    limit: source.pageLimit,
-    sizes: session.pageSizes,
-    idOf: idReader('eventTypeId'),
-    warn: (message, details) => run.log.warn(details, message),
-  });
+  const pages = pageProList(
+    (page, limit) => client.get(practicePath(source, '/event-types'), { Page: page, Limit: limit }, run.get),
+    pagerOptions(run, source, session, 'eventTypeId'),
+  );
   for await (const page of pages) {
     session.practiceConfirmed = true;
     for (const raw of page.records) {
@@ -181,12 +181,10 @@ async function readAll(
 ) {
   const records: unknown[] = [];
   let sentAt: Date | null = null;
-  const pages = pageProList((page, limit) => client.get(practicePath(source, path), { ...query, Page: page, Limit: limit }, run.get), {
-    limit: source.pageLimit,
-    sizes: session.pageSizes,
-    idOf,
-    warn: (message, details) => run.log.warn(details, message),
-  });
+  const pages = pageProList(
+    (page, limit) => client.get(practicePath(source, path), { ...query, Page: page, Limit: limit }, run.get),
+    pagerOptions(run, source, session, idOf),
+  );
   for await (const page of pages) {
     sentAt ??= page.sentAt;
     records.push(...page.records);
@@ -263,7 +261,7 @@ async function readEventType(
 
 /** Appends one event type's rows to the capture; returns how many rows were added. */
 async function insertEventType(
-  tx: pg.PoolClient,
+  tx: Queryable,
   source: string,
   capturedAt: Date,
   runId: number,

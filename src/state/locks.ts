@@ -18,7 +18,6 @@ import { hostname } from 'node:os';
 import pg from 'pg';
 import { PmsyncError } from '../errors.ts';
 import type { Pool } from '../db/pool.ts';
-import type { SyncContext } from '../sync/context.ts';
 
 /** First key of every stream lock (the two-integer advisory lock space). */
 export const STREAM_LOCK_CLASS = 727_002;
@@ -121,12 +120,12 @@ export type Locked<T> = { ran: true; value: T } | { ran: false };
  * fires if the lock is lost; returns { ran: false } when another process holds
  * it past `waitMs`.
  */
-export async function withStreamLock<T>(
-  ctx: SyncContext,
+export async function withStreamLock<T, C extends { pool: Pool; signal: AbortSignal }>(
+  ctx: C,
   source: string,
   resource: string,
   options: AcquireOptions,
-  body: (ctx: SyncContext) => Promise<T>,
+  body: (ctx: C) => Promise<T>,
 ): Promise<Locked<T>> {
   const lock = await acquireStreamLock(ctx.pool, source, resource, { signal: ctx.signal, ...options });
   if (!lock) return { ran: false };

@@ -17,7 +17,7 @@
  * One PageSizes is shared by every list of a source in a run, so once any list
  * has served a full page, no list pays for a check again.
  */
-import type { FetchedPage, Page } from '../api/pager.ts';
+import type { FetchedPage, Page } from './pager.ts';
 import { PmsyncError } from '../errors.ts';
 
 export type PageVerdict = 'more' | 'last' | 'check';

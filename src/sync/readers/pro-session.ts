@@ -1,12 +1,12 @@
 /**
- * What the runs of one Pro source share: paths below the practice, the page
- * sizes learned from the server, and whether the practice is confirmed. The run
- * lifecycle itself is the shared one in run-scope.ts.
+ * What the Pro readers share: paths below the practice, the page sizes
+ * learned from the server, and whether the practice is confirmed.
  */
-import type { ProSourceConfig } from '../config.ts';
-import type { WindowCheckpoint } from '../state/checkpoints.ts';
-import { PageSizes } from './pro-pager.ts';
-import type { RunOptions } from './run-scope.ts';
+import { PageSizes, type ProPagerOptions } from '../../api/pro-pager.ts';
+import type { ProSourceConfig } from '../../config.ts';
+import type { WindowCheckpoint } from '../../state/checkpoints.ts';
+import { idReader } from '../page.ts';
+import type { RunOptions, RunScope } from '../run-scope.ts';
 
 /** What the runs of one Pro source share within one process. */
 export interface ProSession {
@@ -46,4 +46,40 @@ export async function allSettledOrThrow<T>(tasks: Array<Promise<T>>): Promise<T[
   const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
   if (failed) throw failed.reason;
   return settled.map((s) => (s as PromiseFulfilledResult<T>).value);
+}
+
+/** Pager options for one list read of a run. */
+export function pagerOptions(
+  run: RunScope,
+  source: ProSourceConfig,
+  session: ProSession,
+  idOf: string | ((raw: unknown) => string | null),
+  startPage = 1,
+): ProPagerOptions {
+  return {
+    limit: source.pageLimit,
+    startPage,
+    sizes: session.pageSizes,
+    idOf: typeof idOf === 'string' ? idReader(idOf) : idOf,
+    warn: (message: string, details: Record<string, unknown>) => run.log.warn(details, message),
+  };
+}
+
+/** A fresh Pro window: Pro lists carry no modification filter, so a window is bounded by when it opened. */
+export function freshProWindow(
+  mode: 'full' | 'incremental',
+  start: Date | null,
+  now: Date,
+  extra?: Record<string, unknown>,
+): WindowCheckpoint {
+  return {
+    mode,
+    start: start?.toISOString() ?? null,
+    end: now.toISOString(),
+    nextPage: 1,
+    filters: {},
+    startedAt: now.toISOString(),
+    totalRows: null,
+    extra,
+  };
 }
