@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ProSourceConfig, RestSourceConfig } from '../../src/config.ts';
-import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
+import { startSimulator, type Simulator } from '../../simulator/index.ts';
 import { runProStream } from '../../src/sync/pro-runner.ts';
 import { runRestStream } from '../../src/sync/runner.ts';
 import { PRO_STREAMS, REST_STREAMS } from '../../src/sync/streams/index.ts';

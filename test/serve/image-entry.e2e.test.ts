@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { DEMO_CORE, startSimulator, type Simulator } from '../../src/simulator/index.ts';
+import { DEMO_CORE, startSimulator, type Simulator } from '../../simulator/index.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { ROOT } from '../support/cli.ts';
 import { eventually } from './support.ts';
