@@ -15,7 +15,23 @@ COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --omit=optional --omit=peer --ignore-scripts --no-audit --no-fund \
  && npm cache clean --force
 
-# ---- runtime: source files and production dependencies, run as the unprivileged "node" user ----
+# ---- simulator: the local Core, Subset and Pro APIs, for compose's demo profile only ----
+#   docker build --target simulator -t pmsync-simulator .
+# An image of its own, so the pmsync image below carries no simulator/ (README, "Why the product
+# image does not carry the simulator"). It shares the locked production packages of "deps".
+FROM ${NODE_IMAGE} AS simulator
+ENV NODE_ENV=production
+WORKDIR /app
+COPY --from=deps /app/node_modules ./node_modules
+COPY package.json ./
+COPY simulator ./simulator
+USER node
+EXPOSE 4010
+ENTRYPOINT ["node", "simulator/main.ts"]
+CMD ["--host", "0.0.0.0", "--port", "4010"]
+
+# ---- runtime: pmsync's source files and production dependencies, run as the unprivileged "node" user ----
+# The last stage, so a plain `docker build` gives this image; it copies only what pmsync runs.
 FROM ${NODE_IMAGE} AS runtime
 # --max-semi-space-size=8 keeps a 1,000,000-row sync under 256 MB of RSS at the same speed:
 # with V8's default young generation the peak is about 325 MB (bench/RESULTS.md, "End to end").

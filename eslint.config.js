@@ -12,4 +12,32 @@ export default tseslint.config(
       '@typescript-eslint/consistent-type-imports': 'error',
     },
   },
+  // The product and the simulator stand apart: the product image carries no simulator, and the
+  // simulator answers by the API contract alone. Code that needs both lives in test/, bench/, scripts/.
+  {
+    files: ['src/**'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { group: ['**/simulator/**', '**/simulator'], message: 'src/ must not import the simulator (it is not in the product image).' },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    files: ['simulator/**'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { group: ['**/src/**', '**/src'], message: 'simulator/ must not import pmsync (src/): it follows the API contract only.' },
+          ],
+        },
+      ],
+    },
+  },
 );

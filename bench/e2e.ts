@@ -1,7 +1,7 @@
 /**
  * Part 3, end to end: `pmsync sync --resource customers` as an operator runs
- * it, against `pmsync simulate --customers N --quota 0` in another process,
- * with the source's daily quota set out of the way. Measured: rows per second
+ * it, against the simulator (`npm run simulator -- --customers N --quota 0`)
+ * in another process, with the source's daily quota set out of the way. Measured: rows per second
  * of the run (pmsync.runs start to end) and of the whole process (start-up and
  * migration check included), and the pmsync process's peak resident memory
  * (VmHWM from /proc), with RSS sampled over the run to show it stays flat.
@@ -9,7 +9,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DEMO_CORE } from '../src/simulator/index.ts';
+import { DEMO_CORE } from '../simulator/index.ts';
 import { createBenchDatabase, type BenchServer } from './support/db.ts';
 import { cliEnv, runCliMeasured, startSimulatorProcess, type MemorySample } from './support/proc.ts';
 import { fmtInt, fmtMb, fmtNum, median, spread, table } from './support/stats.ts';
@@ -157,7 +157,7 @@ export async function runEndToEnd(server: BenchServer, options: EndToEndOptions)
     })
     .filter(Boolean);
   const markdown = [
-    `\`pmsync sync --resource customers\` in its own process (DATABASE_URL points at the bench PostgreSQL) against \`pmsync simulate --customers N --quota 0\` in another, source dailyQuota 1,000,000,000. "run" rows/s is measured from the run's own start and end in pmsync.runs; "process" includes Node start-up and the migration check. Peak RSS is the kernel's VmHWM of the pmsync process; RSS by quarter is the largest RSS sampled (every 50 ms) in each quarter of the process's life.`,
+    `\`pmsync sync --resource customers\` in its own process (DATABASE_URL points at the bench PostgreSQL) against the simulator (\`npm run simulator -- --customers N --quota 0\`) in another, source dailyQuota 1,000,000,000. "run" rows/s is measured from the run's own start and end in pmsync.runs; "process" includes Node start-up and the migration check. Peak RSS is the kernel's VmHWM of the pmsync process; RSS by quarter is the largest RSS sampled (every 50 ms) in each quarter of the process's life.`,
     '',
     table(
       [

@@ -15,7 +15,7 @@
 import { Writable } from 'node:stream';
 import { openApp } from '../src/app.ts';
 import { loadConfig, type RestSourceConfig } from '../src/config.ts';
-import { DEMO_CORE, startSimulator, type CoreResource, type Simulator } from '../src/simulator/index.ts';
+import { DEMO_CORE, startSimulator, type CoreResource, type Simulator } from '../simulator/index.ts';
 import { syncSource } from '../src/sync/sync-source.ts';
 import type { BenchServer } from './support/db.ts';
 import { createBenchDatabase } from './support/db.ts';

@@ -15,7 +15,7 @@
  * defaults (a), a heavier day and the curve.
  */
 import type { Purpose } from '../src/api/http.ts';
-import { QUIET_DAY, REFERENCE_DAY, type DayPattern } from '../src/simulator/day.ts';
+import { QUIET_DAY, REFERENCE_DAY, type DayPattern } from '../simulator/day.ts';
 import { createBenchDatabase, type BenchServer } from './support/db.ts';
 import { DayRig, stalenessMinutes, type DayReport, type RigOptions } from './support/day-rig.ts';
 import { fmtInt, fmtNum, percentile, table } from './support/stats.ts';

@@ -1,7 +1,7 @@
 /**
  * Part 4, webhooks: `pmsync webhooks receive` (receiver and refresh worker in
- * one process, as an operator runs it) against `pmsync simulate` in another
- * process, driven through its loopback control API (/__sim/).
+ * one process, as an operator runs it) against the simulator
+ * (`npm run simulator`) in another process, driven through its loopback control API (/__sim/).
  *
  * - Acknowledgement latency: autocannon POSTs valid deliveries, each with a
  *   distinct EventId and pointing to one of the simulator's customers, at a
@@ -29,7 +29,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawn } from 'node:child_process';
 import autocannon, { type Result as AutocannonResult } from 'autocannon';
-import { DEMO_CORE } from '../src/simulator/index.ts';
+import { DEMO_CORE } from '../simulator/index.ts';
 import { activateSecret, addProvisionalSecret, hashToken, newToken } from '../src/webhooks/secrets.ts';
 import { createBenchDatabase, type BenchDatabase, type BenchServer } from './support/db.ts';
 import { CLI, cliEnv, ROOT, startSimulatorProcess } from './support/proc.ts';
@@ -237,7 +237,7 @@ export async function runWebhooks(server: BenchServer, options: WebhookOptions):
     await sim.stop();
   }
   const markdown = [
-    '`pmsync webhooks receive` in its own process (PostgreSQL inbox and pg-boss queue on the bench PostgreSQL), `pmsync simulate` in another, deliveries sent from the benchmark process. Each row starts from an empty database.',
+    '`pmsync webhooks receive` in its own process (PostgreSQL inbox and pg-boss queue on the bench PostgreSQL), the simulator (`npm run simulator`) in another, deliveries sent from the benchmark process. Each row starts from an empty database.',
     '',
     `Acknowledgement latency: autocannon, 10 connections, ${fmtInt(ackCount)} valid deliveries at ${RATE} per second, each with a distinct EventId and pointing to one of ${fmtInt(ackCount)} customers; every accepted delivery is stored and its refresh queued in one transaction before the reply. "receive-only" is \`webhooks receive --no-worker\` (a replica that only queues); "with worker" also runs the refreshes those deliveries queue, on the same machine, while it answers.`,
     '',

@@ -28,9 +28,9 @@ import { RegistrationApi, registrationUrl } from '../../src/webhooks/registratio
 import { activateSecret, addProvisionalSecret, hashToken, newToken } from '../../src/webhooks/secrets.ts';
 import { REST_STREAMS } from '../../src/sync/streams/index.ts';
 import { refreshQueueCounts } from '../../src/webhooks/queue.ts';
-import { applyChange, planDay, type DayChange, type DayPattern } from '../../src/simulator/day.ts';
-import { startSimulator, type CoreResource, type Simulator, type TenantHandle } from '../../src/simulator/index.ts';
-import { TenantClock } from '../../src/simulator/time.ts';
+import { applyChange, planDay, type DayChange, type DayPattern } from '../../simulator/day.ts';
+import { startSimulator, type CoreResource, type Simulator, type TenantHandle } from '../../simulator/index.ts';
+import { TenantClock } from '../../simulator/time.ts';
 
 export const MINUTE = 60_000;
 export const HOUR = 60 * MINUTE;

@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 export const CLI = `${ROOT}src/cli/main.ts`;
+export const SIMULATOR = `${ROOT}simulator/main.ts`;
 
 export interface MemorySample {
   /** Milliseconds since the child started. */
@@ -82,13 +83,13 @@ export interface RunningSimulator {
   stop(): Promise<void>;
 }
 
-/** Starts `pmsync simulate` on a free loopback port and waits until it listens. */
+/** Starts the simulator (`npm run simulator`) on a free loopback port and waits until it listens. */
 export async function startSimulatorProcess(
   args: string[],
   options: { timeoutMs?: number; nodeArgs?: string[] } = {},
 ): Promise<RunningSimulator> {
   const timeoutMs = options.timeoutMs ?? 120_000;
-  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), CLI, 'simulate', '--host', '127.0.0.1', '--port', '0', ...args], {
+  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), SIMULATOR, '--host', '127.0.0.1', '--port', '0', ...args], {
     cwd: ROOT,
     env: cliEnv({}),
     stdio: ['ignore', 'pipe', 'pipe'],

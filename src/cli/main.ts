@@ -4,14 +4,12 @@
 import { Command, Option } from 'commander';
 import { EXIT } from '../errors.ts';
 import { dbCommand } from './commands/db.ts';
-import { demoCommand } from './commands/demo.ts';
 import { driftCommand } from './commands/drift.ts';
 import { migrateCommand } from './commands/migrate.ts';
 import { repopulateCommand } from './commands/repopulate.ts';
 import { resyncCommand } from './commands/resync.ts';
 import { runsCommand } from './commands/runs.ts';
 import { serveCommand } from './commands/serve.ts';
-import { simulateCommand } from './commands/simulate.ts';
 import { statusCommand } from './commands/status.ts';
 import { syncCommand } from './commands/sync.ts';
 import { webhooksCommand } from './commands/webhooks.ts';
@@ -34,8 +32,6 @@ const program = new Command('pmsync')
   .addCommand(driftCommand())
   .addCommand(repopulateCommand())
   .addCommand(migrateCommand())
-  .addCommand(demoCommand())
-  .addCommand(simulateCommand())
   .addCommand(dbCommand())
   .addCommand(webhooksCommand());
 

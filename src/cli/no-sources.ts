@@ -5,6 +5,9 @@
  */
 import type { StoredSource } from '../state/sources.ts';
 
+/** The source name `npm run demo` (scripts/demo.ts) writes its rows under. */
+export const DEMO_SOURCE = 'demo';
+
 export const CONFIGURE_HINT =
   'To sync an account of your own, set CORE_BASE_URL, CORE_APIKEY, CORE_USERNAME and CORE_PASSWORD, or pass --config FILE ' +
   '(or PMSYNC_CONFIG) with a "sources" list; see "Pointing pmsync at a real account" in the README.';
@@ -12,12 +15,12 @@ export const CONFIGURE_HINT =
 export function describeNoSources(stored: StoredSource[], options: { demoSource: string; psqlUrl: string | null }): string {
   const lines = ['No source is configured, so there is nothing to report on.'];
   if (stored.length === 0) {
-    lines.push('The database holds no synced data yet. "pmsync demo" shows pmsync at work against its local simulator.');
+    lines.push('The database holds no synced data yet. "npm run demo" shows pmsync at work against its local simulator.');
   } else {
     lines.push('The database holds data of:');
     for (const s of stored) {
       const last = s.lastRunAt ? `, last run ${s.lastRunAt.toISOString()}` : '';
-      const note = s.source === options.demoSource ? ' (written by "pmsync demo" from its simulator)' : ' (not in this configuration)';
+      const note = s.source === options.demoSource ? ' (written by "npm run demo" from its simulator)' : ' (not in this configuration)';
       lines.push(`  source "${s.source}": ${s.streams} stream(s)${last}${note}`);
     }
     const query = `SELECT source, count(*) FROM customers GROUP BY source`;

@@ -10,7 +10,7 @@ import { PmsyncError, QuotaExhaustedError } from '../../src/errors.ts';
 import { createLogger } from '../../src/log.ts';
 import { Redactor } from '../../src/redact.ts';
 import { keyFingerprint, QuotaLedger } from '../../src/state/quota.ts';
-import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
+import { startSimulator, type Simulator } from '../../simulator/index.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { TestClock } from '../support/harness.ts';
 

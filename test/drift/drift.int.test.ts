@@ -11,7 +11,7 @@ import type { Config, RestSourceConfig } from '../../src/config.ts';
 import { withTransaction } from '../../src/db/pool.ts';
 import { repopulateTable } from '../../src/db/repopulate.ts';
 import { Metrics } from '../../src/metrics.ts';
-import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
+import { startSimulator, type Simulator } from '../../simulator/index.ts';
 import { acceptDrift, driftCounts, refreshDrift } from '../../src/state/drift.ts';
 import { idReader, writePage } from '../../src/sync/page.ts';
 import { runStream } from '../../src/sync/run-stream.ts';

@@ -3,7 +3,7 @@
  * as a real HTTP server, and a real PostgreSQL database.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
+import { startSimulator, type Simulator } from '../../simulator/index.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { cliEnv, runCli, writeConfig } from '../support/cli.ts';
 import { REST_STREAMS } from '../../src/sync/streams/index.ts';

@@ -2,20 +2,31 @@
  * The README's first quick-start command, as a newcomer runs it: no DATABASE_URL,
  * no config, so pmsync starts its embedded PostgreSQL and the local simulator.
  */
+import { spawn } from 'node:child_process';
 import { mkdtempSync, chmodSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { cliEnv, runCli } from '../support/cli.ts';
+import { cliEnv, ROOT, runCli, type CliResult } from '../support/cli.ts';
 import { createTestDatabase } from '../support/db.ts';
+
+/** Runs scripts/demo.ts in its own process, as `npm run demo` does once the dependencies are installed. */
+function runDemo(args: string[], env: NodeJS.ProcessEnv): Promise<CliResult> {
+  const child = spawn(process.execPath, [join(ROOT, 'scripts/demo.ts'), ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d) => (stdout += String(d)));
+  child.stderr.on('data', (d) => (stderr += String(d)));
+  return new Promise((resolve) => child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr })));
+}
 
 const dataDir = mkdtempSync(join(tmpdir(), 'pmsync-demo-'));
 chmodSync(dataDir, 0o755);
 afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
-describe('pmsync demo', () => {
+describe('npm run demo', () => {
   it('syncs the seeded simulator into an embedded PostgreSQL, twice, and says how to query it', async () => {
-    const res = await runCli(['demo', '--customers', '700'], cliEnv({ PMSYNC_DATA_DIR: dataDir }));
+    const res = await runDemo(['--customers', '700'], cliEnv({ PMSYNC_DATA_DIR: dataDir }));
     expect(res.stderr).toBe('');
     expect(res.code).toBe(0);
     expect(res.stdout).toMatch(/demo\/customers: succeeded, incremental, 7 page\(s\), 7 request\(s\), 700 inserted/);
@@ -27,7 +38,7 @@ describe('pmsync demo', () => {
     expect(res.stdout).toMatch(/npm run pmsync -- db +\(add --port N when port 54329 is taken\)/);
 
     // Data survives: a second demo on the same folder starts the same database again.
-    const again = await runCli(['demo', '--customers', '700'], cliEnv({ PMSYNC_DATA_DIR: dataDir }));
+    const again = await runDemo(['--customers', '700'], cliEnv({ PMSYNC_DATA_DIR: dataDir }));
     expect(again.code).toBe(0);
     expect(again.stdout).toMatch(/customers\s+705/);
 
@@ -35,7 +46,7 @@ describe('pmsync demo', () => {
     const status = await runCli(['status'], cliEnv({ PMSYNC_DATA_DIR: dataDir }));
     expect(status.code).toBe(0);
     expect(status.stdout).toMatch(/^No source is configured, so there is nothing to report on\.$/m);
-    expect(status.stdout).toMatch(/source "demo": 10 stream\(s\), last run \S+ \(written by "pmsync demo" from its simulator\)/);
+    expect(status.stdout).toMatch(/source "demo": 10 stream\(s\), last run \S+ \(written by "npm run demo" from its simulator\)/);
     expect(status.stdout).toMatch(
       /psql postgres:\/\/postgres:pmsync@127\.0\.0\.1:\d+\/pmsync -c "SELECT source, count\(\*\) FROM customers GROUP BY source"/,
     );
@@ -55,7 +66,7 @@ describe('pmsync demo', () => {
       await db.pool.query(
         `INSERT INTO customers (source, id, raw, content_hash, fetched_at) VALUES ('clinic', 'keep-me', '{}', 'h', now())`,
       );
-      const res = await runCli(['demo', '--customers', '150'], cliEnv({ DATABASE_URL: db.url }));
+      const res = await runDemo(['--customers', '150'], cliEnv({ DATABASE_URL: db.url }));
       expect(res.code, res.stderr).toBe(0);
       const ledger = await db.pool.query(`SELECT used FROM pmsync.quota_usage WHERE key_id = 'k_realaccount'`);
       expect(ledger.rows).toEqual([{ used: 812 }]);

@@ -5,7 +5,7 @@
  * never a configured secret, in any output line or any database column.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
+import { startSimulator, type Simulator } from '../../simulator/index.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { cliEnv, runCli, writeConfig, type CliResult } from '../support/cli.ts';
 import { coreEntry, TestClock } from '../support/harness.ts';

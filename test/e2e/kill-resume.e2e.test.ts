@@ -11,7 +11,7 @@
  * that together they cover the sync from start-up to its last pages.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
+import { startSimulator, type Simulator } from '../../simulator/index.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { cliEnv, runCli, spawnCli, waitExit, writeConfig } from '../support/cli.ts';
 import { coreEntry, TestClock } from '../support/harness.ts';

@@ -7,7 +7,7 @@
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
+import { startSimulator, type Simulator } from '../../simulator/index.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { CLI, cliEnv, ROOT, runCli, writeConfig } from '../support/cli.ts';
 import { coreEntry } from '../support/harness.ts';

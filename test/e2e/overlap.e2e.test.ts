@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CoreSourceConfig } from '../../src/config.ts';
-import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
+import { startSimulator, type Simulator } from '../../simulator/index.ts';
 import { syncSource } from '../../src/sync/sync-source.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { coreEntry, loadTestConfig, openTestApp, TestClock, type TestApp } from '../support/harness.ts';

@@ -9,7 +9,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { collectStatus } from '../../src/cli/commands/status.ts';
 import type { CoreSourceConfig } from '../../src/config.ts';
-import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
+import { startSimulator, type Simulator } from '../../simulator/index.ts';
 import { syncSource } from '../../src/sync/sync-source.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { coreEntry, DAY, loadTestConfig, openTestApp, requestsPerDay, TestClock, type TestApp } from '../support/harness.ts';

@@ -5,7 +5,7 @@
  * process until its timeout.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
+import { startSimulator, type Simulator } from '../../simulator/index.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { cliEnv, runCli, spawnCli, waitExit, writeConfig } from '../support/cli.ts';
 import { coreEntry } from '../support/harness.ts';

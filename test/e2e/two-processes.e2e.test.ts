@@ -6,7 +6,7 @@
  */
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
+import { startSimulator, type Simulator } from '../../simulator/index.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { cliEnv, spawnCli, waitExit, writeConfig } from '../support/cli.ts';
 import { coreEntry, requestsPerDay, TestClock } from '../support/harness.ts';

@@ -1,5 +1,5 @@
 /**
- * A Core API that misbehaves on purpose. The simulator (src/simulator) is the
+ * A Core API that misbehaves on purpose. The simulator (simulator/) is the
  * faithful API; this is its opposite, small enough to read at a glance: one
  * mode per way a server can hurt a sync, each serving the customers list (and
  * /status) that way. It counts every request, so tests can assert what a

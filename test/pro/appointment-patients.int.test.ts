@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openApp, type App } from '../../src/app.ts';
 import { loadConfig, type ProSourceConfig } from '../../src/config.ts';
-import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
+import { startSimulator, type Simulator } from '../../simulator/index.ts';
 import { runStream } from '../../src/sync/run-stream.ts';
 import { PRO_STREAMS } from '../../src/sync/streams/index.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';

@@ -6,7 +6,7 @@ import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openApp, type App } from '../../src/app.ts';
 import { loadConfig, type ProSourceConfig } from '../../src/config.ts';
-import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
+import { startSimulator, type Simulator } from '../../simulator/index.ts';
 import type { SyncContext } from '../../src/sync/context.ts';
 import { FAN_OUT_BATCH } from '../../src/sync/readers/fan-out.ts';
 import { runStream } from '../../src/sync/run-stream.ts';

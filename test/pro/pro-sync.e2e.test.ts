@@ -3,7 +3,7 @@
  * simulator and a real database.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSimulator, type RequestLogEntry, type Simulator } from '../../src/simulator/index.ts';
+import { startSimulator, type RequestLogEntry, type Simulator } from '../../simulator/index.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { cliEnv, runCli, spawnCli, waitExit, writeConfig, type CliResult } from '../support/cli.ts';
 import { FAN_OUT_BATCH } from '../../src/sync/readers/fan-out.ts';

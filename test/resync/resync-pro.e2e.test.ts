@@ -3,7 +3,7 @@
  * no single-record endpoint for its lists, so a Pro resync is a full pass.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
+import { startSimulator, type Simulator } from '../../simulator/index.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { cliEnv, runCli, writeConfig } from '../support/cli.ts';
 

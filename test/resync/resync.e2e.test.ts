@@ -6,7 +6,7 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startSimulator, type Simulator, type TenantHandle } from '../../src/simulator/index.ts';
+import { startSimulator, type Simulator, type TenantHandle } from '../../simulator/index.ts';
 import { keyFingerprint } from '../../src/state/quota.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { cliEnv, runCli, writeConfig } from '../support/cli.ts';

@@ -9,7 +9,7 @@ import { collectStatus } from '../../src/cli/commands/status.ts';
 import { loadChangeModels } from '../../src/state/change-model.ts';
 import { slotRates } from '../../src/scheduler/rates.ts';
 import { slotOf } from '../../src/time.ts';
-import { planDay, REFERENCE_DAY, type DayChange } from '../../src/simulator/day.ts';
+import { planDay, REFERENCE_DAY, type DayChange } from '../../simulator/day.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 
 const SIZES = {

@@ -1,9 +1,9 @@
 /**
  * The container files, checked without a Docker engine: the Dockerfile's base,
- * user, entry point and health check; the compose services and profiles; and
+ * user, entry point and health check, and the simulator's separate stage; the compose services and profiles; and
  * .env.example against what pmsync and compose actually read.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
@@ -63,6 +63,29 @@ describe('Dockerfile', () => {
     const ignored = read('.dockerignore').split('\n');
     for (const p of ['.env', '.git', 'node_modules', '.pmsync']) expect(ignored).toContain(p);
   });
+
+  it('keeps the simulator out of the pmsync image, in a stage of its own built before it', () => {
+    // The final (pmsync) stage copies only what pmsync runs, and none of it holds the simulator.
+    const copied = last.filter((s) => s.op === 'COPY').map((s) => s.args);
+    expect(copied).toEqual([
+      '--from=deps /app/node_modules ./node_modules',
+      'package.json package-lock.json ./',
+      'bin ./bin',
+      'prisma ./prisma',
+      'src ./src',
+    ]);
+    expect(existsSync(join(ROOT, 'src/simulator'))).toBe(false);
+    expect(readdirSync(join(ROOT, 'src'), { recursive: true }).filter((f) => /simulat/i.test(String(f)))).toEqual([]);
+
+    const from = steps.find((s) => s.op === 'FROM' && /\sAS simulator$/i.test(s.args))!;
+    expect(from.stage).toBeLessThan(finalStage);
+    const sim = steps.filter((s) => s.stage === from.stage);
+    expect(sim.filter((s) => s.op === 'COPY').map((s) => s.args)).toContain('simulator ./simulator');
+    expect(sim.find((s) => s.op === 'USER')?.args).toBe('node');
+    expect(JSON.parse(sim.find((s) => s.op === 'ENTRYPOINT')!.args)).toEqual(['node', 'simulator/main.ts']);
+    // The simulator stage needs simulator/ in the build context.
+    expect(read('.dockerignore').split('\n')).not.toContain('simulator');
+  });
 });
 
 describe('docker-compose.yml', () => {
@@ -78,6 +101,7 @@ describe('docker-compose.yml', () => {
         environment?: Record<string, string>;
         stop_grace_period?: string;
         image?: string;
+        build?: string | { context: string; target?: string };
       }
     >;
   };
@@ -97,7 +121,10 @@ describe('docker-compose.yml', () => {
   it('has a one-shot sync under the cron profile and the simulator under the demo profile', () => {
     expect(s['pmsync-sync']).toMatchObject({ command: ['sync'], profiles: ['cron'] });
     expect(s.simulator!.profiles).toEqual(['demo']);
-    expect(s.simulator!.command!.slice(0, 3)).toEqual(['simulate', '--host', '0.0.0.0']);
+    // The simulator image (the Dockerfile's "simulator" stage), not pmsync's, whose entry point runs simulator/main.ts.
+    expect(s.simulator!.build).toEqual({ context: '.', target: 'simulator' });
+    expect(s.simulator!.image).not.toBe(s.pmsync!.image);
+    expect(s.simulator!.command!.slice(0, 2)).toEqual(['--host', '0.0.0.0']);
     expect(s['pmsync-demo']).toMatchObject({ command: ['serve'], profiles: ['demo'], network_mode: 'service:simulator' });
     expect(s['pmsync-demo']!.environment!.CORE_BASE_URL).toMatch(/^http:\/\/127\.0\.0\.1:4010\/api\/v1$/);
   });

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { DEMO_CORE, startSimulator, type Simulator } from '../../src/simulator/index.ts';
+import { DEMO_CORE, startSimulator, type Simulator } from '../../simulator/index.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { ROOT } from '../support/cli.ts';
 import { eventually } from './support.ts';
@@ -28,6 +28,14 @@ function freePort(): Promise<number> {
   });
 }
 
+/** The Dockerfile's stages, continuation lines joined, each from its FROM line on; the last is pmsync's image. */
+function stages(): string[] {
+  return read('Dockerfile')
+    .replace(/\\\n\s*/g, ' ')
+    .split(/^(?=FROM )/m)
+    .slice(1);
+}
+
 function run(cmd: string[], env: NodeJS.ProcessEnv): Promise<number | null> {
   return new Promise((resolve) => spawn(process.execPath, cmd.slice(1), { env, stdio: 'ignore' }).on('exit', resolve));
 }
@@ -43,7 +51,7 @@ afterAll(async () => {
 
 describe('the image entry point', () => {
   it('serves with the .env.example settings, passes both health checks, and stops cleanly on SIGTERM', async () => {
-    const dockerfile = read('Dockerfile').replace(/\\\n\s*/g, ' ');
+    const dockerfile = stages().at(-1)!;
     const entry = JSON.parse(/^ENTRYPOINT (.*)$/m.exec(dockerfile)![1]!) as string[];
     const cmd = JSON.parse(/^CMD (.*)$/m.exec(dockerfile)![1]!) as string[];
     const imageHealth = JSON.parse(/^HEALTHCHECK .*? CMD (\[.*\])$/m.exec(dockerfile)![1]!) as string[];
@@ -99,5 +107,38 @@ describe('the image entry point', () => {
     expect(await exited).toBe(0);
     // With nothing listening, the health check fails.
     expect(await run(imageHealth, env)).toBe(1);
+  });
+});
+
+describe('the simulator image entry point', () => {
+  it("runs compose's simulator command, passes its health check, serves the demo account and stops on SIGTERM", async () => {
+    const stage = stages().find((text) => /^FROM \S+ AS simulator$/m.test(text))!;
+    const entry = JSON.parse(/^ENTRYPOINT (.*)$/m.exec(stage)![1]!) as string[];
+    const compose = parse(read('docker-compose.yml'), { merge: true }) as {
+      services: { simulator: { command: string[]; healthcheck: { test: string[] } } };
+    };
+    const port = await freePort();
+    const command = compose.services.simulator.command.map((a) => (a === '4010' ? String(port) : a === '0.0.0.0' ? '127.0.0.1' : a));
+    expect(command).toContain(String(port));
+    const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, NODE_ENV: 'production' };
+    expect(entry[0]).toBe('node');
+    const child = spawn(process.execPath, [...entry.slice(1), ...command], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (d) => (output += String(d)));
+    child.stderr.on('data', (d) => (output += String(d)));
+    const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
+    const health = compose.services.simulator.healthcheck.test.slice(1).map((a) => a.replace(':4010/', `:${port}/`));
+    try {
+      await eventually(async () => ((await run(health, env)) === 0 ? true : undefined), `the simulator to answer (${output})`);
+      const res = await fetch(`http://127.0.0.1:${port}/api/v1/customers?apikey=${DEMO_CORE.apikey}&Rows=5`, {
+        headers: { authorization: `Basic ${Buffer.from(`${DEMO_CORE.username}:${DEMO_CORE.password}`).toString('base64')}` },
+      });
+      expect(res.status).toBe(200);
+      expect(((await res.json()) as unknown[]).length).toBe(5);
+    } finally {
+      child.kill('SIGTERM');
+    }
+    expect(await exited).toBe(0);
+    expect(output).toContain('Simulator stopped.');
   });
 });

@@ -3,7 +3,7 @@
  * PostgreSQL: endpoints, replicas sharing a database, and a SIGTERM mid-run.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
+import { startSimulator, type Simulator } from '../../simulator/index.ts';
 import { activateSecret, addProvisionalSecret, hashToken, newToken } from '../../src/webhooks/secrets.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { cliEnv, writeConfig } from '../support/cli.ts';

@@ -15,7 +15,7 @@ import { loadConfig, type Config } from '../../src/config.ts';
 import { quotaSettingsFor } from '../../src/app.ts';
 import { startServe, type RunningServe } from '../../src/serve/serve.ts';
 import { mountWebhooks } from '../../src/serve/webhooks.ts';
-import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
+import { startSimulator, type Simulator } from '../../simulator/index.ts';
 import { syncSource } from '../../src/sync/sync-source.ts';
 import { DEAD_LETTER_QUEUE, PGBOSS_SCHEMA } from '../../src/webhooks/queue.ts';
 import { ROOT, writeConfig } from '../support/cli.ts';

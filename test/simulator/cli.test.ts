@@ -1,37 +1,19 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { DEMO_CORE, DEMO_PRO, DEMO_SUBSET } from '../../src/simulator/index.ts';
+import { DEMO_CORE, DEMO_PRO, DEMO_SUBSET } from '../../simulator/index.ts';
+import { ROOT } from '../support/cli.ts';
 import { basic, call } from './support.ts';
 
-// Runs only the simulate command (not the whole CLI), so this test depends on
-// nothing but the simulator.
-const SCRIPT = [
-  "import { simulateCommand } from './src/cli/commands/simulate.ts';",
-  "await simulateCommand().parseAsync(process.argv.slice(1), { from: 'user' });",
-].join('\n');
+// The simulator's own entry point, as `npm run simulator` runs it.
+const MAIN = join(ROOT, 'simulator/main.ts');
 
-describe('simulate command', () => {
+describe('simulator command', () => {
   it('serves the demo accounts with the requested sizes until SIGTERM', async () => {
     const child = spawn(
       process.execPath,
-      [
-        '--input-type=module',
-        '-e',
-        SCRIPT,
-        '--',
-        '--port',
-        '0',
-        '--customers',
-        '321',
-        '--size',
-        'orders=7',
-        '--no-data-headers',
-        '--quota',
-        '50',
-        '--practices',
-        '2',
-      ],
+      [MAIN, '--port', '0', '--customers', '321', '--size', 'orders=7', '--no-data-headers', '--quota', '50', '--practices', '2'],
       { cwd: process.cwd(), stdio: ['ignore', 'pipe', 'pipe'] },
     );
     let out = '';
@@ -67,7 +49,7 @@ describe('simulate command', () => {
   });
 
   it('rejects a malformed --size', async () => {
-    const child = spawn(process.execPath, ['--input-type=module', '-e', SCRIPT, '--', '--size', 'widgets=3'], {
+    const child = spawn(process.execPath, [MAIN, '--size', 'widgets=3'], {
       cwd: process.cwd(),
       stdio: ['ignore', 'pipe', 'pipe'],
     });

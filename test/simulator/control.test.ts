@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSimulator } from '../../src/simulator/index.ts';
-import type { Simulator, SimulatorStats } from '../../src/simulator/index.ts';
+import { startSimulator } from '../../simulator/index.ts';
+import type { Simulator, SimulatorStats } from '../../simulator/index.ts';
 import { call, CORE, coreGet, TestClock } from './support.ts';
 
 describe('control API /__sim/', () => {

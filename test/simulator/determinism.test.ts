@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { CORE_RESOURCES, startSimulator } from '../../src/simulator/index.ts';
-import type { CoreRecord, Simulator, SimulatorOptions } from '../../src/simulator/index.ts';
+import { CORE_RESOURCES, startSimulator } from '../../simulator/index.ts';
+import type { CoreRecord, Simulator, SimulatorOptions } from '../../simulator/index.ts';
 import { CORE, coreGet } from './support.ts';
 
 const NOW = () => new Date('2025-02-14T09:30:00Z');

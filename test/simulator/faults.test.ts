@@ -1,7 +1,7 @@
 import { request } from 'undici';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { startSimulator } from '../../src/simulator/index.ts';
-import type { CoreRecord, Simulator } from '../../src/simulator/index.ts';
+import { startSimulator } from '../../simulator/index.ts';
+import type { CoreRecord, Simulator } from '../../simulator/index.ts';
 import { authHeader, call, CORE, coreGet, coreUrl, TestClock } from './support.ts';
 
 describe('faults', () => {

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Agent, request } from 'undici';
-import { startSimulator } from '../../src/simulator/index.ts';
-import type { CoreRecord, Simulator } from '../../src/simulator/index.ts';
+import { startSimulator } from '../../simulator/index.ts';
+import type { CoreRecord, Simulator } from '../../simulator/index.ts';
 import { authHeader, CORE, coreUrl, TestClock } from './support.ts';
 
 const CUSTOMERS = 200_000;

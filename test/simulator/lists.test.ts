@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSimulator } from '../../src/simulator/index.ts';
-import type { CoreRecord, CoreTenantOptions, Simulator } from '../../src/simulator/index.ts';
+import { startSimulator } from '../../simulator/index.ts';
+import type { CoreRecord, CoreTenantOptions, Simulator } from '../../simulator/index.ts';
 import { CORE, coreGet, TestClock } from './support.ts';
 
 const EMPTY: CoreTenantOptions = { apikey: 'empty-key', username: 'e', password: 'e', variant: 'core', sizes: { orders: 0 } };

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSimulator } from '../../src/simulator/index.ts';
-import type { ProAppointment, ProPatient, ProWaitlistSlot, Simulator } from '../../src/simulator/index.ts';
+import { startSimulator } from '../../simulator/index.ts';
+import type { ProAppointment, ProPatient, ProWaitlistSlot, Simulator } from '../../simulator/index.ts';
 import { call, TestClock } from './support.ts';
 
 const TOKEN = 'pro-token';

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSimulator } from '../../src/simulator/index.ts';
-import type { Simulator } from '../../src/simulator/index.ts';
+import { startSimulator } from '../../simulator/index.ts';
+import type { Simulator } from '../../simulator/index.ts';
 import { call, CORE, coreGet, coreUrl, SUBSET, TestClock } from './support.ts';
 
 describe('daily quota', () => {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSimulator } from '../../src/simulator/index.ts';
-import type { CoreRecord, Simulator } from '../../src/simulator/index.ts';
+import { startSimulator } from '../../simulator/index.ts';
+import type { CoreRecord, Simulator } from '../../simulator/index.ts';
 import { authHeader, call, coreGet, coreUrl, SUBSET } from './support.ts';
 
 describe('Subset API', () => {

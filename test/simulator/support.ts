@@ -2,7 +2,7 @@ import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { request } from 'undici';
-import type { CoreTenantOptions } from '../../src/simulator/index.ts';
+import type { CoreTenantOptions } from '../../simulator/index.ts';
 
 export const CORE: CoreTenantOptions = { apikey: 'core-key', username: 'alice', password: 's3cret', variant: 'core' };
 export const SUBSET: CoreTenantOptions = {

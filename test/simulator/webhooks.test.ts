@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { EVENT_NAMES, startSimulator, WEBHOOK_APPLICATION } from '../../src/simulator/index.ts';
-import type { CoreRecord, Simulator, WebhookPayload, WebhookRegistration } from '../../src/simulator/index.ts';
+import { EVENT_NAMES, startSimulator, WEBHOOK_APPLICATION } from '../../simulator/index.ts';
+import type { CoreRecord, Simulator, WebhookPayload, WebhookRegistration } from '../../simulator/index.ts';
 import type { Receiver } from './support.ts';
 import { authHeader, call, CORE, coreGet, coreUrl, startReceiver, waitFor } from './support.ts';
 

@@ -4,7 +4,7 @@
  * database.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSimulator, SUBSET_RESOURCES, type RequestLogEntry, type Simulator } from '../../src/simulator/index.ts';
+import { startSimulator, SUBSET_RESOURCES, type RequestLogEntry, type Simulator } from '../../simulator/index.ts';
 import { basicValue } from '../../src/api/http.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { cliEnv, runCli, writeConfig, type CliResult } from '../support/cli.ts';

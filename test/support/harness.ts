@@ -6,7 +6,7 @@
 import { Writable } from 'node:stream';
 import { openApp, type App, type OpenOptions } from '../../src/app.ts';
 import { loadConfig, type Config, type CoreSourceConfig } from '../../src/config.ts';
-import type { Simulator } from '../../src/simulator/index.ts';
+import type { Simulator } from '../../simulator/index.ts';
 import { writeConfig } from './cli.ts';
 
 /** A frozen clock that tests move by hand, so quota days and windows are exact. */

@@ -7,7 +7,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/app.ts';
-import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
+import { startSimulator, type Simulator } from '../../simulator/index.ts';
 import { startWebhooks, type Webhooks } from '../../src/webhooks/index.ts';
 import { REFRESH_QUEUE } from '../../src/webhooks/queue.ts';
 import { activateSecret, addProvisionalSecret, hashToken, newToken } from '../../src/webhooks/secrets.ts';

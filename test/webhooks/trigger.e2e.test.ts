@@ -5,7 +5,7 @@
  * the record is never fetched alone, and a burst costs a page or two.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
+import { startSimulator, type Simulator } from '../../simulator/index.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { cliEnv, runCli, writeConfig } from '../support/cli.ts';
 import { eventually, kill, startServeCli, type ServeProcess } from '../serve/support.ts';

@@ -4,7 +4,7 @@
  * real webhooks, and a real PostgreSQL database.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
+import { startSimulator, type Simulator } from '../../simulator/index.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { cliEnv, runCli, spawnCli, waitExit, writeConfig, type CliResult } from '../support/cli.ts';
 import { waitFor } from './support.ts';

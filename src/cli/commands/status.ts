@@ -18,8 +18,7 @@ import { EXIT, exitCodeOf, PmsyncError, type ErrorCode } from '../../errors.ts';
 import { describeRefreshCounts, refreshQueueCounts } from '../../webhooks/queue.ts';
 import { driftFindings, type StoredFinding } from '../../state/drift.ts';
 import { describeDrift } from './drift.ts';
-import { DEMO_SOURCE } from './demo.ts';
-import { describeNoSources } from '../no-sources.ts';
+import { DEMO_SOURCE, describeNoSources } from '../no-sources.ts';
 import { storedSources } from '../../state/sources.ts';
 
 export interface ResourceStatus {

@@ -1,18 +1,23 @@
-import { Command, InvalidArgumentError } from 'commander';
-import type { App } from '../../app.ts';
-import { DEFAULT_MAX_RESPONSE_BYTES } from '../../api/http.ts';
-import { loadConfig, type Config, type CoreSourceConfig } from '../../config.ts';
-import { historyTable } from '../../db/history.ts';
-import { EMBEDDED_DEFAULT_PORT } from '../../db/embedded.ts';
-import { REST_STREAMS } from '../../sync/streams/index.ts';
-import { keyFingerprint } from '../../state/quota.ts';
-import { startSimulator, DEMO_CORE } from '../../simulator/index.ts';
-import { printResults, runSync } from './sync.ts';
-import { configFrom, fail, withApp } from '../shared.ts';
+/**
+ * `npm run demo`: pmsync against its local simulator, for a newcomer with
+ * nothing set up. It needs both sides, so it lives here rather than in
+ * pmsync's CLI (the product does not carry the simulator) or in the simulator.
+ */
+import { Command, InvalidArgumentError, Option } from 'commander';
+import type { App } from '../src/app.ts';
+import { DEFAULT_MAX_RESPONSE_BYTES } from '../src/api/http.ts';
+import { printResults, runSync } from '../src/cli/commands/sync.ts';
+import { DEMO_SOURCE } from '../src/cli/no-sources.ts';
+import { configFrom, fail, withApp } from '../src/cli/shared.ts';
+import { loadConfig, type Config, type CoreSourceConfig } from '../src/config.ts';
+import { historyTable } from '../src/db/history.ts';
+import { EMBEDDED_DEFAULT_PORT } from '../src/db/embedded.ts';
+import { EXIT } from '../src/errors.ts';
+import { keyFingerprint } from '../src/state/quota.ts';
+import { REST_STREAMS } from '../src/sync/streams/index.ts';
+import { DEMO_CORE, startSimulator } from '../simulator/index.ts';
 
-export const DEMO_SOURCE = 'demo';
-
-export function demoSource(baseUrl: string): CoreSourceConfig {
+function demoSource(baseUrl: string): CoreSourceConfig {
   return {
     kind: 'core',
     name: DEMO_SOURCE,
@@ -68,7 +73,7 @@ async function printTables(app: App): Promise<void> {
   );
 }
 
-export function demoCommand(): Command {
+function demoCommand(): Command {
   return new Command('demo')
     .description(
       'sync a seeded local simulator into PostgreSQL (embedded unless DATABASE_URL is set), change some records, sync again, and show what landed',
@@ -82,6 +87,13 @@ export function demoCommand(): Command {
       },
       2500,
     )
+    .addOption(
+      new Option(
+        '--log-format <format>',
+        'log lines on stderr: pretty (default on a terminal) or json (default elsewhere; or PMSYNC_LOG_FORMAT)',
+      ).choices(['json', 'pretty']),
+    )
+    .option('-q, --quiet', 'print only problems: errors in the log, no progress, and of a sync only the streams that did not succeed')
     .action(async (opts: { customers: number }, cmd: Command) => {
       const sim = await startSimulator({
         seed: 42,
@@ -128,3 +140,9 @@ export function demoCommand(): Command {
       }
     });
 }
+
+// Usage errors exit 2, as on pmsync's own commands.
+await demoCommand()
+  .exitOverride((err) => process.exit(err.exitCode === 0 ? EXIT.OK : EXIT.USAGE))
+  .showHelpAfterError()
+  .parseAsync(process.argv);

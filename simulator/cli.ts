@@ -1,6 +1,11 @@
+/**
+ * The simulator's command line: the demo accounts of the three APIs on one
+ * port until interrupted. Run with `npm run simulator -- --port 4010 ...`;
+ * it lives beside pmsync, not in it (see main.ts).
+ */
 import { Command, InvalidArgumentError } from 'commander';
-import { DEMO_CORE, DEMO_PRO, DEMO_SUBSET, isCoreResource, startSimulator } from '../../simulator/index.ts';
-import type { CoreResource, CoreTenantOptions, ProPracticeOptions } from '../../simulator/index.ts';
+import { DEMO_CORE, DEMO_PRO, DEMO_SUBSET, isCoreResource, startSimulator } from './index.ts';
+import type { CoreResource, CoreTenantOptions, ProPracticeOptions } from './index.ts';
 
 interface SimulateOptions {
   port: number;
@@ -28,8 +33,8 @@ function addSize(text: string, sizes: Partial<Record<CoreResource, number>>): Pa
   return { ...sizes, [resource]: Number(match[2]) };
 }
 
-export function simulateCommand(): Command {
-  return new Command('simulate')
+export function simulatorCommand(): Command {
+  return new Command('simulator')
     .description('run the local simulator of the Core, Subset and Pro APIs until interrupted')
     .option('--port <n>', 'port to listen on', count, 4010)
     .option('--host <host>', 'interface to listen on', '127.0.0.1')
