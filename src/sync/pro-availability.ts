@@ -22,7 +22,6 @@ import type pg from 'pg';
 import type { HttpClient } from '../api/http.ts';
 import type { ProSourceConfig } from '../config.ts';
 import { describeIssues } from '../mappers/common.ts';
-import { eventTypeRaw } from '../mappers/pro/event-types.ts';
 import { mapProviderEntry, mapSlotGroup, providerEntryRaw, slotGroupRaw, type ProviderEntryRow } from '../mappers/pro/availability.ts';
 import { completeWindow, loadState, saveWindow, type WindowCheckpoint } from '../state/checkpoints.ts';
 import { quarantine, type Rejected } from '../state/quarantine.ts';
@@ -34,6 +33,7 @@ import { pageProList } from './pro-pager.ts';
 import { allSettledOrThrow, practicePath, type ProRunOptions, type ProSession } from './pro-scope.ts';
 import { dbNow, NO_ROWS, skippedSummary, withRun, type RunScope, type RunSummary } from './run-scope.ts';
 import type { ProSnapshotStream } from './streams/pro/stream.ts';
+import eventTypes from './streams/pro/event-types.ts';
 import { dateInZone } from './window.ts';
 
 const DAY_MS = 86_400_000;
@@ -150,9 +150,9 @@ async function readEventTypeIds(client: HttpClient, source: ProSourceConfig, ses
   for await (const page of pages) {
     session.practiceConfirmed = true;
     for (const raw of page.records) {
-      const parsed = eventTypeRaw.safeParse(raw);
+      const parsed = eventTypes.raw.safeParse(raw);
       // An invalid event type is set aside by the event-types stream; the capture goes on without it.
-      if (parsed.success) ids.add(parsed.data.eventTypeId);
+      if (parsed.success) ids.add(parsed.data.eventTypeId as number);
     }
   }
   return [...ids].sort((a, b) => a - b);
