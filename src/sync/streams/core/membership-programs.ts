@@ -8,6 +8,7 @@ export default defineRestStream({
   idField: 'MembershipProgramId',
   mode: 'full',
   variants: ['core'],
+  // A migration also indexes (source, lower(btrim(program_name))) for the membership_details view.
   table: {
     name: 'membership_programs',
     columns: { company_id: id('CompanyId'), program_name: text('ProgramName'), description: text('Description') },
