@@ -360,7 +360,7 @@ async function main(args: string[]): Promise<number> {
   }
   if (next !== current) {
     writeFileSync(schemaFile, next);
-    process.stdout.write('rewrote the stream tables in prisma/schema.prisma (run "npm run docs:tables" too)\n');
+    process.stdout.write(`rewrote the stream tables in ${schemaFile} (run "npm run docs:tables" too)\n`);
   } else {
     process.stdout.write('prisma/schema.prisma already matches the stream files\n');
   }
