@@ -11,6 +11,8 @@ export interface DmmfField {
   type: string;
   isRequired: boolean;
   isId: boolean;
+  hasDefaultValue?: boolean;
+  default?: unknown;
   nativeType?: [string, string[]] | null;
   documentation?: string;
 }
@@ -24,9 +26,22 @@ export interface DmmfModel {
   documentation?: string;
 }
 
+export interface DmmfIndex {
+  model: string;
+  type: 'id' | 'normal' | 'unique' | 'fulltext';
+  fields: Array<{ name: string }>;
+}
+
+export interface Datamodel {
+  models: DmmfModel[];
+  indexes: DmmfIndex[];
+}
+
+export function readDatamodel(schemaText: string): Datamodel {
+  const dmmf = JSON.parse(wasm.get_dmmf(JSON.stringify({ prismaSchema: [['schema.prisma', schemaText]] }))) as { datamodel: Datamodel };
+  return dmmf.datamodel;
+}
+
 export function readModels(schemaText: string): DmmfModel[] {
-  const dmmf = JSON.parse(wasm.get_dmmf(JSON.stringify({ prismaSchema: [['schema.prisma', schemaText]] }))) as {
-    datamodel: { models: DmmfModel[] };
-  };
-  return dmmf.datamodel.models;
+  return readDatamodel(schemaText).models;
 }

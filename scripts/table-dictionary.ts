@@ -243,20 +243,31 @@ export function inheritDescriptions(views: Relation[], tables: Relation[]): Rela
 
 /** Builds the dictionary against a scratch database the migrations are applied to. */
 export async function buildDictionary(): Promise<string> {
+  const tables = tablesFromSchema(readFileSync(SCHEMA_FILE, 'utf8'));
+  return withScratchDatabase(async (pool) =>
+    renderDictionary(tables, inheritDescriptions(await viewsFromDatabase(pool), tables), await functionsFromDatabase(pool)),
+  );
+}
+
+/**
+ * Runs `use` against a scratch database the migrations were just applied to:
+ * created next to DATABASE_URL's (and dropped after) when it is set, else in
+ * a throw-away embedded PostgreSQL.
+ */
+export async function withScratchDatabase<T>(use: (pool: Queryable) => Promise<T>): Promise<T> {
   const { migrate } = await import('../src/db/migrate.ts');
   const { createPool } = await import('../src/db/pool.ts');
-  const tables = tablesFromSchema(readFileSync(SCHEMA_FILE, 'utf8'));
   let adminUrl = process.env.DATABASE_URL;
   let stopEmbedded: (() => Promise<unknown>) | undefined;
   let dataDir: string | undefined;
   if (!adminUrl) {
     const { startEmbedded } = await import('../src/db/embedded.ts');
-    dataDir = mkdtempSync(join(tmpdir(), 'pmsync-dictionary-'));
+    dataDir = mkdtempSync(join(tmpdir(), 'pmsync-scratch-'));
     const db = await startEmbedded({ dataDir, port: 0, database: 'postgres', persistent: false });
     adminUrl = db.connectionString;
     stopEmbedded = db.stop;
   }
-  const name = `pmsync_dictionary_${randomBytes(4).toString('hex')}`;
+  const name = `pmsync_scratch_${randomBytes(4).toString('hex')}`;
   const admin = new pg.Client({ connectionString: adminUrl });
   await admin.connect();
   try {
@@ -266,7 +277,7 @@ export async function buildDictionary(): Promise<string> {
     const pool = createPool(url.toString(), 2);
     try {
       await migrate(pool);
-      return renderDictionary(tables, inheritDescriptions(await viewsFromDatabase(pool), tables), await functionsFromDatabase(pool));
+      return await use(pool);
     } finally {
       await pool.end();
       await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);

@@ -5,7 +5,9 @@
  *   by the operator; every stored row carries its source name.
  * - resource: a kind of record the API lists (customers, orders, ...).
  * - stream: pmsync's definition of how one resource is read and stored: path,
- *   paging style, cursor and filters, raw schema, mapper, table. One file each
+ *   paging style, cursor and filters, and its table's columns, each declared
+ *   once with the raw field it is read from (src/sync/columns.ts), from which
+ *   the raw schema, the mapper and the Prisma model follow. One file each
  *   under src/sync/streams/.
  * - page: one list request and the records it returned.
  * - window: the fixed [start, end] ModifiedOn range one incremental pass reads.
@@ -31,6 +33,16 @@ export interface TableDef {
   columns: Record<string, ColumnType>;
   /** Type of the id column: text for opaque Core ids, bigint for Pro integer ids. */
   idType: 'text' | 'bigint';
+  /** Indexes besides the primary key, as column lists (each led by source). */
+  indexes?: string[][];
+  /** Columns pmsync keeps about a row that no record fills (not written by the page upsert, not in history). */
+  managed?: Record<string, ManagedColumn>;
+}
+
+export interface ManagedColumn {
+  type: ColumnType | 'timestamptz';
+  /** Shown in docs/tables.md. */
+  doc?: string;
 }
 
 /** What a mapper returns for one raw record. */

@@ -1,14 +1,19 @@
 /**
- * schema.prisma and prisma/migrations must describe the same tables: every
- * model's table and columns exist after the migrations run, with the same
- * types, nullability and primary keys, and no migrated table is missing from
- * the schema. The DMMF comes from Prisma's own schema parser (WebAssembly).
+ * The stream files, schema.prisma and prisma/migrations must describe the same
+ * tables: every model's table and columns exist after the migrations run, with
+ * the same types, nullability and primary keys, and no migrated table is
+ * missing from the schema; the stream tables in schema.prisma are the ones the
+ * stream files generate, and the migrations leave nothing for
+ * `npm run tables -- --migration` to write. The DMMF comes from Prisma's own
+ * schema parser (WebAssembly).
  */
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { PRO_STREAMS, REST_STREAMS } from '../../src/sync/streams/index.ts';
 import { readModels, type DmmfField } from '../../scripts/prisma-dmmf.ts';
+import { existingTables, migrationSql, regenerate, streamTables } from '../../scripts/stream-tables.ts';
+import type { TableDef } from '../../src/sync/types.ts';
 
 const schema = readFileSync(new URL('../../prisma/schema.prisma', import.meta.url), 'utf8');
 const models = readModels(schema);
@@ -102,4 +107,57 @@ describe('schema.prisma and the migrations', () => {
       }
     }
   });
+
+  it('are what the stream files declare: schema.prisma is regenerated unchanged and no migration is pending', async () => {
+    expect(regenerate(schema, streamTables()) === schema, 'schema.prisma is stale: run "npm run tables"').toBe(true);
+    expect(migrationSql(await existingTables(db.pool), schema, streamTables())).toBe('');
+  });
 });
+
+describe('npm run tables -- --migration', () => {
+  it('writes the SQL that brings the migrated tables to a changed stream set, history tables included', async () => {
+    const scratch = await createTestDatabase();
+    try {
+      const changed: TableDef[] = streamTables().map((t) =>
+        t.name === 'customers' ? { ...t, columns: { ...t.columns, loyalty_points: 'integer' } } : t,
+      );
+      changed.push({
+        name: 'invoices',
+        idType: 'text',
+        columns: { customer_id: 'text', total: 'numeric', due_on: 'date', issued_at: 'timestamp', paid: 'boolean' },
+        indexes: [['source', 'customer_id']],
+      });
+      const next = regenerate(schema, changed);
+      const sql = migrationSql(await existingTables(scratch.pool), next, changed);
+      expect(sql).toContain('ALTER TABLE "public"."customers" ADD COLUMN "loyalty_points" INTEGER;');
+      expect(sql).toContain('ALTER TABLE "public"."customers_history" ADD COLUMN "loyalty_points" INTEGER;');
+      expect(sql).toContain('CREATE TABLE "public"."invoices" (');
+      expect(sql).toContain('CREATE TABLE "public"."invoices_history" (');
+      await scratch.pool.query(sql);
+
+      // The database now holds exactly what the regenerated schema declares.
+      const actual = await columnsOf(scratch, ['customers', 'customers_history', 'invoices', 'invoices_history']);
+      const expected = new Map<string, { type: string; nullable: boolean }>();
+      for (const m of readModels(next).filter((x) =>
+        ['customers', 'customers_history', 'invoices', 'invoices_history'].includes(x.dbName!),
+      ))
+        for (const f of m.fields.filter((x) => x.kind === 'scalar'))
+          expected.set(`${m.dbName}.${f.dbName ?? f.name}`, { type: expectedType(f), nullable: !f.isRequired });
+      expect(Object.fromEntries([...actual].sort())).toEqual(Object.fromEntries([...expected].sort()));
+      expect(migrationSql(await existingTables(scratch.pool), next, changed), 'a second run has nothing left to write').toBe('');
+      const asOf = await scratch.pool.query(`SELECT count(*)::int AS n FROM public.invoices_as_of(now())`);
+      expect(asOf.rows[0].n).toBe(0);
+    } finally {
+      await scratch.drop();
+    }
+  });
+});
+
+async function columnsOf(target: TestDatabase, tables: string[]): Promise<Map<string, { type: string; nullable: boolean }>> {
+  const { rows } = await target.pool.query<{ table_name: string; column_name: string; data_type: string; is_nullable: string }>(
+    `SELECT table_name, column_name, data_type, is_nullable FROM information_schema.columns
+     WHERE table_schema = 'public' AND table_name = ANY($1)`,
+    [tables],
+  );
+  return new Map(rows.map((r) => [`${r.table_name}.${r.column_name}`, { type: r.data_type, nullable: r.is_nullable === 'YES' }]));
+}

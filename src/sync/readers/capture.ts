@@ -23,7 +23,6 @@ import type { ProSourceConfig } from '../../config.ts';
 import type { Queryable } from '../../db/pool.ts';
 import { dbNow } from '../../db/rows.ts';
 import { describeIssues } from '../../mappers/common.ts';
-import { eventTypeRaw } from '../../mappers/pro/event-types.ts';
 import { mapProviderEntry, mapSlotGroup, providerEntryRaw, slotGroupRaw, type ProviderEntryRow } from '../../mappers/pro/availability.ts';
 import type { WindowCheckpoint } from '../../state/checkpoints.ts';
 import { quarantine, type Rejected } from '../../state/quarantine.ts';
@@ -32,6 +31,7 @@ import type { Reader } from '../driver.ts';
 import { idReader, unstorableReason } from '../page.ts';
 import { NO_ROWS, type RunOptions, type RunScope } from '../run-scope.ts';
 import type { ProSnapshotStream } from '../streams/pro/stream.ts';
+import eventTypes from '../streams/pro/event-types.ts';
 import { dateInZone } from '../../time.ts';
 import { allSettledOrThrow, pagerOptions, practicePath, type ProSession } from './pro-session.ts';
 
@@ -150,9 +150,9 @@ async function readEventTypeIds(client: HttpClient, source: ProSourceConfig, ses
   for await (const page of pages) {
     session.practiceConfirmed = true;
     for (const raw of page.records) {
-      const parsed = eventTypeRaw.safeParse(raw);
+      const parsed = eventTypes.raw.safeParse(raw);
       // An invalid event type is set aside by the event-types stream; the capture goes on without it.
-      if (parsed.success) ids.add(parsed.data.eventTypeId);
+      if (parsed.success) ids.add(parsed.data.eventTypeId as number);
     }
   }
   return [...ids].sort((a, b) => a - b);

@@ -1,9 +1,9 @@
 /**
  * The shape of a Core/Subset stream: a Page/Rows list of one resource.
  */
-import type { z } from 'zod';
 import type { RestSourceConfig } from '../../config.ts';
-import type { MappedRow, StreamBase, SyncMode, TableDef } from '../types.ts';
+import { CORE_IDENTITY, deriveColumns, type ColumnsDef } from '../columns.ts';
+import type { StreamBase, SyncMode } from '../types.ts';
 
 export type RestVariant = 'core' | 'subset';
 
@@ -23,8 +23,11 @@ export interface RestStream<Raw extends Record<string, unknown> = Record<string,
   recordPath?: (id: string) => string;
 }
 
-export function defineRestStream<S extends z.ZodType<Record<string, unknown>>>(
-  def: Omit<RestStream<z.infer<S>>, 'kind' | 'raw' | 'map'> & { raw: S; map: (raw: z.infer<S>) => MappedRow; table: TableDef },
-): RestStream {
-  return { kind: 'rest', ...def } as unknown as RestStream;
+/**
+ * A Core/Subset stream from its reading side and its column declarations: the
+ * raw schema (the id, each column's field, ModifiedOn), the mapper, `fields`
+ * and the table's column types are derived from the columns.
+ */
+export function defineRestStream(def: Omit<RestStream, 'kind' | 'raw' | 'map' | 'fields' | 'table'> & ColumnsDef): RestStream {
+  return { kind: 'rest', ...def, ...deriveColumns(def, CORE_IDENTITY) };
 }

@@ -1,4 +1,4 @@
-import { appointmentRaw, mapAppointment } from '../../../mappers/core/appointments.ts';
+import { id, timestamp } from '../../columns.ts';
 import { dateInZone } from '../../../time.ts';
 import { defineRestStream } from '../rest.ts';
 
@@ -7,7 +7,9 @@ const DAY_MS = 86_400_000;
 /**
  * Appointments. The list requires StartDate and EndDate: each window covers the
  * configured history start up to a forward horizon, fixed when the window opens
- * so every page of the window asks the same question.
+ * so every page of the window asks the same question. The spec names no
+ * appointment fields: these columns are read when present, and the whole
+ * record stays in raw.
  */
 export default defineRestStream({
   resource: 'appointments',
@@ -15,16 +17,6 @@ export default defineRestStream({
   idField: 'AppointmentId',
   mode: 'incremental',
   variants: ['core', 'subset'],
-  raw: appointmentRaw,
-  map: mapAppointment,
-  fields: {
-    company_id: 'CompanyId',
-    customer_id: 'CustomerId',
-    employee_id: 'EmployeeId',
-    service_id: 'ServiceId',
-    start_at: 'StartDateTime',
-    end_at: 'EndDateTime',
-  },
   windowFilters: (source, runStart) => ({
     StartDate: source.appointments.historyStart,
     EndDate: dateInZone(new Date(runStart.getTime() + source.appointments.horizonDays * DAY_MS), source.timeZone),
@@ -32,14 +24,17 @@ export default defineRestStream({
   recordPath: (id) => `/appointments/${encodeURIComponent(id)}/details`,
   table: {
     name: 'appointments',
-    idType: 'text',
     columns: {
-      company_id: 'text',
-      customer_id: 'text',
-      employee_id: 'text',
-      service_id: 'text',
-      start_at: 'timestamp',
-      end_at: 'timestamp',
+      company_id: id('CompanyId'),
+      customer_id: id('CustomerId'),
+      employee_id: id('EmployeeId'),
+      service_id: id('ServiceId'),
+      start_at: timestamp('StartDateTime'),
+      end_at: timestamp('EndDateTime'),
     },
+    indexes: [
+      ['source', 'customer_id'],
+      ['source', 'company_id', 'start_at'],
+    ],
   },
 });

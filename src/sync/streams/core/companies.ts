@@ -1,4 +1,4 @@
-import { companyRaw, mapCompany } from '../../../mappers/core/companies.ts';
+import { bool, text } from '../../columns.ts';
 import { defineRestStream } from '../rest.ts';
 
 /** Locations of the account. A short list: read whole on every run. */
@@ -8,8 +8,5 @@ export default defineRestStream({
   idField: 'CompanyId',
   mode: 'full',
   variants: ['core', 'subset'],
-  raw: companyRaw,
-  map: mapCompany,
-  fields: { company_name: 'CompanyName', is_active: 'IsActive' },
-  table: { name: 'companies', idType: 'text', columns: { company_name: 'text', is_active: 'boolean' } },
+  table: { name: 'companies', columns: { company_name: text('CompanyName'), is_active: bool('IsActive') } },
 });

@@ -1,4 +1,4 @@
-import { employeeRaw, mapEmployee } from '../../../mappers/core/employees.ts';
+import { bool, id, text } from '../../columns.ts';
 import { defineRestStream } from '../rest.ts';
 
 export default defineRestStream({
@@ -7,12 +7,14 @@ export default defineRestStream({
   idField: 'EmployeeId',
   mode: 'incremental',
   variants: ['core', 'subset'],
-  raw: employeeRaw,
-  map: mapEmployee,
-  fields: { company_id: 'CompanyId', first_name: 'FirstName', last_name: 'LastName', email: 'Email', is_active: 'IsActive' },
   table: {
     name: 'employees',
-    idType: 'text',
-    columns: { company_id: 'text', first_name: 'text', last_name: 'text', email: 'text', is_active: 'boolean' },
+    columns: {
+      company_id: id('CompanyId'),
+      first_name: text('FirstName'),
+      last_name: text('LastName'),
+      email: text('Email'),
+      is_active: bool('IsActive'),
+    },
   },
 });

@@ -1,4 +1,4 @@
-import { giftCertificateRaw, mapGiftCertificate } from '../../../mappers/core/gift-certificates.ts';
+import { date, id, numeric } from '../../columns.ts';
 import { defineRestStream } from '../rest.ts';
 
 /**
@@ -12,12 +12,14 @@ export default defineRestStream({
   idField: 'GiftCertificateId',
   mode: 'full',
   variants: ['core'],
-  raw: giftCertificateRaw,
-  map: mapGiftCertificate,
-  fields: { company_id: 'CompanyId', customer_id: 'CustomerId', amount: 'Amount', balance: 'Balance', issued_on: 'IssuedOn' },
   table: {
     name: 'gift_certificates',
-    idType: 'text',
-    columns: { company_id: 'text', customer_id: 'text', amount: 'numeric', balance: 'numeric', issued_on: 'date' },
+    columns: {
+      company_id: id('CompanyId'),
+      customer_id: id('CustomerId'),
+      amount: numeric('Amount'),
+      balance: numeric('Balance'),
+      issued_on: date('IssuedOn'),
+    },
   },
 });

@@ -1,4 +1,4 @@
-import { mapMembershipProgram, membershipProgramRaw } from '../../../mappers/core/membership-programs.ts';
+import { id, text } from '../../columns.ts';
 import { defineRestStream } from '../rest.ts';
 
 /** The catalog of membership plans: small, read whole on every run. */
@@ -8,8 +8,9 @@ export default defineRestStream({
   idField: 'MembershipProgramId',
   mode: 'full',
   variants: ['core'],
-  raw: membershipProgramRaw,
-  map: mapMembershipProgram,
-  fields: { company_id: 'CompanyId', program_name: 'ProgramName', description: 'Description' },
-  table: { name: 'membership_programs', idType: 'text', columns: { company_id: 'text', program_name: 'text', description: 'text' } },
+  // A migration also indexes (source, lower(btrim(program_name))) for the membership_details view.
+  table: {
+    name: 'membership_programs',
+    columns: { company_id: id('CompanyId'), program_name: text('ProgramName'), description: text('Description') },
+  },
 });

@@ -1,4 +1,4 @@
-import { mapMembership, membershipRaw } from '../../../mappers/core/memberships.ts';
+import { date, id, numeric, text } from '../../columns.ts';
 import { defineRestStream } from '../rest.ts';
 
 /** Customers' membership enrollments. */
@@ -8,28 +8,19 @@ export default defineRestStream({
   idField: 'MembershipId',
   mode: 'incremental',
   variants: ['core'],
-  raw: membershipRaw,
-  map: mapMembership,
-  fields: {
-    company_id: 'CompanyId',
-    customer_id: 'CustomerId',
-    membership_program: 'MembershipProgram',
-    bill_amount: 'BillAmount',
-    next_bill_date: 'NextBillDate',
-    last_bill_date: 'LastBillDate',
-    sold_on: 'SoldOn',
-  },
   table: {
     name: 'memberships',
-    idType: 'text',
     columns: {
-      company_id: 'text',
-      customer_id: 'text',
-      membership_program: 'text',
-      bill_amount: 'numeric',
-      next_bill_date: 'date',
-      last_bill_date: 'date',
-      sold_on: 'date',
+      company_id: id('CompanyId'),
+      customer_id: id('CustomerId'),
+      // The program's display name: plan details live in membership_programs, joined by that name.
+      membership_program: text('MembershipProgram'),
+      // The recurring amount; enrollments carry no enrollment fee.
+      bill_amount: numeric('BillAmount'),
+      next_bill_date: date('NextBillDate'),
+      last_bill_date: date('LastBillDate'),
+      sold_on: date('SoldOn'),
     },
+    indexes: [['source', 'customer_id']],
   },
 });

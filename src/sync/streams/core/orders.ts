@@ -1,4 +1,4 @@
-import { mapOrder, orderRaw } from '../../../mappers/core/orders.ts';
+import { id, numeric, timestamp } from '../../columns.ts';
 import { defineRestStream } from '../rest.ts';
 
 /** Orders. Webhooks: Order.Created / Order.Updated point to orders/{id}. */
@@ -8,13 +8,9 @@ export default defineRestStream({
   idField: 'OrderId',
   mode: 'incremental',
   variants: ['core', 'subset'],
-  raw: orderRaw,
-  map: mapOrder,
-  fields: { company_id: 'CompanyId', customer_id: 'CustomerId', order_date: 'OrderDate', total: 'Total' },
   recordPath: (id) => `/orders/${encodeURIComponent(id)}`,
   table: {
     name: 'orders',
-    idType: 'text',
-    columns: { company_id: 'text', customer_id: 'text', order_date: 'timestamp', total: 'numeric' },
+    columns: { company_id: id('CompanyId'), customer_id: id('CustomerId'), order_date: timestamp('OrderDate'), total: numeric('Total') },
   },
 });

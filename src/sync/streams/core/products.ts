@@ -1,4 +1,4 @@
-import { mapProduct, productRaw } from '../../../mappers/core/products.ts';
+import { bool, id, numeric, text } from '../../columns.ts';
 import { defineRestStream } from '../rest.ts';
 
 export default defineRestStream({
@@ -7,8 +7,8 @@ export default defineRestStream({
   idField: 'ProductId',
   mode: 'incremental',
   variants: ['core'],
-  raw: productRaw,
-  map: mapProduct,
-  fields: { company_id: 'CompanyId', name: 'Name', price: 'Price', is_active: 'IsActive' },
-  table: { name: 'products', idType: 'text', columns: { company_id: 'text', name: 'text', price: 'numeric', is_active: 'boolean' } },
+  table: {
+    name: 'products',
+    columns: { company_id: id('CompanyId'), name: text('Name'), price: numeric('Price'), is_active: bool('IsActive') },
+  },
 });

@@ -1,4 +1,4 @@
-import { mapService, serviceRaw } from '../../../mappers/core/services.ts';
+import { bool, id, integer, numeric, text } from '../../columns.ts';
 import { defineRestStream } from '../rest.ts';
 
 export default defineRestStream({
@@ -7,12 +7,14 @@ export default defineRestStream({
   idField: 'ServiceId',
   mode: 'incremental',
   variants: ['core', 'subset'],
-  raw: serviceRaw,
-  map: mapService,
-  fields: { company_id: 'CompanyId', name: 'Name', price: 'Price', duration_minutes: 'DurationMinutes', is_active: 'IsActive' },
   table: {
     name: 'services',
-    idType: 'text',
-    columns: { company_id: 'text', name: 'text', price: 'numeric', duration_minutes: 'integer', is_active: 'boolean' },
+    columns: {
+      company_id: id('CompanyId'),
+      name: text('Name'),
+      price: numeric('Price'),
+      duration_minutes: integer('DurationMinutes'),
+      is_active: bool('IsActive'),
+    },
   },
 });

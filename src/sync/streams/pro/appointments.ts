@@ -1,4 +1,4 @@
-import { mapProAppointment, proAppointmentRaw } from '../../../mappers/pro/appointments.ts';
+import { proId, timestamp } from '../../columns.ts';
 import { defineProFanOut } from './stream.ts';
 
 /**
@@ -36,12 +36,15 @@ export default defineProFanOut({
       [source.name, keys],
     );
   },
-  raw: proAppointmentRaw,
-  map: mapProAppointment,
-  fields: { event_type_id: 'eventTypeId', provider_id: 'providerId', appt_date: 'apptDate' },
   table: {
     name: 'pro_appointments',
-    idType: 'bigint',
-    columns: { patient_id: 'bigint', event_type_id: 'bigint', provider_id: 'bigint', appt_date: 'timestamp' },
+    columns: {
+      patient_id: proId('patientId', { filledByRequest: true }),
+      event_type_id: proId('eventTypeId'),
+      provider_id: proId('providerId'),
+      // ISO 8601 without a zone: the practice's wall-clock time.
+      appt_date: timestamp('apptDate'),
+    },
+    indexes: [['source', 'patient_id']],
   },
 });

@@ -1,4 +1,4 @@
-import { eventTypeRaw, mapEventType } from '../../../mappers/pro/event-types.ts';
+import { text } from '../../columns.ts';
 import { defineProList } from './stream.ts';
 
 /** Event types: a short catalog, read whole on every run. */
@@ -6,8 +6,5 @@ export default defineProList({
   resource: 'event-types',
   path: '/event-types',
   idField: 'eventTypeId',
-  raw: eventTypeRaw,
-  map: mapEventType,
-  fields: { name: 'name' },
-  table: { name: 'pro_event_types', idType: 'bigint', columns: { name: 'text' } },
+  table: { name: 'pro_event_types', columns: { name: text('name') } },
 });

@@ -1,17 +1,24 @@
-import { mapPatient, patientRaw } from '../../../mappers/pro/patients.ts';
+import { date, text } from '../../columns.ts';
 import { defineProList } from './stream.ts';
 
-/** Patients: no change filter exists, so the list is read whole on every run. */
+/**
+ * Patients: no change filter exists, so the list is read whole on every run.
+ * The spec names patientId, firstName and lastName; dob and cellPhone are its
+ * filter names, read when present.
+ */
 export default defineProList({
   resource: 'patients',
   path: '/patients',
   idField: 'patientId',
-  raw: patientRaw,
-  map: mapPatient,
-  fields: { first_name: 'firstName', last_name: 'lastName', dob: 'dob', cell_phone: 'cellPhone' },
   table: {
     name: 'pro_patients',
-    idType: 'bigint',
-    columns: { first_name: 'text', last_name: 'text', dob: 'date', cell_phone: 'text' },
+    columns: { first_name: text('firstName'), last_name: text('lastName'), dob: date('dob'), cell_phone: text('cellPhone') },
+    managed: {
+      appointments_read_hash: {
+        type: 'text',
+        doc: 'content_hash of this row when its appointments were last read: a differing hash means "read them again".',
+      },
+      appointments_read_at: { type: 'timestamptz' },
+    },
   },
 });

@@ -10,10 +10,10 @@
  *   checkpoint is simply "every key up to N is done".
  * - snapshot: open capacity captured at one instant (availability).
  */
-import type { z } from 'zod';
 import type { ProSourceConfig } from '../../../config.ts';
 import type { Queryable } from '../../../db/pool.ts';
-import type { MappedRow, StreamBase, TableDef } from '../../types.ts';
+import { deriveColumns, PRO_IDENTITY, type ColumnsDef } from '../../columns.ts';
+import type { StreamBase } from '../../types.ts';
 
 export interface ProListStream<Raw extends Record<string, unknown> = Record<string, unknown>> extends StreamBase<Raw> {
   kind: 'pro-list';
@@ -68,21 +68,11 @@ export interface ProSnapshotStream {
 
 export type ProStream = ProListStream | ProFanOutStream | ProSnapshotStream;
 
-type Def<S extends z.ZodType<Record<string, unknown>>> = {
-  raw: S;
-  map: (raw: z.infer<S>) => MappedRow;
-  fields: Record<string, string>;
-  table: TableDef;
-};
-
-export function defineProList<S extends z.ZodType<Record<string, unknown>>>(
-  def: Omit<ProListStream, 'kind' | 'raw' | 'map' | 'fields' | 'table'> & Def<S>,
-): ProListStream {
-  return { kind: 'pro-list', ...def } as unknown as ProListStream;
+/** Pro streams declare their columns like Core ones (src/sync/columns.ts); ids are integers and records carry no ModifiedOn. */
+export function defineProList(def: Omit<ProListStream, 'kind' | 'raw' | 'map' | 'fields' | 'table'> & ColumnsDef): ProListStream {
+  return { kind: 'pro-list', ...def, ...deriveColumns(def, PRO_IDENTITY) };
 }
 
-export function defineProFanOut<S extends z.ZodType<Record<string, unknown>>>(
-  def: Omit<ProFanOutStream, 'kind' | 'raw' | 'map' | 'fields' | 'table'> & Def<S>,
-): ProFanOutStream {
-  return { kind: 'pro-fan-out', ...def } as unknown as ProFanOutStream;
+export function defineProFanOut(def: Omit<ProFanOutStream, 'kind' | 'raw' | 'map' | 'fields' | 'table'> & ColumnsDef): ProFanOutStream {
+  return { kind: 'pro-fan-out', ...def, ...deriveColumns(def, PRO_IDENTITY) };
 }

@@ -1,17 +1,23 @@
-import { mapWaitlistSlot, waitlistSlotRaw } from '../../../mappers/pro/waitlist-slots.ts';
+import { proId, text, timestamp } from '../../columns.ts';
 import { defineProList } from './stream.ts';
 
-/** Waitlist slots that have been offered, read whole on every run (never closed by pmsync). */
+/**
+ * Waitlist slots that have been offered, read whole on every run (never closed
+ * by pmsync). The spec does not show their fields: these are the simulator's
+ * names (docs/simulator-contract.md), read when present.
+ */
 export default defineProList({
   resource: 'waitlist-slots',
   path: '/waitlist-slots',
   idField: 'waitlistSlotId',
-  raw: waitlistSlotRaw,
-  map: mapWaitlistSlot,
-  fields: { waitlist_id: 'waitlistId', provider_id: 'providerId', event_type_id: 'eventTypeId', slot_date: 'slotDate', status: 'status' },
   table: {
     name: 'pro_waitlist_slots',
-    idType: 'bigint',
-    columns: { waitlist_id: 'bigint', provider_id: 'bigint', event_type_id: 'bigint', slot_date: 'timestamp', status: 'text' },
+    columns: {
+      waitlist_id: proId('waitlistId'),
+      provider_id: proId('providerId'),
+      event_type_id: proId('eventTypeId'),
+      slot_date: timestamp('slotDate'),
+      status: text('status'),
+    },
   },
 });

@@ -1,5 +1,23 @@
-import { mapWaitlistEntry, waitlistEntryRaw } from '../../../mappers/pro/waitlist-entries.ts';
+import { z } from 'zod';
+import { optText } from '../../../mappers/common.ts';
+import { optProId, proId as proIdSchema } from '../../../mappers/pro/common.ts';
+import { computed, date, jsonb, text } from '../../columns.ts';
 import { defineProFanOut } from './stream.ts';
+
+/**
+ * The read shape the spec shows: waitlistId, patient { firstName }, eventType
+ * { name }, dateFrom, dateTo. The write shape's fields (providerIds,
+ * daysOfWeek, timesOfDay, comments) and the nested ids are read when present.
+ * The patient and event type columns come from the nested object, or else
+ * the flat id, so they are computed from these fields.
+ */
+const raw = {
+  patient: z.looseObject({ patientId: optProId, firstName: optText, lastName: optText }).nullish(),
+  eventType: z.looseObject({ eventTypeId: optProId, name: optText }).nullish(),
+  patientId: optProId,
+  eventTypeId: optProId,
+};
+type Entry = { [K in keyof typeof raw]: z.infer<(typeof raw)[K]> };
 
 /**
  * Waitlist entries. The API cannot list them, only read one by id, so pmsync
@@ -24,31 +42,21 @@ export default defineProFanOut({
     );
     return res.rows.map((r) => Number(r.id));
   },
-  raw: waitlistEntryRaw,
-  map: mapWaitlistEntry,
-  fields: {
-    date_from: 'dateFrom',
-    date_to: 'dateTo',
-    provider_ids: 'providerIds',
-    days_of_week: 'daysOfWeek',
-    times_of_day: 'timesOfDay',
-    comments: 'comments',
-  },
+  raw,
   table: {
     name: 'pro_waitlist_entries',
-    idType: 'bigint',
     columns: {
-      patient_id: 'bigint',
-      patient_first_name: 'text',
-      patient_last_name: 'text',
-      event_type_id: 'bigint',
-      event_type_name: 'text',
-      date_from: 'date',
-      date_to: 'date',
-      provider_ids: 'jsonb',
-      days_of_week: 'text',
-      times_of_day: 'text',
-      comments: 'text',
+      patient_id: computed('bigint', (r: Entry) => r.patient?.patientId ?? r.patientId ?? null),
+      patient_first_name: computed('text', (r: Entry) => r.patient?.firstName ?? null),
+      patient_last_name: computed('text', (r: Entry) => r.patient?.lastName ?? null),
+      event_type_id: computed('bigint', (r: Entry) => r.eventType?.eventTypeId ?? r.eventTypeId ?? null),
+      event_type_name: computed('text', (r: Entry) => r.eventType?.name ?? null),
+      date_from: date('dateFrom'),
+      date_to: date('dateTo'),
+      provider_ids: jsonb('providerIds', z.array(proIdSchema)),
+      days_of_week: text('daysOfWeek'),
+      times_of_day: text('timesOfDay'),
+      comments: text('comments'),
     },
   },
 });
