@@ -1,11 +1,10 @@
 /**
- * One limiter per gateway key (concurrency and spacing). With a Redis URL the
- * limiters are Bottleneck limiters on its Redis datastore (ioredis), so
- * replicas on several machines share one limiter per key: its id is derived
- * from the key's fingerprint, and its settings live in Redis. Without one,
- * the limiter is a small in-process queue (LocalLimiter). The request
- * count itself is kept by the quota ledger in PostgreSQL, which every attempt
- * passes before it is sent.
+ * One Bottleneck limiter per gateway key (concurrency and spacing). Without a
+ * Redis URL it keeps its state in the process (Bottleneck's local datastore).
+ * With one, the state lives in Redis (ioredis datastore), so replicas on
+ * several machines share one limiter per key: its id is derived from the
+ * key's fingerprint. The request count itself is kept by the quota ledger in
+ * PostgreSQL, which every attempt passes before it is sent.
  */
 import Bottleneck from 'bottleneck';
 import { PmsyncError } from '../errors.ts';
@@ -44,67 +43,44 @@ export function redisOptions(url: string): Record<string, unknown> {
 }
 
 export class LimiterRegistry {
-  private readonly limiters = new Map<string, { bottleneck: Bottleneck; ready: Promise<void> }>();
-  private readonly locals = new Map<string, LocalLimiter>();
+  private readonly limiters = new Map<string, { bottleneck: Bottleneck; limiter: Limiter }>();
   private readonly redisUrl: string | undefined;
 
   constructor(redisUrl?: string) {
     this.redisUrl = redisUrl;
   }
 
+  /** The limiter of one gateway key; every caller with that key gets the same one. */
   get(keyId: string, settings: LimiterSettings): Limiter {
-    if (!this.redisUrl) {
-      let local = this.locals.get(keyId);
-      if (!local) {
-        local = new LocalLimiter(settings);
-        this.locals.set(keyId, local);
-      }
-      return local;
-    }
     let entry = this.limiters.get(keyId);
     if (!entry) {
-      const bottleneck = new Bottleneck({
-        id: `pmsync-${keyId}`,
-        maxConcurrent: settings.maxConcurrent,
-        minTime: settings.minTimeMs,
-        ...(this.redisUrl
-          ? { datastore: 'ioredis', clearDatastore: false, clientOptions: redisOptions(this.redisUrl), timeout: REDIS_STATE_TTL_MS }
-          : {}),
-      });
-      // Connection errors surface through `ready` below; ioredis keeps reconnecting meanwhile.
-      bottleneck.on('error', () => undefined);
-      entry = { bottleneck, ready: this.redisUrl ? this.whenReady(bottleneck, this.redisUrl) : Promise.resolve() };
-      entry.ready.catch(() => undefined);
+      entry = this.create(keyId, settings);
       this.limiters.set(keyId, entry);
     }
-    const { bottleneck, ready } = entry;
-    return {
+    return entry.limiter;
+  }
+
+  private create(keyId: string, settings: LimiterSettings): { bottleneck: Bottleneck; limiter: Limiter } {
+    const redisUrl = this.redisUrl;
+    const bottleneck = new Bottleneck({
+      id: `pmsync-${keyId}`,
+      maxConcurrent: settings.maxConcurrent,
+      minTime: settings.minTimeMs,
+      ...(redisUrl
+        ? { datastore: 'ioredis', clearDatastore: false, clientOptions: redisOptions(redisUrl), timeout: REDIS_STATE_TTL_MS }
+        : { datastore: 'local' }),
+    });
+    // Connection errors surface through `ready` below; ioredis keeps reconnecting meanwhile.
+    bottleneck.on('error', () => undefined);
+    const ready = redisUrl ? whenRedisReady(bottleneck, redisUrl) : Promise.resolve();
+    ready.catch(() => undefined);
+    const limiter: Limiter = {
       async schedule<T>(fn: () => Promise<T>): Promise<T> {
         await ready;
         return bottleneck.schedule(fn);
       },
     };
-  }
-
-  /** Resolves once Redis answers; the first connection error (or silence) before that is fatal. */
-  private whenReady(bottleneck: Bottleneck, url: string): Promise<void> {
-    const unreachable = (detail: string) =>
-      new PmsyncError(
-        'REDIS_UNREACHABLE',
-        `Cannot reach Redis at ${redactUrl(url)} (REDIS_URL): ${detail}. It holds the request limiter shared by replicas.`,
-      );
-    let timer: NodeJS.Timeout | undefined;
-    let settled = false;
-    const failure = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(unreachable(`no answer within ${REDIS_READY_TIMEOUT_MS / 1000}s`)), REDIS_READY_TIMEOUT_MS);
-      bottleneck.on('error', (err: Error) => {
-        if (!settled) reject(unreachable(err?.message || String(err)));
-      });
-    });
-    return Promise.race([bottleneck.ready().then(() => undefined), failure]).finally(() => {
-      settled = true;
-      clearTimeout(timer);
-    });
+    return { bottleneck, limiter };
   }
 
   async close(): Promise<void> {
@@ -119,40 +95,23 @@ export class LimiterRegistry {
   }
 }
 
-/**
- * The limiter of a single process: at most maxConcurrent jobs at once, their
- * starts at least minTimeMs apart, in arrival order. Bottleneck's in-memory
- * datastore is not used because it yields to the event loop with setTimeout
- * several times per job: about 5 ms of idle time per request, which on a fast
- * API cost more than the request itself (half of a sync's time, see
- * bench/RESULTS.md).
- */
-export class LocalLimiter implements Limiter {
-  private readonly settings: LimiterSettings;
-  private running = 0;
-  private nextStart = 0;
-  private readonly waiting: Array<() => void> = [];
-
-  constructor(settings: LimiterSettings) {
-    this.settings = settings;
-  }
-
-  async schedule<T>(fn: () => Promise<T>): Promise<T> {
-    if (this.running < this.settings.maxConcurrent) this.running++;
-    // A finishing job hands its slot straight to the next waiter, so no newcomer can take it in between.
-    else await new Promise<void>((resolve) => this.waiting.push(resolve));
-    try {
-      if (this.settings.minTimeMs > 0) {
-        const now = Date.now();
-        const start = Math.max(now, this.nextStart);
-        this.nextStart = start + this.settings.minTimeMs;
-        if (start > now) await new Promise((resolve) => setTimeout(resolve, start - now));
-      }
-      return await fn();
-    } finally {
-      const next = this.waiting.shift();
-      if (next) next();
-      else this.running--;
-    }
-  }
+/** Resolves once Redis answers; the first connection error (or silence) before that is fatal. */
+function whenRedisReady(bottleneck: Bottleneck, url: string): Promise<void> {
+  const unreachable = (detail: string) =>
+    new PmsyncError(
+      'REDIS_UNREACHABLE',
+      `Cannot reach Redis at ${redactUrl(url)} (REDIS_URL): ${detail}. It holds the request limiter shared by replicas.`,
+    );
+  let timer: NodeJS.Timeout | undefined;
+  let settled = false;
+  const failure = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(unreachable(`no answer within ${REDIS_READY_TIMEOUT_MS / 1000}s`)), REDIS_READY_TIMEOUT_MS);
+    bottleneck.on('error', (err: Error) => {
+      if (!settled) reject(unreachable(err?.message || String(err)));
+    });
+  });
+  return Promise.race([bottleneck.ready().then(() => undefined), failure]).finally(() => {
+    settled = true;
+    clearTimeout(timer);
+  });
 }

@@ -1,38 +1,30 @@
 /**
  * Two `pmsync sync` processes on one database and one gateway key, started
  * together: the ledger's conditional upsert decides every request, so
- * together they send no more than the configured quota. With a local Redis
- * they also share the key's limiter through it (REDIS_URL).
+ * together they send no more than the configured quota. They also share the
+ * key's limiter through the test run's Redis (REDIS_URL).
  */
-import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { startSimulator, type Simulator } from '../../simulator/index.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { cliEnv, spawnCli, waitExit, writeConfig } from '../support/cli.ts';
 import { coreEntry, requestsPerDay, TestClock } from '../support/harness.ts';
 
-const TENANT = { apikey: 'pair-key-N4', username: 'pair.user', password: 'pair-pass-B7', variant: 'core' as const };
+// The limiter's id in Redis comes from the key: a key of its own keeps runs sharing one Redis apart.
+const TENANT = {
+  apikey: `pair-key-${randomBytes(4).toString('hex')}`,
+  username: 'pair.user',
+  password: 'pair-pass-B7',
+  variant: 'core' as const,
+};
 const QUOTA = 120;
 const NOW = '2026-03-02T10:00:00.000Z';
 
 let sim: Simulator;
 let db: TestDatabase;
 let config: string;
-let redisUrl: string | undefined;
-
-async function localRedis(): Promise<string | undefined> {
-  const url = process.env.REDIS_URL || 'redis://127.0.0.1:6379';
-  const client = new Redis(url, { lazyConnect: true, connectTimeout: 1_000, maxRetriesPerRequest: 0, retryStrategy: () => null });
-  client.on('error', () => undefined);
-  try {
-    await client.connect();
-    return (await client.ping()) === 'PONG' ? url : undefined;
-  } catch {
-    return undefined;
-  } finally {
-    client.disconnect();
-  }
-}
+const redisUrl = inject('redisUrl');
 
 beforeAll(async () => {
   sim = await startSimulator({
@@ -51,8 +43,6 @@ beforeAll(async () => {
       }),
     ],
   });
-  redisUrl = await localRedis();
-  if (!redisUrl) console.warn('two-processes: no Redis answers; the processes share only the PostgreSQL ledger');
 });
 afterAll(async () => {
   await sim?.close();

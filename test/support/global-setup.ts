@@ -3,17 +3,21 @@
  * TEST_DATABASE_URL when set; else a testcontainers PostgreSQL when a Docker
  * engine answers; else an embedded PostgreSQL started from node_modules.
  * Each test file then creates its own database on it (test/support/db.ts).
+ * It also provides one Redis for the run (test/support/redis.ts).
  */
 import { existsSync, mkdtempSync, rmSync, chmodSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { startEmbedded } from '../../src/db/embedded.ts';
+import { provideRedis } from './redis.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {
     pgAdminUrl: string;
     pgProvider: string;
+    redisUrl: string;
+    redisProvider: string;
   }
 }
 
@@ -32,6 +36,20 @@ async function tryTestcontainers(): Promise<{ url: string; stop: () => Promise<v
 }
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  const redis = await provideRedis();
+  project.provide('redisUrl', redis.url);
+  project.provide('redisProvider', redis.provider);
+  const stopPostgres = await setupPostgres(project).catch(async (err: unknown) => {
+    await redis.stop();
+    throw err;
+  });
+  return async () => {
+    await stopPostgres();
+    await redis.stop();
+  };
+}
+
+async function setupPostgres(project: TestProject): Promise<() => Promise<void>> {
   if (process.env.TEST_DATABASE_URL) {
     project.provide('pgAdminUrl', process.env.TEST_DATABASE_URL);
     project.provide('pgProvider', 'TEST_DATABASE_URL');
