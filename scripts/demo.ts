@@ -10,10 +10,12 @@ import { printResults, runSync } from '../src/cli/commands/sync.ts';
 import { DEMO_SOURCE } from '../src/cli/no-sources.ts';
 import { configFrom, fail, withApp } from '../src/cli/shared.ts';
 import { loadConfig, type Config, type CoreSourceConfig } from '../src/config.ts';
-import { historyTable } from '../src/db/history.ts';
 import { EMBEDDED_DEFAULT_PORT } from '../src/db/embedded.ts';
+import { countVersions } from '../src/db/history.ts';
+import { countRows, deleteSourceRows } from '../src/db/rows.ts';
 import { EXIT } from '../src/errors.ts';
-import { keyFingerprint } from '../src/state/quota.ts';
+import { forgetKeyUsage, keyFingerprint } from '../src/state/quota.ts';
+import { forgetSource } from '../src/state/sources.ts';
 import { REST_STREAMS } from '../src/sync/streams/index.ts';
 import { DEMO_CORE, startSimulator } from '../simulator/index.ts';
 
@@ -46,30 +48,21 @@ function demoSource(baseUrl: string): CoreSourceConfig {
 }
 
 async function resetDemoRows(app: App): Promise<void> {
-  for (const s of REST_STREAMS) {
-    await app.pool.query(`DELETE FROM "${s.table.name}" WHERE source = $1`, [DEMO_SOURCE]);
-    await app.pool.query(`DELETE FROM "${historyTable(s.table.name)}" WHERE source = $1`, [DEMO_SOURCE]);
-  }
-  await app.pool.query('DELETE FROM pmsync.history_tables WHERE source = $1', [DEMO_SOURCE]);
-  await app.pool.query('DELETE FROM pmsync.sync_state WHERE source = $1', [DEMO_SOURCE]);
-  await app.pool.query('DELETE FROM pmsync.quarantine WHERE source = $1', [DEMO_SOURCE]);
+  for (const s of REST_STREAMS) await deleteSourceRows(app.pool, s.table, DEMO_SOURCE);
+  await forgetSource(app.pool, DEMO_SOURCE);
   // Only the demo's own gateway key: the ledger of real accounts in the same database must survive.
-  await app.pool.query('DELETE FROM pmsync.quota_usage WHERE key_id = $1', [keyFingerprint(DEMO_CORE.apikey)]);
+  await forgetKeyUsage(app.pool, keyFingerprint(DEMO_CORE.apikey));
 }
 
 async function printTables(app: App): Promise<void> {
   process.stdout.write('\nRows per table (source "demo"):\n');
   for (const s of REST_STREAMS) {
-    const res = await app.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM "${s.table.name}" WHERE source = $1`, [DEMO_SOURCE]);
-    process.stdout.write(`  ${s.table.name.padEnd(22)} ${String(res.rows[0]?.n ?? 0).padStart(7)}\n`);
+    const n = await countRows(app.pool, s.table, DEMO_SOURCE);
+    process.stdout.write(`  ${s.table.name.padEnd(22)} ${String(n).padStart(7)}\n`);
   }
-  const versions = await app.pool.query<{ versions: number; changed: number }>(
-    `SELECT count(*)::int AS versions, count(DISTINCT id) FILTER (WHERE NOT is_current)::int AS changed FROM customers_history WHERE source = $1`,
-    [DEMO_SOURCE],
-  );
-  const v = versions.rows[0];
+  const v = await countVersions(app.pool, 'customers', DEMO_SOURCE);
   process.stdout.write(
-    `  ${'customers_history'.padEnd(22)} ${String(v?.versions ?? 0).padStart(7)}  (history mode: ${v?.changed ?? 0} customers have an older version)\n`,
+    `  ${'customers_history'.padEnd(22)} ${String(v.versions).padStart(7)}  (history mode: ${v.changed} customers have an older version)\n`,
   );
 }
 

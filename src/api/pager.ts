@@ -290,21 +290,3 @@ export async function* pageByRows(
     if (step.last) return;
   }
 }
-
-/**
- * Pro paging by Page and Limit over `{ data: [...] }` bodies: stops at a page
- * shorter than the Limit asked for, or an empty page.
- */
-export async function* pageByLimit(
-  fetchPage: (page: number, limit: number) => Promise<FetchedPage>,
-  options: { startPage?: number; limit: number },
-): AsyncGenerator<Page> {
-  for (let page = options.startPage ?? 1; ; page++) {
-    const res = await fetchPage(page, options.limit);
-    const data = (res.body as { data?: unknown } | null)?.data;
-    if (!Array.isArray(data)) throw new PmsyncError('BAD_RESPONSE', `page ${page} had no "data" array`);
-    const last = data.length < options.limit;
-    yield { page, records: data, sentAt: res.sentAt, totalRows: null, totalPages: null, last };
-    if (last) return;
-  }
-}

@@ -17,6 +17,7 @@
  * version, which an incremental read sees minutes after the change.
  */
 import type { TableDef } from '../sync/types.ts';
+import { forgetHistoryTable, registerHistoryTable } from '../state/history-tables.ts';
 import type { Queryable } from './pool.ts';
 import type { SqlQuery } from './upsert.ts';
 
@@ -116,13 +117,18 @@ WHERE t.source = $1
  */
 export async function syncHistoryState(db: Queryable, table: TableDef, source: string, enabled: boolean): Promise<number | null> {
   if (!enabled) {
-    await db.query('DELETE FROM pmsync.history_tables WHERE source = $1 AND table_name = $2', [source, table.name]);
+    await forgetHistoryTable(db, source, table.name);
     return null;
   }
-  const added = await db.query('INSERT INTO pmsync.history_tables (source, table_name) VALUES ($1, $2) ON CONFLICT DO NOTHING', [
-    source,
-    table.name,
-  ]);
-  if (added.rowCount === 0) return null;
+  if (!(await registerHistoryTable(db, source, table.name))) return null;
   return (await db.query(buildHistoryCatchUp(table, source))).rowCount ?? 0;
+}
+
+/** A source's versions in a table's history, and how many of its records have an older version. */
+export async function countVersions(db: Queryable, table: string, source: string): Promise<{ versions: number; changed: number }> {
+  const res = await db.query<{ versions: number; changed: number }>(
+    `SELECT count(*)::int AS versions, count(DISTINCT id) FILTER (WHERE NOT is_current)::int AS changed FROM "${historyTable(table)}" WHERE source = $1`,
+    [source],
+  );
+  return res.rows[0] ?? { versions: 0, changed: 0 };
 }

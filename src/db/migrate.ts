@@ -10,7 +10,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Pool } from './pool.ts';
+import type { Pool, Queryable } from './pool.ts';
 
 export const MIGRATIONS_DIR = fileURLToPath(new URL('../../prisma/migrations', import.meta.url));
 const LOCK_KEY = 727_001; // advisory lock id: one migrator at a time per database
@@ -48,16 +48,21 @@ export interface MigrateResult {
   alreadyApplied: number;
 }
 
+/** The migrations recorded as applied, with their checksums. */
+export async function appliedMigrations(db: Queryable): Promise<Map<string, string>> {
+  const { rows } = await db.query<{ migration_name: string; checksum: string }>(
+    'SELECT migration_name, checksum FROM "_prisma_migrations" WHERE finished_at IS NOT NULL AND rolled_back_at IS NULL',
+  );
+  return new Map(rows.map((r) => [r.migration_name, r.checksum]));
+}
+
 /** Applies pending migrations; safe to call from several processes at once. */
 export async function migrate(pool: Pool, migrations = readMigrations()): Promise<MigrateResult> {
   const client = await pool.connect();
   try {
     await client.query('SELECT pg_advisory_lock($1)', [LOCK_KEY]);
     await client.query(LEDGER_DDL);
-    const { rows } = await client.query<{ migration_name: string; checksum: string }>(
-      'SELECT migration_name, checksum FROM "_prisma_migrations" WHERE finished_at IS NOT NULL AND rolled_back_at IS NULL',
-    );
-    const done = new Map(rows.map((r) => [r.migration_name, r.checksum]));
+    const done = await appliedMigrations(client);
     const applied: string[] = [];
     for (const m of migrations) {
       const previous = done.get(m.name);

@@ -4,7 +4,7 @@
  * Rows are never deleted by a sync; a later pass that sees them again clears
  * the mark.
  */
-import { closeVersions } from './history.ts';
+import { closeVersions, historyTable } from './history.ts';
 import type { Queryable } from './pool.ts';
 import type { TableDef } from '../sync/types.ts';
 
@@ -66,4 +66,25 @@ export async function currentRowsLack(db: Queryable, table: TableDef, source: st
 export async function dbNow(db: Queryable): Promise<Date> {
   const res = await db.query<{ now: Date }>("SELECT date_trunc('milliseconds', now()) AS now");
   return res.rows[0]!.now;
+}
+
+/** Rows of a source in a stream table, whether seen lately or not. */
+export async function countRows(db: Queryable, table: { name: string }, source: string): Promise<number> {
+  const res = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM "${table.name}" WHERE source = $1`, [source]);
+  return res.rows[0]?.n ?? 0;
+}
+
+/** Rows of a source marked not seen at or after `since`. */
+export async function countMarkedNotSeenSince(db: Queryable, table: { name: string }, source: string, since: Date): Promise<number> {
+  const res = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM "${table.name}" WHERE source = $1 AND not_seen_since >= $2`, [
+    source,
+    since,
+  ]);
+  return res.rows[0]?.n ?? 0;
+}
+
+/** Deletes a source's rows from a stream table and its history table (the demo's reset). */
+export async function deleteSourceRows(db: Queryable, table: { name: string }, source: string): Promise<void> {
+  await db.query(`DELETE FROM "${table.name}" WHERE source = $1`, [source]);
+  await db.query(`DELETE FROM "${historyTable(table.name)}" WHERE source = $1`, [source]);
 }

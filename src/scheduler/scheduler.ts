@@ -23,9 +23,9 @@ import type { Pool } from '../db/pool.ts';
 import type { Logger } from '../log.ts';
 import { pagesLeft } from '../api/pager.ts';
 import { loadChangeModels, type StoredSlot } from '../state/change-model.ts';
-import { windowCheckpoint } from '../state/checkpoints.ts';
+import { readCheckpoints } from '../state/checkpoints.ts';
 import type { QuotaLedger, QuotaSnapshot } from '../state/quota.ts';
-import { changesFoundSince } from '../state/runs.ts';
+import { changesFoundSince, recentCheckCosts } from '../state/runs.ts';
 import { claimDispatch, loadStreamSchedules, notifiedByStream, setWarning, type StreamScheduleRow } from '../state/stream-schedule.ts';
 import type { Purpose } from '../api/http.ts';
 import { firesBetween, nextFire, previousFire } from './cron.ts';
@@ -393,27 +393,17 @@ function isBackfill(state: StreamStateLite | undefined): boolean {
 }
 
 async function loadStates(pool: Pool, source: string): Promise<Map<string, StreamStateLite>> {
-  const res = await pool.query<{ resource: string; cursor: Date | null; window: unknown }>(
-    'SELECT resource, cursor, "window" FROM pmsync.sync_state WHERE source = $1',
-    [source],
-  );
+  const rows = await readCheckpoints(pool, source);
   return new Map(
-    res.rows.map((r) => {
-      const parsed = r.window ? windowCheckpoint.safeParse(r.window) : null;
-      const paging = parsed?.success ? parsed.data.paging : undefined;
-      return [r.resource, { cursor: r.cursor, open: r.window !== null, pagesLeft: paging ? pagesLeft(paging) : null }];
+    rows.map((r) => {
+      const paging = r.window?.paging;
+      return [r.resource, { cursor: r.cursor, open: r.open, pagesLeft: paging ? pagesLeft(paging) : null }];
     }),
   );
 }
 
 /** Requests a check of each stream took lately: its completed checks and full passes. */
 async function loadCosts(pool: Pool, source: string): Promise<Map<string, number>> {
-  const res = await pool.query<{ resource: string; cost: number }>(
-    `SELECT resource, avg(requests)::float8 AS cost FROM (
-       SELECT resource, requests, row_number() OVER (PARTITION BY resource ORDER BY id DESC) AS n
-       FROM pmsync.runs WHERE source = $1 AND status = 'succeeded' AND requests > 0 AND (purpose IN ('check', 'webhook', 'full') OR mode = 'full')
-     ) r WHERE n <= $2 GROUP BY resource`,
-    [source, COST_RUNS],
-  );
-  return new Map(res.rows.map((r) => [r.resource, Math.max(1, r.cost)]));
+  const costs = await recentCheckCosts(pool, source, COST_RUNS);
+  return new Map([...costs].map(([resource, cost]) => [resource, Math.max(1, cost)]));
 }

@@ -19,6 +19,7 @@ import { planStreams, sourceTimeZone } from './plan.ts';
 import { observeSource, type Scheduler, type SourceView } from './scheduler.ts';
 import { schedulesSchema } from './settings.ts';
 import { stalenessBound, type StreamInput } from './budget.ts';
+import { lastSuccesses } from '../state/runs.ts';
 
 /** A view older than this is observed again. */
 const VIEW_MAX_AGE_MS = 60_000;
@@ -86,13 +87,6 @@ export async function sourceReadings(app: App, config: Config, scheduler?: Sched
       };
     }),
   );
-}
-
-async function lastSuccesses(db: Queryable): Promise<Map<string, Date>> {
-  const res = await db.query<{ key: string; at: Date }>(
-    `SELECT source || '/' || resource AS key, max(ended_at) AS at FROM pmsync.runs WHERE status = 'succeeded' GROUP BY 1`,
-  );
-  return new Map(res.rows.map((r) => [r.key, r.at]));
 }
 
 /** Per stream: the process (host:pid) running it right now, from its stream lock. */

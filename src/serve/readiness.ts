@@ -3,7 +3,7 @@
  * applied. Liveness (/healthz) needs nothing but the process itself.
  */
 import type { Queryable } from '../db/pool.ts';
-import { readMigrations } from '../db/migrate.ts';
+import { appliedMigrations, readMigrations } from '../db/migrate.ts';
 
 export interface Readiness {
   ready: boolean;
@@ -20,14 +20,8 @@ export function readinessCheck(db: Queryable, expected: string[] = readMigration
       timer = setTimeout(() => reject(new Error(`no answer within ${READY_TIMEOUT_MS} ms`)), READY_TIMEOUT_MS);
     });
     try {
-      const res = await Promise.race([
-        db.query<{ name: string }>(
-          'SELECT migration_name AS name FROM "_prisma_migrations" WHERE finished_at IS NOT NULL AND rolled_back_at IS NULL',
-        ),
-        timeout,
-      ]);
-      const applied = new Set(res.rows.map((r) => r.name));
-      const missing = expected.filter((m) => !applied.has(m));
+      const res = await Promise.race([appliedMigrations(db), timeout]);
+      const missing = expected.filter((m) => !res.has(m));
       return missing.length === 0
         ? { ready: true, problems: [] }
         : { ready: false, problems: [`migrations not applied: ${missing.join(', ')} (run "pmsync migrate")`] };

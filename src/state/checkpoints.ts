@@ -97,11 +97,23 @@ export async function completeWindow(db: Queryable, source: string, resource: st
   );
 }
 
-/** Forgets the position of a stream (next run starts a first pass) or sets its cursor. */
-export async function resetState(db: Queryable, source: string, resource: string, cursor: Date | null): Promise<void> {
-  await db.query(
-    `INSERT INTO pmsync.sync_state (source, resource, cursor, "window", updated_at) VALUES ($1, $2, $3, NULL, now())
-     ON CONFLICT (source, resource) DO UPDATE SET cursor = excluded.cursor, "window" = NULL, updated_at = now()`,
-    [source, resource, cursor],
+export interface StoredCheckpoint {
+  resource: string;
+  cursor: Date | null;
+  /** Whether a window is open (a damaged checkpoint counts as open: its run reports it). */
+  open: boolean;
+  /** The open window, when its checkpoint is readable. */
+  window: WindowCheckpoint | null;
+}
+
+/** Every stream's cursor and open window of a source, without failing on a damaged checkpoint. */
+export async function readCheckpoints(db: Queryable, source: string): Promise<StoredCheckpoint[]> {
+  const res = await db.query<{ resource: string; cursor: Date | null; window: unknown }>(
+    'SELECT resource, cursor, "window" FROM pmsync.sync_state WHERE source = $1',
+    [source],
   );
+  return res.rows.map((r) => {
+    const parsed = r.window ? windowCheckpoint.safeParse(r.window) : null;
+    return { resource: r.resource, cursor: r.cursor, open: r.window !== null, window: parsed?.success ? parsed.data : null };
+  });
 }

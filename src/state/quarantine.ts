@@ -58,3 +58,12 @@ export async function quarantineCounts(db: Queryable): Promise<Array<{ source: s
   );
   return res.rows.map((r) => ({ source: r.source, resource: r.resource, count: r.n }));
 }
+
+/** Records of a stream set aside so far. */
+export async function countQuarantined(db: Queryable, source: string, resource: string): Promise<number> {
+  const res = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM pmsync.quarantine WHERE source = $1 AND resource = $2', [
+    source,
+    resource,
+  ]);
+  return res.rows[0]?.n ?? 0;
+}

@@ -212,3 +212,8 @@ export class QuotaLedger implements RequestBudget {
 function cap(text: string): string {
   return text.charAt(0).toUpperCase() + text.slice(1);
 }
+
+/** Forgets a gateway key's ledger, every quota day of it (the demo resets its own key this way). */
+export async function forgetKeyUsage(db: Queryable, keyId: string): Promise<void> {
+  await db.query('DELETE FROM pmsync.quota_usage WHERE key_id = $1', [keyId]);
+}

@@ -72,3 +72,85 @@ export async function changesFoundSince(db: Queryable, source: string, since: Da
   );
   return new Map(res.rows.map((r) => [r.resource, r.n]));
 }
+
+/** Average requests of each stream's last `runs` completed checks and full passes. */
+export async function recentCheckCosts(db: Queryable, source: string, runs: number): Promise<Map<string, number>> {
+  const res = await db.query<{ resource: string; cost: number }>(
+    `SELECT resource, avg(requests)::float8 AS cost FROM (
+       SELECT resource, requests, row_number() OVER (PARTITION BY resource ORDER BY id DESC) AS n
+       FROM pmsync.runs WHERE source = $1 AND status = 'succeeded' AND requests > 0 AND (purpose IN ('check', 'webhook', 'full') OR mode = 'full')
+     ) r WHERE n <= $2 GROUP BY resource`,
+    [source, runs],
+  );
+  return new Map(res.rows.map((r) => [r.resource, r.cost]));
+}
+
+/** When each stream ("source/resource") last finished a run successfully. */
+export async function lastSuccesses(db: Queryable): Promise<Map<string, Date>> {
+  const res = await db.query<{ key: string; at: Date }>(
+    `SELECT source || '/' || resource AS key, max(ended_at) AS at FROM pmsync.runs WHERE status = 'succeeded' GROUP BY 1`,
+  );
+  return new Map(res.rows.map((r) => [r.key, r.at]));
+}
+
+export interface LastRun {
+  status: string;
+  startedAt: Date;
+  endedAt: Date | null;
+  requests: number;
+  inserted: number;
+  updated: number;
+  unchanged: number;
+  rejected: number;
+  error: string | null;
+}
+
+/** The latest run of a stream, whatever its outcome. */
+export async function lastRun(db: Queryable, source: string, resource: string): Promise<LastRun | null> {
+  const res = await db.query<LastRun>(
+    `SELECT status, started_at AS "startedAt", ended_at AS "endedAt", requests, inserted, updated, unchanged, rejected, error_message AS error
+     FROM pmsync.runs WHERE source = $1 AND resource = $2 ORDER BY id DESC LIMIT 1`,
+    [source, resource],
+  );
+  return res.rows[0] ?? null;
+}
+
+/** When a run started (database clock), if it exists. */
+export async function runStartedAt(db: Queryable, runId: number): Promise<Date | null> {
+  const res = await db.query<{ at: Date }>('SELECT started_at AS at FROM pmsync.runs WHERE id = $1', [runId]);
+  return res.rows[0]?.at ?? null;
+}
+
+export interface RunRow {
+  id: number;
+  source: string;
+  resource: string;
+  mode: string;
+  status: string;
+  startedAt: Date;
+  endedAt: Date | null;
+  pages: number;
+  requests: number;
+  inserted: number;
+  updated: number;
+  unchanged: number;
+  rejected: number;
+  errorCode: string | null;
+  errorMessage: string | null;
+}
+
+/** The most recent runs, newest first, optionally narrowed. */
+export async function listRuns(
+  db: Queryable,
+  opts: { limit: number; source?: string; resource?: string; status?: string },
+): Promise<RunRow[]> {
+  const res = await db.query<RunRow>(
+    `SELECT id, source, resource, mode, status, started_at AS "startedAt", ended_at AS "endedAt", pages, requests, inserted, updated, unchanged, rejected,
+            error_code AS "errorCode", error_message AS "errorMessage"
+     FROM pmsync.runs
+     WHERE ($2::text IS NULL OR source = $2) AND ($3::text IS NULL OR resource = $3) AND ($4::text IS NULL OR status = $4)
+     ORDER BY id DESC LIMIT $1`,
+    [opts.limit, opts.source ?? null, opts.resource ?? null, opts.status ?? null],
+  );
+  return res.rows;
+}

@@ -18,3 +18,14 @@ export async function storedSources(db: Queryable): Promise<StoredSource[]> {
   );
   return res.rows.map((r) => ({ source: r.source, streams: r.streams, lastRunAt: r.last_run_at }));
 }
+
+/**
+ * Forgets where a source's streams stand, the tables it keeps history of, and
+ * its quarantined records, so its next sync starts from scratch. Runs are kept
+ * as the record of what happened; stream rows are the caller's (deleteSourceRows).
+ */
+export async function forgetSource(db: Queryable, source: string): Promise<void> {
+  await db.query('DELETE FROM pmsync.history_tables WHERE source = $1', [source]);
+  await db.query('DELETE FROM pmsync.sync_state WHERE source = $1', [source]);
+  await db.query('DELETE FROM pmsync.quarantine WHERE source = $1', [source]);
+}

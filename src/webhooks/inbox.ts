@@ -7,7 +7,8 @@
  * written in ONE transaction (a crash after the reply finds the job in the
  * queue, and a retried delivery never refreshes twice).
  */
-import { withTransaction, type Pool, type Queryable } from '../db/pool.ts';
+import { withTransaction, type Pool } from '../db/pool.ts';
+import { countDuplicate, insertEvent, setOutcome } from '../state/webhook-events.ts';
 import type { Delivery, RefreshResource } from './events.ts';
 import type { RefreshQueue } from './queue.ts';
 
@@ -35,43 +36,24 @@ export async function recordDelivery(pool: Pool, queue: Pick<RefreshQueue, 'enqu
   const { source, delivery: d, target } = event;
   const record = 'resource' in target ? target : null;
   return withTransaction(pool, async (tx) => {
-    const inserted = await tx.query(
-      `INSERT INTO pmsync.webhook_events (source, event_id, event_type, tenant_id, application, event_timestamp, url, resource, record_id, outcome, reason, received_at, last_received_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12)
-       ON CONFLICT (source, event_id) DO NOTHING`,
-      [
-        source,
-        d.EventId,
-        d.EventType,
-        d.TenantId,
-        d.Application,
-        new Date(d.EventTimestamp),
-        d.Url,
-        record?.resource ?? null,
-        record?.id ?? null,
-        record ? (event.notify ? 'notified' : 'queued') : 'rejected',
-        'reason' in target ? target.reason : null,
-        event.receivedAt,
-      ],
-    );
-    if (inserted.rowCount === 0) {
-      await tx.query(
-        'UPDATE pmsync.webhook_events SET duplicates = duplicates + 1, last_received_at = now() WHERE source = $1 AND event_id = $2',
-        [source, d.EventId],
-      );
+    const inserted = await insertEvent(tx, {
+      source,
+      delivery: d,
+      resource: record?.resource ?? null,
+      recordId: record?.id ?? null,
+      outcome: record ? (event.notify ? 'notified' : 'queued') : 'rejected',
+      reason: 'reason' in target ? target.reason : null,
+      receivedAt: event.receivedAt,
+    });
+    if (!inserted) {
+      await countDuplicate(tx, source, d.EventId);
       return 'duplicate';
     }
     if (!record) return 'rejected';
     if (event.notify) return 'notified';
     const queued = await queue.enqueue({ source, resource: record.resource, id: record.id }, { db: tx });
     if (queued) return 'queued';
-    await tx.query(`UPDATE pmsync.webhook_events SET outcome = 'coalesced' WHERE source = $1 AND event_id = $2`, [source, d.EventId]);
+    await setOutcome(tx, source, d.EventId, 'coalesced');
     return 'coalesced';
   });
-}
-
-/** Deletes events older than the retention; deduplication only needs the API's retry window (about 5 minutes). */
-export async function pruneEvents(db: Queryable, retentionDays: number): Promise<number> {
-  const res = await db.query(`DELETE FROM pmsync.webhook_events WHERE received_at < now() - make_interval(days => $1)`, [retentionDays]);
-  return res.rowCount ?? 0;
 }

@@ -24,7 +24,8 @@ import { deliverySchema, resourceOfEvent, WEBHOOK_PATH_PREFIX } from './events.t
 import { recordDelivery, type InboxOutcome } from './inbox.ts';
 import type { RefreshQueue } from './queue.ts';
 import { matchRecordUrl } from './record-url.ts';
-import { isAccepted, loadSecrets, tokenMatches, type SecretRow } from './secrets.ts';
+import { isAccepted, tokenMatches } from './secrets.ts';
+import { loadSecrets, type SecretRow } from '../state/webhook-secrets.ts';
 import { webhookSettings } from './settings.ts';
 import { streamCatalog } from '../scheduler/catalog.ts';
 import { planStreams } from '../scheduler/plan.ts';

@@ -13,7 +13,8 @@ import { isLoopbackHost } from '../config.ts';
 import { HttpError, PmsyncError } from '../errors.ts';
 import { redactUrl } from '../redact.ts';
 import { canonicalEventName, EVENT_NAMES, WEBHOOK_PATH_PREFIX, type EventName } from './events.ts';
-import { hashToken, isCurrent, TOKEN_PATTERN, type SecretRow } from './secrets.ts';
+import { hashToken, isCurrent, TOKEN_PATTERN } from './secrets.ts';
+import { type SecretRow } from '../state/webhook-secrets.ts';
 
 export interface Registration {
   Id: number;

@@ -11,14 +11,13 @@
  * (activated_at NULL, expires_at a day away), so deliveries to the URLs being
  * registered are already accepted; once its registrations exist it becomes the
  * current one (activated_at set, expires_at NULL) and the tokens before it
- * expire after the source's grace period.
+ * expire after the source's grace period. The rows are read and written by
+ * src/state/webhook-secrets.ts.
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import type { Queryable } from '../db/pool.ts';
+import type { SecretRow } from '../state/webhook-secrets.ts';
 
 export const TOKEN_PATTERN = /^[A-Za-z0-9_-]{43}$/;
-/** A provisional token left by an interrupted registration stops being accepted after this long. */
-export const PROVISIONAL_TTL_MS = 86_400_000;
 
 export function newToken(): string {
   return randomBytes(32).toString('base64url');
@@ -39,12 +38,6 @@ export function tokenMatches(token: string, hashes: readonly string[]): boolean 
   return ok;
 }
 
-export interface SecretRow {
-  hash: string;
-  activatedAt: Date | null;
-  expiresAt: Date | null;
-}
-
 export function isAccepted(row: SecretRow, now: Date): boolean {
   return row.expiresAt === null || row.expiresAt > now;
 }
@@ -52,43 +45,4 @@ export function isAccepted(row: SecretRow, now: Date): boolean {
 /** The registered token: activated and without expiry. */
 export function isCurrent(row: SecretRow): boolean {
   return row.activatedAt !== null && row.expiresAt === null;
-}
-
-export async function loadSecrets(db: Queryable, source: string): Promise<SecretRow[]> {
-  const res = await db.query<{ token_hash: string; activated_at: Date | null; expires_at: Date | null }>(
-    'SELECT token_hash, activated_at, expires_at FROM pmsync.webhook_secrets WHERE source = $1 ORDER BY created_at',
-    [source],
-  );
-  return res.rows.map((r) => ({ hash: r.token_hash, activatedAt: r.activated_at, expiresAt: r.expires_at }));
-}
-
-export async function addProvisionalSecret(db: Queryable, source: string, hash: string, now: Date): Promise<void> {
-  await db.query('INSERT INTO pmsync.webhook_secrets (source, token_hash, created_at, expires_at) VALUES ($1, $2, $3, $4)', [
-    source,
-    hash,
-    now,
-    new Date(now.getTime() + PROVISIONAL_TTL_MS),
-  ]);
-}
-
-/** Makes `hash` the current token; every other token of the source expires at `graceUntil` at the latest. */
-export async function activateSecret(db: Queryable, source: string, hash: string, now: Date, graceUntil: Date): Promise<void> {
-  await db.query(
-    `UPDATE pmsync.webhook_secrets SET expires_at = $3
-     WHERE source = $1 AND token_hash <> $2 AND (expires_at IS NULL OR expires_at > $3)`,
-    [source, hash, graceUntil],
-  );
-  await db.query('UPDATE pmsync.webhook_secrets SET activated_at = $3, expires_at = NULL WHERE source = $1 AND token_hash = $2', [
-    source,
-    hash,
-    now,
-  ]);
-}
-
-/** Every token of the source stops being accepted at `at` (or earlier, if it already would). */
-export async function expireSecrets(db: Queryable, source: string, at: Date): Promise<void> {
-  await db.query('UPDATE pmsync.webhook_secrets SET expires_at = $2 WHERE source = $1 AND (expires_at IS NULL OR expires_at > $2)', [
-    source,
-    at,
-  ]);
 }

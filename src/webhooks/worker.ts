@@ -24,7 +24,7 @@ import type { SyncContext } from '../sync/context.ts';
 import { refreshRecord } from '../sync/refresh.ts';
 import { REST_STREAMS } from '../sync/streams/index.ts';
 import type { RestStream } from '../sync/streams/rest.ts';
-import { pruneEvents } from './inbox.ts';
+import { pruneEvents } from '../state/webhook-events.ts';
 import type { RefreshJobData, RefreshQueue } from './queue.ts';
 import { webhookSettings } from './settings.ts';
 

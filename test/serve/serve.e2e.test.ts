@@ -4,7 +4,8 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../../simulator/index.ts';
-import { activateSecret, addProvisionalSecret, hashToken, newToken } from '../../src/webhooks/secrets.ts';
+import { hashToken, newToken } from '../../src/webhooks/secrets.ts';
+import { activateSecret, addProvisionalSecret } from '../../src/state/webhook-secrets.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { cliEnv, writeConfig } from '../support/cli.ts';
 import { eventually, kill, startServeCli, type ServeProcess } from './support.ts';

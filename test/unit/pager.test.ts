@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { pageByLimit, pageByRows, pagesLeft, type FetchedPage } from '../../src/api/pager.ts';
+import { pageByRows, pagesLeft, type FetchedPage } from '../../src/api/pager.ts';
 
 /** A list of `total` records served like the Core API: Rows clamped to 100, optional Data* headers. */
 function server(total: number, options: { headers?: boolean; clampTo?: number } = {}) {
@@ -90,21 +90,5 @@ describe('pageByRows', () => {
   it('refuses a body that is not an array', async () => {
     const gen = pageByRows(async () => ({ body: { data: [] }, headers: {}, sentAt: new Date() }));
     await expect(gen.next()).rejects.toThrow(/not a JSON array/);
-  });
-});
-
-describe('pageByLimit', () => {
-  it('reads { data } pages until a short one', async () => {
-    const pages: number[] = [];
-    const gen = pageByLimit(
-      async (page, limit) => {
-        pages.push(page);
-        const n = Math.max(0, Math.min(limit, 120 - (page - 1) * limit));
-        return { body: { data: Array.from({ length: n }, () => ({})) }, headers: {}, sentAt: new Date() };
-      },
-      { limit: 50 },
-    );
-    expect(await collect(gen)).toBe(120);
-    expect(pages).toEqual([1, 2, 3]);
   });
 });

@@ -10,7 +10,8 @@ import type { App } from '../../src/app.ts';
 import { startSimulator, type Simulator } from '../../simulator/index.ts';
 import { startWebhooks, type Webhooks } from '../../src/webhooks/index.ts';
 import { REFRESH_QUEUE } from '../../src/webhooks/queue.ts';
-import { activateSecret, addProvisionalSecret, hashToken, newToken } from '../../src/webhooks/secrets.ts';
+import { hashToken, newToken } from '../../src/webhooks/secrets.ts';
+import { activateSecret, addProvisionalSecret } from '../../src/state/webhook-secrets.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { coreSourceEntry, logSink, openTestApp, post, startListener, testConfig, waitFor, type TestServer } from './support.ts';
 

@@ -8,7 +8,8 @@ import {
   registrationUrl,
   type Registration,
 } from '../../src/webhooks/registration.ts';
-import { hashToken, newToken, TOKEN_PATTERN, tokenMatches, type SecretRow } from '../../src/webhooks/secrets.ts';
+import { hashToken, newToken, TOKEN_PATTERN, tokenMatches } from '../../src/webhooks/secrets.ts';
+import { type SecretRow } from '../../src/state/webhook-secrets.ts';
 
 const BASE = 'https://sync.example.com';
 const T1 = 'a'.repeat(43);

@@ -12,6 +12,8 @@ import { resourceTablesFor, restStreamsFor } from '../../sync/streams/index.ts';
 import { syncSource } from '../../sync/sync-source.ts';
 import { attachProgress } from '../progress.ts';
 import { configFrom, fail, requireSources, withApp } from '../shared.ts';
+import { runStartedAt } from '../../state/runs.ts';
+import { countMarkedNotSeenSince } from '../../db/rows.ts';
 
 interface ResyncCliOptions {
   source?: string;
@@ -88,12 +90,8 @@ async function markedNotSeen(app: App, source: SourceConfig, resource: string, r
   const entry = resourceTablesFor(source).find((s) => s.resource === resource);
   // Snapshot tables (Pro availability) keep every capture; nothing in them is "not seen".
   if (!entry || ('kind' in entry && entry.kind === 'pro-snapshot')) return null;
-  const table = entry.table.name;
-  const res = await app.pool.query<{ n: number }>(
-    `SELECT count(*)::int AS n FROM "${table}" WHERE source = $1 AND not_seen_since >= (SELECT started_at FROM pmsync.runs WHERE id = $2)`,
-    [source.name, runId],
-  );
-  return res.rows[0]?.n ?? 0;
+  const started = await runStartedAt(app.pool, runId);
+  return started ? countMarkedNotSeenSince(app.pool, entry.table, source.name, started) : 0;
 }
 
 /**

@@ -1,5 +1,5 @@
 import { Command, InvalidArgumentError } from 'commander';
-import type { Queryable } from '../../db/pool.ts';
+import { listRuns, type RunRow } from '../../state/runs.ts';
 import { configFrom, fail, withApp } from '../shared.ts';
 
 interface RunsCliOptions {
@@ -8,40 +8,6 @@ interface RunsCliOptions {
   resource?: string;
   status?: string;
   json?: boolean;
-}
-
-export interface RunRow {
-  id: number;
-  source: string;
-  resource: string;
-  mode: string;
-  status: string;
-  startedAt: Date;
-  endedAt: Date | null;
-  pages: number;
-  requests: number;
-  inserted: number;
-  updated: number;
-  unchanged: number;
-  rejected: number;
-  errorCode: string | null;
-  errorMessage: string | null;
-}
-
-/** The most recent runs, newest first, optionally narrowed. */
-export async function recentRuns(
-  db: Queryable,
-  opts: { limit: number; source?: string; resource?: string; status?: string },
-): Promise<RunRow[]> {
-  const res = await db.query<RunRow>(
-    `SELECT id, source, resource, mode, status, started_at AS "startedAt", ended_at AS "endedAt", pages, requests, inserted, updated, unchanged, rejected,
-            error_code AS "errorCode", error_message AS "errorMessage"
-     FROM pmsync.runs
-     WHERE ($2::text IS NULL OR source = $2) AND ($3::text IS NULL OR resource = $3) AND ($4::text IS NULL OR status = $4)
-     ORDER BY id DESC LIMIT $1`,
-    [opts.limit, opts.source ?? null, opts.resource ?? null, opts.status ?? null],
-  );
-  return res.rows;
 }
 
 function duration(r: RunRow): string {
@@ -95,7 +61,7 @@ export function runsCommand(): Command {
       try {
         const config = configFrom(cmd);
         await withApp(config, async (app) => {
-          const rows = await recentRuns(app.pool, opts);
+          const rows = await listRuns(app.pool, opts);
           process.stdout.write(opts.json ? `${JSON.stringify(rows, null, 2)}\n` : formatRuns(rows));
         });
       } catch (err) {

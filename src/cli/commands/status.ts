@@ -2,7 +2,10 @@ import { Command } from 'commander';
 import { quotaSettingsFor, type App } from '../../app.ts';
 import { pagesLeft } from '../../api/pager.ts';
 import type { Config } from '../../config.ts';
-import { windowCheckpoint } from '../../state/checkpoints.ts';
+import { readCheckpoints } from '../../state/checkpoints.ts';
+import { countQuarantined } from '../../state/quarantine.ts';
+import { lastRun } from '../../state/runs.ts';
+import { countRows } from '../../db/rows.ts';
 import { allowance } from '../../state/quota.ts';
 import { describePosition } from '../../sync/readers/pro-session.ts';
 import { checkConnectivity } from '../../sync/source-kinds.ts';
@@ -150,26 +153,15 @@ export async function collectStatus(
     // Backfills get the allowance less the budget kept for the day's checks.
     const dailyAllowance = Math.max(1, allowance(quotaSettingsFor(source)) - Math.min(source.budget, allowance(quotaSettingsFor(source))));
     const leftToday = snap.exhaustedUntil ? 0 : Math.max(0, snap.allowance - snap.used - Math.max(0, snap.budget - snap.budgetUsed));
+    const checkpoints = new Map((await readCheckpoints(app.pool, source.name)).map((c) => [c.resource, c]));
     for (const s of streams) {
-      const [rows, state, run, q] = await Promise.all([
-        app.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM "${s.table.name}" WHERE source = $1`, [source.name]),
-        app.pool.query<{ cursor: Date | null; window: unknown }>(
-          'SELECT cursor, "window" FROM pmsync.sync_state WHERE source = $1 AND resource = $2',
-          [source.name, s.resource],
-        ),
-        app.pool.query(
-          'SELECT status, started_at, ended_at, requests, inserted, updated, unchanged, rejected, error_message FROM pmsync.runs WHERE source = $1 AND resource = $2 ORDER BY id DESC LIMIT 1',
-          [source.name, s.resource],
-        ),
-        app.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM pmsync.quarantine WHERE source = $1 AND resource = $2', [
-          source.name,
-          s.resource,
-        ]),
+      const [rows, r, quarantined] = await Promise.all([
+        countRows(app.pool, s.table, source.name),
+        lastRun(app.pool, source.name, s.resource),
+        countQuarantined(app.pool, source.name, s.resource),
       ]);
-      const st = state.rows[0];
-      const r = run.rows[0];
-      const parsed = st?.window ? windowCheckpoint.safeParse(st.window) : null;
-      const win = parsed?.success ? parsed.data : null;
+      const st = checkpoints.get(s.resource);
+      const win = st?.window ?? null;
       const left = win?.paging ? pagesLeft(win.paging) : null;
       const estimate =
         win?.paging && left !== null && win.paging.totalPages !== null
@@ -178,7 +170,7 @@ export async function collectStatus(
       resources.push({
         resource: s.resource,
         table: s.table.name,
-        rows: rows.rows[0]?.n ?? 0,
+        rows,
         cursor: st?.cursor?.toISOString() ?? null,
         inWindow: win
           ? { nextPage: win.nextPage, end: win.end, estimate, ...(source.kind === 'pro' ? { position: describePosition(win) } : {}) }
@@ -186,17 +178,17 @@ export async function collectStatus(
         lastRun: r
           ? {
               status: r.status,
-              startedAt: r.started_at.toISOString(),
-              endedAt: r.ended_at?.toISOString() ?? null,
+              startedAt: r.startedAt.toISOString(),
+              endedAt: r.endedAt?.toISOString() ?? null,
               requests: r.requests,
               inserted: r.inserted,
               updated: r.updated,
               unchanged: r.unchanged,
               rejected: r.rejected,
-              error: r.error_message,
+              error: r.error,
             }
           : null,
-        quarantined: q.rows[0]?.n ?? 0,
+        quarantined,
         schedule: scheduleStatus(view, source, s.resource, holders.get(`${source.name}/${s.resource}`) ?? null),
         drift: drift.get(`${source.name}/${s.table.name}`) ?? [],
       });

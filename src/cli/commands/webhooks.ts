@@ -20,7 +20,8 @@ import {
   type Registration,
   type RegistrationPlan,
 } from '../../webhooks/registration.ts';
-import { activateSecret, addProvisionalSecret, expireSecrets, hashToken, loadSecrets, newToken } from '../../webhooks/secrets.ts';
+import { hashToken, newToken } from '../../webhooks/secrets.ts';
+import { activateSecret, addProvisionalSecret, expireSecrets, loadSecrets } from '../../state/webhook-secrets.ts';
 import { secretGraceSeconds, webhookSettings } from '../../webhooks/settings.ts';
 import { configFrom, fail, requireSources, withApp } from '../shared.ts';
 import { receiveCommand } from './webhooks-receive.ts';
