@@ -119,6 +119,17 @@ export class LimiterRegistry {
   }
 }
 
+/** Where LocalLimiter reads the time and waits; tests pass one they move by hand. */
+export interface LimiterClock {
+  now(): number;
+  sleep(ms: number): Promise<void>;
+}
+
+const REAL_CLOCK: LimiterClock = {
+  now: () => Date.now(),
+  sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+};
+
 /**
  * The limiter of a single process: at most maxConcurrent jobs at once, their
  * starts at least minTimeMs apart, in arrival order. Bottleneck's in-memory
@@ -129,12 +140,14 @@ export class LimiterRegistry {
  */
 export class LocalLimiter implements Limiter {
   private readonly settings: LimiterSettings;
+  private readonly clock: LimiterClock;
   private running = 0;
   private nextStart = 0;
   private readonly waiting: Array<() => void> = [];
 
-  constructor(settings: LimiterSettings) {
+  constructor(settings: LimiterSettings, clock: LimiterClock = REAL_CLOCK) {
     this.settings = settings;
+    this.clock = clock;
   }
 
   async schedule<T>(fn: () => Promise<T>): Promise<T> {
@@ -143,10 +156,10 @@ export class LocalLimiter implements Limiter {
     else await new Promise<void>((resolve) => this.waiting.push(resolve));
     try {
       if (this.settings.minTimeMs > 0) {
-        const now = Date.now();
+        const now = this.clock.now();
         const start = Math.max(now, this.nextStart);
         this.nextStart = start + this.settings.minTimeMs;
-        if (start > now) await new Promise((resolve) => setTimeout(resolve, start - now));
+        if (start > now) await this.clock.sleep(start - now);
       }
       return await fn();
     } finally {

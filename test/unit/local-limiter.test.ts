@@ -1,7 +1,30 @@
 import { describe, expect, it } from 'vitest';
-import { LimiterRegistry, LocalLimiter } from '../../src/api/limiter.ts';
+import { LimiterRegistry, LocalLimiter, type LimiterClock } from '../../src/api/limiter.ts';
 
-const tick = (ms = 5) => new Promise((r) => setTimeout(r, ms));
+/** Lets the event loop turn once, so jobs started together overlap. */
+const yieldOnce = () => new Promise((r) => setImmediate(r));
+
+/**
+ * A clock that stands still while jobs run. Each waiting job is woken in turn,
+ * earliest wake-up first, with the clock moved to its wake-up time.
+ */
+function manualClock(): LimiterClock & { wakeNext(): Promise<boolean> } {
+  let ms = 1_000_000;
+  const sleepers: Array<{ at: number; wake: () => void }> = [];
+  return {
+    now: () => ms,
+    sleep: (wait) => new Promise<void>((wake) => sleepers.push({ at: ms + wait, wake })),
+    async wakeNext() {
+      await yieldOnce();
+      sleepers.sort((a, b) => a.at - b.at);
+      const next = sleepers.shift();
+      if (!next) return false;
+      ms = next.at;
+      next.wake();
+      return true;
+    },
+  };
+}
 
 describe('local limiter', () => {
   it('runs at most maxConcurrent jobs at once, in arrival order', async () => {
@@ -13,7 +36,7 @@ describe('local limiter', () => {
       started.push(i);
       running++;
       peak = Math.max(peak, running);
-      await tick();
+      await yieldOnce();
       running--;
       return i;
     };
@@ -24,9 +47,12 @@ describe('local limiter', () => {
   });
 
   it('spaces job starts by minTimeMs', async () => {
-    const limiter = new LocalLimiter({ maxConcurrent: 4, minTimeMs: 30 });
+    const clock = manualClock();
+    const limiter = new LocalLimiter({ maxConcurrent: 4, minTimeMs: 30 }, clock);
     const starts: number[] = [];
-    await Promise.all([0, 1, 2].map(() => limiter.schedule(async () => void starts.push(Date.now()))));
+    const all = Promise.all([0, 1, 2].map(() => limiter.schedule(async () => void starts.push(clock.now()))));
+    for (let i = 0; i < 10 && (await clock.wakeNext()); i++);
+    await all;
     expect(starts[1]! - starts[0]!).toBeGreaterThanOrEqual(25);
     expect(starts[2]! - starts[1]!).toBeGreaterThanOrEqual(25);
   });
