@@ -1,11 +1,41 @@
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
+
+/**
+ * Three projects, chosen by file name: `*.test.ts` needs nothing but Node
+ * (no PostgreSQL, no Redis, no child process), `*.int.test.ts` needs
+ * PostgreSQL or another service, `*.e2e.test.ts` runs real processes.
+ * Only int and e2e start the test PostgreSQL, so `npm run test:unit` runs in
+ * seconds on a machine without one. Inline projects inherit the root options.
+ */
+const SERVICE_GLOBAL_SETUP = ['test/support/global-setup.ts'];
 
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
-    globalSetup: ['test/support/global-setup.ts'],
     testTimeout: 60_000,
     hookTimeout: 120_000,
     pool: 'forks',
+    projects: [
+      {
+        test: {
+          name: 'unit',
+          include: ['test/**/*.test.ts'],
+          exclude: [...configDefaults.exclude, 'test/**/*.int.test.ts', 'test/**/*.e2e.test.ts'],
+        },
+      },
+      {
+        test: {
+          name: 'int',
+          include: ['test/**/*.int.test.ts'],
+          globalSetup: SERVICE_GLOBAL_SETUP,
+        },
+      },
+      {
+        test: {
+          name: 'e2e',
+          include: ['test/**/*.e2e.test.ts'],
+          globalSetup: SERVICE_GLOBAL_SETUP,
+        },
+      },
+    ],
   },
 });

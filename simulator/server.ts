@@ -1,6 +1,7 @@
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { setTimeout as wait } from 'node:timers/promises';
 import { serveControl } from './control.ts';
 import { serveCore } from './core/routes.ts';
 import { Tenant } from './core/tenant.ts';
@@ -73,11 +74,14 @@ export class SimulatorServer implements Simulator {
   private dropped = 0;
   private webhookIds = 0;
   private closing = false;
-  private readonly sleepers = new Set<{ timer: NodeJS.Timeout; resolve: () => void }>();
+  private readonly delay: (ms: number, signal: AbortSignal) => Promise<void>;
+  /** Aborted by close(): ends every wait for slowMs or hangMs at once. */
+  private readonly closed = new AbortController();
 
   constructor(options: SimulatorOptions, tenants: CoreTenantOptions[], practices: ProPracticeOptions[]) {
     const seed = options.seed ?? DEFAULT_SEED;
     this.now = options.now ?? (() => new Date());
+    this.delay = options.delay ?? ((ms, signal) => wait(ms, undefined, { signal }));
     this.logLimit = options.requestLogLimit ?? DEFAULT_REQUEST_LOG_LIMIT;
     // Seeded data is laid out relative to the start of the current UTC day, so
     // the same seed on the same day (or with the same injected clock) gives
@@ -167,11 +171,7 @@ export class SimulatorServer implements Simulator {
   async close(): Promise<void> {
     if (this.closing) return;
     this.closing = true;
-    for (const sleeper of this.sleepers) {
-      clearTimeout(sleeper.timer);
-      sleeper.resolve();
-    }
-    this.sleepers.clear();
+    this.closed.abort();
     await this.dispatcher.close();
     const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
     this.server.closeAllConnections();
@@ -268,15 +268,6 @@ export class SimulatorServer implements Simulator {
 
   private sleep(ms: number): Promise<void> {
     if (this.closing) return Promise.resolve();
-    return new Promise((resolve) => {
-      const sleeper = {
-        timer: setTimeout(() => {
-          this.sleepers.delete(sleeper);
-          resolve();
-        }, ms),
-        resolve,
-      };
-      this.sleepers.add(sleeper);
-    });
+    return this.delay(ms, this.closed.signal).catch(() => undefined);
   }
 }

@@ -97,6 +97,12 @@ export interface SimulatorOptions {
   port?: number;
   seed?: number;
   now?: () => Date;
+  /**
+   * Waits out slowMs and hangMs; real timers by default. The wait ends early,
+   * resolved or rejected, when `signal` aborts (the simulator closes). Tests
+   * pass their own to see the waits without spending them.
+   */
+  delay?: (ms: number, signal: AbortSignal) => Promise<void>;
   tenants?: CoreTenantOptions[];
   practices?: ProPracticeOptions[];
   webhookTiming?: Partial<WebhookTiming>;

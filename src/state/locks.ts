@@ -56,6 +56,8 @@ export interface AcquireOptions {
   /** Stops waiting (e.g. shutdown). */
   signal?: AbortSignal;
   sleep?: (ms: number) => Promise<void>;
+  /** The clock the wait is measured on, in epoch milliseconds; Date.now by default. */
+  now?: () => number;
 }
 
 /** Takes the lock of one stream, or returns null when another process holds it past `waitMs`. */
@@ -73,16 +75,17 @@ export async function acquireStreamLock(
   await client.connect();
   const key = streamLockKey(source, resource);
   const sleep = options.sleep ?? ((ms: number) => new Promise((r) => setTimeout(r, ms)));
-  const deadline = Date.now() + (options.waitMs ?? 0);
+  const now = options.now ?? Date.now;
+  const deadline = now() + (options.waitMs ?? 0);
   try {
     for (;;) {
       const res = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1, $2) AS ok', [STREAM_LOCK_CLASS, key]);
       if (res.rows[0]?.ok) break;
-      if (Date.now() >= deadline || options.signal?.aborted) {
+      if (now() >= deadline || options.signal?.aborted) {
         await client.end();
         return null;
       }
-      await sleep(Math.min(POLL_MS, Math.max(0, deadline - Date.now())));
+      await sleep(Math.min(POLL_MS, Math.max(0, deadline - now())));
     }
   } catch (err) {
     await client.end().catch(() => undefined);

@@ -13,6 +13,7 @@ import { keyFingerprint, QuotaLedger } from '../../src/state/quota.ts';
 import { startSimulator, type Simulator } from '../../simulator/index.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { TestClock } from '../support/harness.ts';
+import { waitFor } from '../simulator/support.ts';
 
 const TENANT = { apikey: 'retry-key-Q1', username: 'retry.user', password: 'retry-pass-Z9', variant: 'core' as const };
 const clock = new TestClock('2026-03-02T10:00:00Z');
@@ -213,8 +214,11 @@ describe('retries against injected faults', () => {
     sim.setFaults({ failNext: 5 });
     const abort = new AbortController();
     const { c } = client({ retry: { ...POLICY, baseDelayMs: 60_000, maxDelayMs: 60_000, maxElapsedMs: 600_000 }, sleep: 'real' });
+    const from = sim.stats().requests.length;
     const pending = c.get('/customers', {}, { signal: abort.signal });
-    setTimeout(() => abort.abort(), 100);
+    // Shut down once the first attempt has failed: the client is then backing off for a minute.
+    await waitFor(() => sent(from).length === 1);
+    abort.abort();
     await expect(pending).rejects.toMatchObject({ code: 'SHUTDOWN' });
   });
 });

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../../simulator/index.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { cliEnv, runCli, writeConfig } from '../support/cli.ts';
+import { TestClock } from '../support/harness.ts';
 import { REST_STREAMS } from '../../src/sync/streams/index.ts';
 
 const TENANT = { apikey: 'e2e-key-Zq9', username: 'e2e.user', password: 'e2e-pass-Wx7', variant: 'core' as const };
@@ -25,6 +26,11 @@ const SIZES = {
 
 let sim: Simulator;
 let db: TestDatabase;
+// The simulator stamps ModifiedOn and pmsync reads its clock from this one, moved by hand between runs.
+const clock = new TestClock('2026-03-02T10:00:00.000Z');
+
+const env = (extra: Record<string, string> = {}) =>
+  cliEnv({ DATABASE_URL: db.url, NODE_ENV: 'test', PMSYNC_TEST_NOW: clock.iso(), ...extra });
 
 function source(name: string, t: { apikey: string; username: string; password: string }, extra: Record<string, unknown> = {}) {
   return {
@@ -58,6 +64,7 @@ async function count(table: string, src: string): Promise<number> {
 beforeAll(async () => {
   sim = await startSimulator({
     seed: 7,
+    now: clock.now,
     tenants: [
       { ...TENANT, sizes: SIZES },
       { ...NO_HEADERS, sizes: { customers: 1_000, companies: 2, appointments: 250 }, dataHeaders: false },
@@ -78,7 +85,7 @@ describe('pmsync sync against the Core simulator', () => {
 
   it('full sync lands every list with the minimum number of requests', async () => {
     const from = sim.stats().requests.length;
-    const res = await runCli(['--config', config, 'sync'], cliEnv({ DATABASE_URL: db.url }));
+    const res = await runCli(['--config', config, 'sync'], env());
     expect(res.stderr).toBe('');
     expect(res.code).toBe(0);
     const tenant = sim.tenant(TENANT.apikey);
@@ -98,7 +105,7 @@ describe('pmsync sync against the Core simulator', () => {
 
   it('a second run with no changes sends exactly one request per incremental stream', async () => {
     const from = sim.stats().requests.length;
-    const res = await runCli(['--config', config, 'sync'], cliEnv({ DATABASE_URL: db.url }));
+    const res = await runCli(['--config', config, 'sync'], env());
     expect(res.code).toBe(0);
     const seen = listRequests(TENANT.apikey, from);
     const tenant = sim.tenant(TENANT.apikey);
@@ -120,8 +127,8 @@ describe('pmsync sync against the Core simulator', () => {
     const touched = tenant.touch('customers', 30);
     const created = [tenant.create('customers', { FirstName: 'Newcomer' }), tenant.create('customers', { FirstName: 'Newcomer' })];
     tenant.update('customers', String(touched[0]!.CustomerId), { LastName: 'Changed-Name' });
-    await new Promise((r) => setTimeout(r, 1100));
-    const res = await runCli(['--config', config, 'sync', '--resource', 'customers'], cliEnv({ DATABASE_URL: db.url }));
+    clock.advance(1_100); // ModifiedOn has whole seconds: the next run starts a second after the change
+    const res = await runCli(['--config', config, 'sync', '--resource', 'customers'], env());
     expect(res.code).toBe(0);
     expect(res.stdout).toMatch(/clinic\/customers: succeeded, incremental, 1 page\(s\), 1 request\(s\), 2 inserted, 30 updated/);
     const row = await db.pool.query(`SELECT last_name, raw->>'LastName' AS raw_last FROM customers WHERE source = 'clinic' AND id = $1`, [
@@ -138,8 +145,8 @@ describe('pmsync sync against the Core simulator', () => {
     const tenant = sim.tenant(TENANT.apikey);
     const [bad, good] = tenant.touch('customers', 2);
     tenant.update('customers', String(bad!.CustomerId), { IsActive: 'yes' as unknown as boolean });
-    await new Promise((r) => setTimeout(r, 1100));
-    const res = await runCli(['--config', config, 'sync', '--resource', 'customers'], cliEnv({ DATABASE_URL: db.url }));
+    clock.advance(1_100); // ModifiedOn has whole seconds: the next run starts a second after the change
+    const res = await runCli(['--config', config, 'sync', '--resource', 'customers'], env());
     expect(res.code).toBe(0);
     expect(res.stdout).toMatch(/1 rejected/);
     const q = await db.pool.query(`SELECT record_id, reason, raw->>'IsActive' AS v FROM pmsync.quarantine WHERE source = 'clinic'`);
@@ -150,13 +157,13 @@ describe('pmsync sync against the Core simulator', () => {
     );
     expect(landed.rows[0].fresh).toBe(true);
 
-    const status = await runCli(['--config', config, 'status', '--json'], cliEnv({ DATABASE_URL: db.url }));
+    const status = await runCli(['--config', config, 'status', '--json'], env());
     const parsed = JSON.parse(status.stdout);
     expect(parsed[0].resources.find((r: { resource: string }) => r.resource === 'customers').quarantined).toBe(1);
 
     tenant.update('customers', String(bad!.CustomerId), { IsActive: true });
-    await new Promise((r) => setTimeout(r, 1100));
-    await runCli(['--config', config, 'sync', '--resource', 'customers'], cliEnv({ DATABASE_URL: db.url }));
+    clock.advance(1_100); // ModifiedOn has whole seconds: the next run starts a second after the change
+    await runCli(['--config', config, 'sync', '--resource', 'customers'], env());
     const after = await db.pool.query(`SELECT count(*)::int AS n FROM pmsync.quarantine WHERE source = 'clinic'`);
     expect(after.rows[0].n).toBe(0);
   });
@@ -164,7 +171,7 @@ describe('pmsync sync against the Core simulator', () => {
   it('lists without Data* headers are read until a short page', async () => {
     const cfg = writeConfig({ sources: [source('nohdr', NO_HEADERS, { streams: ['customers', 'appointments', 'companies'] })] });
     const from = sim.stats().requests.length;
-    const res = await runCli(['--config', cfg, 'sync'], cliEnv({ DATABASE_URL: db.url }));
+    const res = await runCli(['--config', cfg, 'sync'], env());
     expect(res.code).toBe(0);
     expect(await count('customers', 'nohdr')).toBe(1000);
     expect(await count('appointments', 'nohdr')).toBe(250);
@@ -175,14 +182,14 @@ describe('pmsync sync against the Core simulator', () => {
 
   it('sends the Basic value as api_key when the gateway cannot carry headers', async () => {
     const cfg = writeConfig({ sources: [source('querycreds', TENANT, { credentialsIn: 'query', streams: ['companies'] })] });
-    const res = await runCli(['--config', cfg, 'sync'], cliEnv({ DATABASE_URL: db.url }));
+    const res = await runCli(['--config', cfg, 'sync'], env());
     expect(res.code).toBe(0);
     expect(await count('companies', 'querycreds')).toBe(SIZES.companies);
   });
 
   it('a 401 exits 4, names the source and what to check, and prints no secret', async () => {
     const cfg = writeConfig({ sources: [source('clinic', { ...TENANT, password: 'wrong-Pa55word' })] });
-    const res = await runCli(['--config', cfg, 'sync', '--resource', 'customers'], cliEnv({ DATABASE_URL: db.url, LOG_LEVEL: 'info' }));
+    const res = await runCli(['--config', cfg, 'sync', '--resource', 'customers'], env({ LOG_LEVEL: 'info' }));
     expect(res.code).toBe(4);
     const out = res.stdout + res.stderr;
     expect(out).toMatch(/source "clinic".*401/);

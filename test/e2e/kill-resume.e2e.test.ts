@@ -7,8 +7,9 @@
  * The twenty kills are chained through one sync (each run resumes the one
  * killed before it) rather than twenty syncs from scratch: a 100,000-row sync
  * takes 12-17 s here, and twenty full ones would spend most of the suite's
- * time budget on this file alone. The kill moments are seeded and spread so
- * that together they cover the sync from start-up to its last pages.
+ * time budget on this file alone. Each run is killed once the simulator has
+ * answered a seeded number of its requests (none: during start-up), spread so
+ * that together the kills cover the sync from start-up to its last pages.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../../simulator/index.ts';
@@ -73,25 +74,28 @@ async function state(source: string) {
 
 describe('kill -9 and resume', () => {
   it(`${KILLS} seeded kills in a ${ROWS.toLocaleString('en')}-row sync lose and double nothing, and end as an uninterrupted run`, async () => {
-    const started = Date.now();
     const base = await runCli(['--config', config, 'sync', '--source', 'base'], env());
     expect(base.code, base.stderr).toBe(0);
-    const uninterruptedMs = Date.now() - started;
     const baseline = await state('base');
     expect(baseline).toMatchObject({ rows: ROWS, inserted: ROWS, updated: 0, window: null });
 
     const random = rng(20_261_122);
-    const kills: Array<{ afterMs: number; rows: number }> = [];
+    const kills: Array<{ afterRequests: number; rows: number }> = [];
     for (let i = 0; i < KILLS; i++) {
-      // On average each run gets a twentieth of the sync plus start-up before it is killed.
-      const afterMs = Math.floor(100 + (random() * (2 * uninterruptedMs)) / KILLS + random() * 800);
+      // On average each run gets a twentieth of the sync's pages before it is killed.
+      const afterRequests = Math.floor((random() * 2 * (ROWS / 100)) / KILLS);
+      const from = sim.stats().requests.length;
       const child = spawnCli(['--config', config, 'sync', '--source', 'killed'], env());
-      const exited = waitExit(child);
-      await new Promise((r) => setTimeout(r, afterMs));
+      let ended = false;
+      const exited = waitExit(child).finally(() => (ended = true));
+      // Bounded: a run that ends first (the last pages were fewer) is not killed.
+      for (let tries = 0; !ended && sim.stats().requests.length - from < afterRequests && tries < 60_000; tries++) {
+        await new Promise((r) => setTimeout(r, 1));
+      }
       child.kill('SIGKILL');
       const res = await exited;
       const s = await state('killed');
-      kills.push({ afterMs, rows: s.rows });
+      kills.push({ afterRequests, rows: s.rows });
       if (res.signal === 'SIGKILL' && s.window) {
         // Exactly the committed pages are stored: each page's rows landed with the checkpoint after it.
         expect(s.rows).toBe(Math.min(ROWS, 100 * (s.window.paging?.pagesRead ?? 0)));

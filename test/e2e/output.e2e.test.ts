@@ -10,18 +10,20 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../../simulator/index.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { CLI, cliEnv, ROOT, runCli, writeConfig } from '../support/cli.ts';
-import { coreEntry } from '../support/harness.ts';
+import { coreEntry, TestClock } from '../support/harness.ts';
 
 const TENANT = { apikey: 'Apikey-Out-1', username: 'out.user', password: 'Pw-Out-2', variant: 'core' as const };
 
 let sim: Simulator;
 let db: TestDatabase;
 let config: string;
+// The simulator stamps ModifiedOn and pmsync reads its clock from this one, moved by hand between runs.
+const clock = new TestClock('2026-03-02T10:00:00.000Z');
 
 beforeAll(async () => {
-  sim = await startSimulator({ seed: 5, tenants: [{ ...TENANT, sizes: { customers: 900, orders: 120 } }] });
+  sim = await startSimulator({ seed: 5, now: clock.now, tenants: [{ ...TENANT, sizes: { customers: 900, orders: 120 } }] });
   db = await createTestDatabase();
-  // lagSeconds 0: changes made by the test a second ago are read at once.
+  // lagSeconds 0: changes made by the test a second ago (by the clock) are read at once.
   config = writeConfig({ sources: [coreEntry(sim, 'clinic', TENANT, { streams: ['customers', 'orders'], lagSeconds: 0 })] });
 });
 afterAll(async () => {
@@ -29,7 +31,8 @@ afterAll(async () => {
   await db?.drop();
 });
 
-const env = (extra: Record<string, string> = {}) => cliEnv({ DATABASE_URL: db.url, LOG_LEVEL: 'info', ...extra });
+const env = (extra: Record<string, string> = {}) =>
+  cliEnv({ DATABASE_URL: db.url, LOG_LEVEL: 'info', NODE_ENV: 'test', PMSYNC_TEST_NOW: clock.iso(), ...extra });
 
 describe('where output goes', () => {
   it('off a terminal: the summary alone on stdout, JSON log lines on stderr with progress lines at a steady interval', async () => {
@@ -101,7 +104,7 @@ describe('where output goes', () => {
       throw new Error('script(1) from util-linux is needed to run pmsync on a pseudo-terminal');
     }
     sim.tenant(TENANT.apikey).touch('customers', 450);
-    await new Promise((r) => setTimeout(r, 1100));
+    clock.advance(1_100); // ModifiedOn has whole seconds: the next run starts a second after the change
     sim.setFaults({ slowMs: 50 });
     const command = `${process.execPath} ${CLI} --config ${config} sync --resource customers`;
     const screen = await new Promise<string>((resolve, reject) => {

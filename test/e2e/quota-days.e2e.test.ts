@@ -61,9 +61,18 @@ async function ledgerUsed(day: string): Promise<number> {
   return res.rows[0]?.used ?? 0;
 }
 
+/**
+ * Waits (a bounded number of tries) until the simulator has logged as many
+ * requests each quota day as the ledger counted: a timed-out request is
+ * logged when its socket closes, a moment after the client gave up on it.
+ */
 async function settle(): Promise<void> {
-  // A timed-out request is logged by the simulator when its socket closes.
-  await new Promise((r) => setTimeout(r, 100));
+  for (let i = 0; i < 200; i++) {
+    let behind = false;
+    for (const [day, n] of requestsPerDay(sim, TENANT.apikey)) if ((await ledgerUsed(day)) !== n) behind = true;
+    if (!behind) return;
+    await new Promise((r) => setTimeout(r, 10));
+  }
 }
 
 /** The runs recorded after `from` (a run id), in the order they started, with how each ended. */

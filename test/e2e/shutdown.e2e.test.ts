@@ -4,6 +4,7 @@
  * from there. A request hanging at the moment of the signal does not hold the
  * process until its timeout.
  */
+import { setTimeout as wait } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../../simulator/index.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
@@ -12,13 +13,23 @@ import { coreEntry } from '../support/harness.ts';
 
 const TENANT = { apikey: 'stop-key-W2', username: 'stop.user', password: 'stop-pass-Y5', variant: 'core' as const };
 const ROWS = 10_000;
+const HANG_MS = 120_000;
+/** Requests the simulator has begun to hold for HANG_MS: the test waits for one instead of guessing how long that takes. */
+let hangsStarted = 0;
 
 let sim: Simulator;
 let db: TestDatabase;
 let config: string;
 
 beforeAll(async () => {
-  sim = await startSimulator({ seed: 6, tenants: [{ ...TENANT, dailyQuota: 0, sizes: { customers: ROWS } }] });
+  sim = await startSimulator({
+    seed: 6,
+    delay: (ms, signal) => {
+      if (ms === HANG_MS) hangsStarted += 1;
+      return wait(ms, undefined, { signal });
+    },
+    tenants: [{ ...TENANT, dailyQuota: 0, sizes: { customers: ROWS } }],
+  });
   db = await createTestDatabase();
   const entry = (name: string) => coreEntry(sim, name, TENANT, { streams: ['customers'], lagSeconds: 0 });
   config = writeConfig({ sources: [entry('term'), entry('int'), entry('hung')] });
@@ -87,8 +98,8 @@ describe('shutdown signals', () => {
     const child = spawnCli(['--config', config, 'sync', '--source', 'hung'], env());
     const exited = waitExit(child);
     await until(async () => ((await progress('hung')).pagesRead ?? 0) >= 2, 'two committed pages');
-    sim.setFaults({ slowMs: 5, timeoutRate: 1, hangMs: 120_000 });
-    await new Promise((r) => setTimeout(r, 500));
+    sim.setFaults({ slowMs: 5, timeoutRate: 1, hangMs: HANG_MS });
+    await until(async () => hangsStarted > 0, 'a request to hang');
     child.kill('SIGTERM');
     // The client's own timeout is 30 s; ending the request must be much faster.
     const res = await Promise.race([exited, new Promise<null>((r) => setTimeout(() => r(null), 10_000))]);

@@ -8,6 +8,7 @@ import { HttpClient, type RequestBudget } from '../../src/api/http.ts';
 import { PmsyncError, ShutdownError } from '../../src/errors.ts';
 import { createLogger } from '../../src/log.ts';
 import { Redactor } from '../../src/redact.ts';
+import { waitFor } from '../simulator/support.ts';
 import { startHostileServer, type HostileServer } from './server.ts';
 
 let server: HostileServer;
@@ -53,14 +54,14 @@ describe('requestTimeoutMs is a total deadline per attempt', () => {
     server.set({ kind: 'trickle', intervalMs: 20 });
     const c = client(60_000, 3);
     const stop = new AbortController();
-    server.beforeAnswer = () => {
-      setTimeout(() => stop.abort(), 100);
-    };
     try {
-      await expect(c.get('/customers', {}, { signal: stop.signal })).rejects.toBeInstanceOf(ShutdownError);
+      const pending = c.get('/customers', {}, { signal: stop.signal });
+      // Shut down once the body has begun to trickle in.
+      await waitFor(() => server.trickled >= 2);
+      stop.abort();
+      await expect(pending).rejects.toBeInstanceOf(ShutdownError);
       expect(server.count('/customers')).toBe(1);
     } finally {
-      server.beforeAnswer = () => undefined;
       await c.close();
     }
   });

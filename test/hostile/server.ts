@@ -46,6 +46,8 @@ export interface HostileServer {
   requests: HostileRequest[];
   /** Requests to one path since the last reset. */
   count(path?: string): number;
+  /** Spaces a trickling body has written since the last set(). */
+  trickled: number;
   /** Called before each answer; a test may cut a connection here. */
   beforeAnswer: (request: HostileRequest) => void | Promise<void>;
   set(mode: HostileMode, total?: number): void;
@@ -112,12 +114,14 @@ export async function startHostileServer(mode: HostileMode = { kind: 'ok' }, tot
     mode,
     total,
     requests: [],
+    trickled: 0,
     count: (path) => state.requests.filter((r) => path === undefined || r.path === path).length,
     beforeAnswer: () => undefined,
     set(next, nextTotal) {
       state.mode = next;
       if (nextTotal !== undefined) state.total = nextTotal;
       state.requests = [];
+      state.trickled = 0;
     },
     close: async () => {
       for (const t of timers) clearInterval(t);
@@ -168,7 +172,10 @@ export async function startHostileServer(mode: HostileMode = { kind: 'ok' }, tot
       case 'trickle': {
         res.writeHead(200, { 'content-type': 'application/json', ...headersFor(state.total, rows, pageNo) });
         res.write('[');
-        const timer = setInterval(() => res.write(' '), m.intervalMs);
+        const timer = setInterval(() => {
+          res.write(' ');
+          state.trickled += 1;
+        }, m.intervalMs);
         timers.add(timer);
         res.once('close', () => {
           clearInterval(timer);

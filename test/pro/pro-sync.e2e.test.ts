@@ -186,7 +186,10 @@ describe('pmsync sync against the Pro simulator', () => {
         ['--config', config, 'sync', '--source', 'clinic-sweep', '--resource', 'appointments'],
         cliEnv({ DATABASE_URL: db.url }),
       );
-      while (appointmentReads() < 2 * FAN_OUT_BATCH + 10) await new Promise((r) => setTimeout(r, 10));
+      for (let tries = 0; appointmentReads() < 2 * FAN_OUT_BATCH + 10; tries++) {
+        if (tries > 3_000) throw new Error('the sweep never read its third batch of appointments');
+        await new Promise((r) => setTimeout(r, 10));
+      }
       child.kill('SIGKILL');
       outputs.push(await waitExit(child));
       const killedAfter = appointmentReads();

@@ -74,10 +74,16 @@ describe('stream locks', () => {
   it('give up after the wait and stop waiting on abort', async () => {
     const a = holder('orders');
     expect(await a.nextLine()).toBe('locked');
+    // The wait runs on a clock that each sleep moves forward: no wall-clock time is spent.
+    let clock = 0;
     const sleeps: number[] = [];
-    const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, sleeps.push(ms) && ms));
-    expect(await acquireStreamLock(db.pool, 'core', 'orders', { waitMs: 1200, sleep })).toBeNull();
+    const sleep = async (ms: number) => {
+      sleeps.push(ms);
+      clock += ms;
+    };
+    expect(await acquireStreamLock(db.pool, 'core', 'orders', { waitMs: 1200, sleep, now: () => clock })).toBeNull();
     expect(sleeps.length).toBeGreaterThan(1);
+    expect(clock).toBe(1200);
     const abort = new AbortController();
     abort.abort();
     expect(await acquireStreamLock(db.pool, 'core', 'orders', { waitMs: 60_000, signal: abort.signal })).toBeNull();

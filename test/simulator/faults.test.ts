@@ -2,15 +2,24 @@ import { request } from 'undici';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator } from '../../simulator/index.ts';
 import type { CoreRecord, Simulator } from '../../simulator/index.ts';
-import { authHeader, call, CORE, coreGet, coreUrl, TestClock } from './support.ts';
+import { authHeader, call, CORE, coreGet, coreUrl, HeldDelays, TestClock, waitFor } from './support.ts';
 
 describe('faults', () => {
   const clock = new TestClock('2025-04-01T12:00:00Z');
+  const delays = new HeldDelays();
   let sim: Simulator;
   beforeAll(async () => {
-    sim = await startSimulator({ seed: 21, now: clock.now, tenants: [{ ...CORE, dailyQuota: 0, sizes: { customers: 120 } }] });
+    sim = await startSimulator({
+      seed: 21,
+      now: clock.now,
+      delay: delays.delay,
+      tenants: [{ ...CORE, dailyQuota: 0, sizes: { customers: 120 } }],
+    });
   });
-  afterEach(() => sim.setFaults({}));
+  afterEach(() => {
+    sim.setFaults({});
+    delays.releaseAll();
+  });
   afterAll(() => sim.close());
   const status = () => coreGet(sim.coreBaseUrl(), 'status', CORE);
 
@@ -57,19 +66,33 @@ describe('faults', () => {
 
   it('timeoutRate hangs the request for hangMs', async () => {
     sim.setFaults({ timeoutRate: 1, hangMs: 400 });
-    await expect(
-      request(coreUrl(sim.coreBaseUrl(), 'status', CORE), { headers: authHeader(CORE), signal: AbortSignal.timeout(100) }),
-    ).rejects.toThrow();
-    const started = Date.now();
-    expect((await status()).status).toBe(200);
-    expect(Date.now() - started).toBeGreaterThanOrEqual(350);
+    // A client that gives up while the request hangs gets no answer.
+    const before = sim.stats().requests.length;
+    const giveUp = new AbortController();
+    const abandoned = request(coreUrl(sim.coreBaseUrl(), 'status', CORE), { headers: authHeader(CORE), signal: giveUp.signal });
+    await waitFor(() => delays.pending.length === 1);
+    giveUp.abort();
+    await expect(abandoned).rejects.toThrow();
+    delays.releaseAll();
+    await waitFor(() => sim.stats().requests.length === before + 1);
+    expect(sim.stats().requests.at(-1)?.fault).toBe('timeout');
+    // A patient one is answered once hangMs has passed, and not before.
+    const served = before + 1;
+    const answer = status();
+    await waitFor(() => delays.pending.length === 1);
+    expect(delays.pending.map((d) => d.ms)).toEqual([400]);
+    expect(sim.stats().requests.length).toBe(served);
+    delays.releaseAll();
+    expect((await answer).status).toBe(200);
   });
 
   it('slowMs adds latency to every request', async () => {
     sim.setFaults({ slowMs: 150 });
-    const started = Date.now();
-    await status();
-    expect(Date.now() - started).toBeGreaterThanOrEqual(140);
+    const answers = [status(), status()];
+    await waitFor(() => delays.pending.length === 2);
+    expect(delays.pending.map((d) => d.ms)).toEqual([150, 150]);
+    delays.releaseAll();
+    expect((await Promise.all(answers)).map((a) => a.status)).toEqual([200, 200]);
   });
 
   it('quotaExhaustAfter forces 429 after N more requests', async () => {

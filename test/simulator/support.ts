@@ -114,3 +114,18 @@ export async function waitFor(check: () => boolean, timeoutMs = 5_000): Promise<
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
 }
+
+/** The simulator's waits (slowMs, hangMs), held until the test releases them: no wall-clock time is spent. */
+export class HeldDelays {
+  readonly pending: Array<{ ms: number; release: () => void }> = [];
+  delay = (ms: number, signal: AbortSignal): Promise<void> =>
+    new Promise((resolve) => {
+      const entry = { ms, release: () => resolve() };
+      this.pending.push(entry);
+      signal.addEventListener('abort', entry.release, { once: true });
+    });
+  /** Lets every held wait end, and forgets it. */
+  releaseAll(): void {
+    for (const entry of this.pending.splice(0)) entry.release();
+  }
+}

@@ -8,6 +8,7 @@ import { startSimulator, SUBSET_RESOURCES, type RequestLogEntry, type Simulator 
 import { basicValue } from '../../src/api/http.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { cliEnv, runCli, writeConfig, type CliResult } from '../support/cli.ts';
+import { TestClock } from '../support/harness.ts';
 
 const SUBSET = {
   apikey: 'e2e-sub-key-Tq4',
@@ -36,6 +37,8 @@ const SECRETS = [SUBSET, BARE, CORE].flatMap((t) => [t.apikey, t.password, basic
 let sim: Simulator;
 let db: TestDatabase;
 const outputs: CliResult[] = [];
+// The simulator stamps ModifiedOn and pmsync reads its clock from this one, moved by hand between runs.
+const clock = new TestClock('2026-03-02T10:00:00.000Z');
 
 function rest(
   kind: 'core' | 'subset',
@@ -48,7 +51,10 @@ function rest(
 }
 
 async function cli(config: unknown, args: string[]): Promise<CliResult> {
-  const res = await runCli(['--config', writeConfig(config), ...args], cliEnv({ DATABASE_URL: db.url }));
+  const res = await runCli(
+    ['--config', writeConfig(config), ...args],
+    cliEnv({ DATABASE_URL: db.url, NODE_ENV: 'test', PMSYNC_TEST_NOW: clock.iso() }),
+  );
   outputs.push(res);
   return res;
 }
@@ -80,6 +86,7 @@ const TABLES: Record<string, string> = {
 beforeAll(async () => {
   sim = await startSimulator({
     seed: 31,
+    now: clock.now,
     tenants: [
       { ...SUBSET, sizes: SIZES },
       { ...BARE, sizes: SIZES, dataHeaders: false },
@@ -136,7 +143,7 @@ describe('pmsync sync against the Subset simulator', () => {
     const tenant = sim.tenant(SUBSET.apikey);
     const touched = tenant.touch('orders', 4);
     tenant.create('orders');
-    await new Promise((r) => setTimeout(r, 1100));
+    clock.advance(1_100); // ModifiedOn has whole seconds: the next run starts a second after the change
     from = sim.stats().requests.length;
     const res = await cli(config(), ['sync', '--resource', 'orders']);
     expect(res.code).toBe(0);

@@ -21,7 +21,7 @@ describe('redaction', () => {
     expect(text).not.toContain(encodeURIComponent('s3cr3t/pass+word'));
   });
 
-  it('scrubs log lines: messages, nested fields, errors and authorization headers', async () => {
+  it('scrubs log lines: messages, nested fields, errors and authorization headers', () => {
     const r = new Redactor();
     r.add('TOPSECRET');
     const lines: string[] = [];
@@ -36,7 +36,6 @@ describe('redaction', () => {
       { headers: { authorization: 'Basic abc' }, nested: { url: 'x?apikey=TOPSECRET' }, err: new Error('bad TOPSECRET') },
       'message with TOPSECRET',
     );
-    await new Promise((res) => setTimeout(res, 20));
     const all = lines.join('');
     expect(all).toContain('message with [REDACTED]');
     expect(all).not.toContain('TOPSECRET');

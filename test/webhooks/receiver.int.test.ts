@@ -29,6 +29,9 @@ const logs = logSink();
 const token = newToken();
 const namedToken = newToken();
 let seq = 0;
+// The app's clock runs with real time; a test moves it forward instead of waiting.
+let skewMs = 0;
+const now = () => new Date(Date.now() + skewMs);
 
 function delivery(url: string, extra: Record<string, unknown> = {}) {
   seq += 1;
@@ -73,7 +76,7 @@ beforeAll(async () => {
     coreSourceEntry('rotating', sim.coreBaseUrl(), TENANT),
     { ...coreSourceEntry('sub', sim.subsetBaseUrl('Sub'), SUBSET), kind: 'subset' },
   ]);
-  app = await openTestApp(config, { logs: logs.stream });
+  app = await openTestApp(config, { logs: logs.stream, now });
   webhooks = await startWebhooks(app);
   server = createServer(webhooks.receiver.handler);
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -157,7 +160,7 @@ describe('webhook receiver', () => {
     await db.pool.query(`UPDATE pmsync.webhook_secrets SET expires_at = now() - interval '1 second' WHERE token_hash = $1`, [
       hashToken(before),
     ]);
-    await new Promise((r) => setTimeout(r, 5_100)); // the receiver re-reads secrets at least this often
+    skewMs += 5_100; // the receiver re-reads secrets at least every 5 s by its clock
     expect((await send(before)).status).toBe(401);
     expect((await send(after)).status).toBe(200);
   });
@@ -191,8 +194,14 @@ describe('webhook receiver', () => {
     expect((await stored(ip.EventId))?.reason).toMatch(/IP address/);
 
     expect(await jobsFor('evil')).toBe(0);
-    // The worker is running (the first test saw it refresh); give it a moment anyway.
-    await new Promise((r) => setTimeout(r, 500));
+    // An authentic delivery after them: once its refresh has landed, the worker has run past every hostile one.
+    const after = sim.tenant(TENANT.apikey).list('customers')[2]!;
+    const sentinel = delivery(`${base}/customers/${after.CustomerId as string}`);
+    expect(await post(`${receiver}/webhooks/clinic/${token}`, sentinel)).toEqual({ status: 200, body: { status: 'queued' } });
+    await waitFor(
+      async () => (await db.pool.query('SELECT 1 FROM customers WHERE source = $1 AND id = $2', ['clinic', after.CustomerId])).rows[0],
+      'the refresh queued after the hostile deliveries',
+    );
     expect(foreign.requests).toEqual([]);
     expect(
       sim

@@ -154,8 +154,12 @@ export function testConfig(databaseUrl: string, sources: unknown[], webhooks: Re
   return { ...loadConfig({ configFile: file, env: {} }), logLevel: 'debug' };
 }
 
-export async function openTestApp(config: Config, options: { logs?: Writable } = {}): Promise<App> {
-  return openApp(config, { retry: FAST_RETRY, logDestination: options.logs ?? logSink().stream });
+export async function openTestApp(config: Config, options: { logs?: Writable; now?: () => Date } = {}): Promise<App> {
+  return openApp(config, {
+    retry: FAST_RETRY,
+    logDestination: options.logs ?? logSink().stream,
+    now: options.now,
+  });
 }
 
 export async function waitFor<T>(
