@@ -12,6 +12,10 @@ import { slotOf } from '../../src/time.ts';
 import { planDay, REFERENCE_DAY, type DayChange } from '../../simulator/day.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 
+// A simulated day (hundreds of ticks, each a real scheduling decision on PostgreSQL): seconds on a quiet
+// machine, a minute or more on a loaded CI runner. The test checks what happened, never how long it took.
+const DAY_TIMEOUT = { timeout: 300_000 };
+
 const SIZES = {
   customers: 400,
   appointments: 900,
@@ -52,7 +56,7 @@ const burst = (at: number, resource: DayChange['resource'], n: number): DayChang
   Array.from({ length: n }, (_, i) => ({ at: at + i * 100, resource, created: false }));
 
 describe('a practice day', () => {
-  it('spends at most its budget, reads notified changes within their bound, checks every stream, and reports it', async () => {
+  it('spends at most its budget, reads notified changes within their bound, checks every stream, and reports it', DAY_TIMEOUT, async () => {
     const r = await startRig({ historyDays: 14, historyPattern: REFERENCE_DAY });
     const report = await r.playDay(REFERENCE_DAY);
 
@@ -103,35 +107,38 @@ describe('a practice day', () => {
 });
 
 describe('webhook notifications', () => {
-  it('read a burst with one check after the debounce, reach the notified change whatever lagSeconds says, then leave the stream to its safety net', async () => {
-    const r = await startRig({ lagSeconds: 1800 });
-    const t0 = r.dayStart + 14 * HOUR;
-    // A first notification makes the stream webhook-fed; it is read, then the burst comes.
-    await r.play([{ at: t0 - HOUR, resource: 'customers', created: false }], t0 - HOUR, t0 - 40 * MINUTE);
-    const from = t0;
-    const seen: Array<{ t: number; customers: boolean }> = [];
-    const played = await r.play(burst(t0, 'customers', 150), from, from + 12 * MINUTE, (t, jobs) => {
-      seen.push({ t, customers: jobs.some((j) => j.resource === 'customers') });
-    });
-    expect(seen.find((x) => x.t === from)?.customers).toBe(false); // within the debounce
-    expect(played.changes.every((c) => c.visibleAt !== null)).toBe(true);
-    expect(Math.max(...stalenessMinutes(played.changes))).toBeLessThanOrEqual(10);
-    // 150 changes, 100 rows a page: two requests.
-    expect(r.requestsOn(from, from + 12 * MINUTE).requestsByStream).toEqual({ customers: 2 });
+  it(
+    'read a burst with one check after the debounce, reach the notified change whatever lagSeconds says, then leave the stream to its safety net',
+    DAY_TIMEOUT,
+    async () => {
+      const r = await startRig({ lagSeconds: 1800 });
+      const t0 = r.dayStart + 14 * HOUR;
+      // A first notification makes the stream webhook-fed; it is read, then the burst comes.
+      await r.play([{ at: t0 - HOUR, resource: 'customers', created: false }], t0 - HOUR, t0 - 40 * MINUTE);
+      const from = t0;
+      const seen: Array<{ t: number; customers: boolean }> = [];
+      const played = await r.play(burst(t0, 'customers', 150), from, from + 12 * MINUTE, (t, jobs) => {
+        seen.push({ t, customers: jobs.some((j) => j.resource === 'customers') });
+      });
+      expect(seen.find((x) => x.t === from)?.customers).toBe(false); // within the debounce
+      expect(played.changes.every((c) => c.visibleAt !== null)).toBe(true);
+      expect(Math.max(...stalenessMinutes(played.changes))).toBeLessThanOrEqual(10);
+      // 150 changes, 100 rows a page: two requests.
+      expect(r.requestsOn(from, from + 12 * MINUTE).requestsByStream).toEqual({ customers: 2 });
 
-    // Nothing more changes: the next check of customers is its safety net, six hours after the last one.
-    const quiet = await r.play([], from + 12 * MINUTE, from + 12 * MINUTE + 7 * HOUR);
-    const checks = quiet.dispatches.filter((d) => d.resource === 'customers');
-    expect(checks.map((d) => d.reason)).toEqual(['safety-net']);
-    const lastRead = played.dispatches.filter((d) => d.resource === 'customers').at(-1)!;
-    expect(Date.parse(checks[0]!.firedAt) - Date.parse(lastRead.firedAt)).toBeGreaterThanOrEqual(6 * HOUR - MINUTE);
-    expect(Date.parse(checks[0]!.firedAt) - Date.parse(lastRead.firedAt)).toBeLessThanOrEqual(6 * HOUR + MINUTE);
-  });
+      // Nothing more changes: the next check of customers is its safety net, six hours after the last one.
+      const quiet = await r.play([], from + 12 * MINUTE, from + 12 * MINUTE + 7 * HOUR);
+      const checks = quiet.dispatches.filter((d) => d.resource === 'customers');
+      expect(checks.map((d) => d.reason)).toEqual(['safety-net']);
+      const lastRead = played.dispatches.filter((d) => d.resource === 'customers').at(-1)!;
+      expect(Date.parse(checks[0]!.firedAt) - Date.parse(lastRead.firedAt)).toBeGreaterThanOrEqual(6 * HOUR - MINUTE);
+      expect(Date.parse(checks[0]!.firedAt) - Date.parse(lastRead.firedAt)).toBeLessThanOrEqual(6 * HOUR + MINUTE);
+    },
+  );
 });
 
 describe('replicas and restarts', () => {
-  // A whole simulated day for three processes: seconds on a quiet machine, longer on a loaded CI runner.
-  it('hold the budget: two serves on one database, and one restarted mid-day, never spend more than it', { timeout: 240_000 }, async () => {
+  it('hold the budget: two serves on one database, and one restarted mid-day, never spend more than it', DAY_TIMEOUT, async () => {
     const r = await startRig({ webhooks: false, budget: 15, historyDays: 7, historyPattern: REFERENCE_DAY, tickSeconds: 120 });
     const b = await r.replica();
     let c = await r.replica();
@@ -160,7 +167,7 @@ describe('replicas and restarts', () => {
 });
 
 describe('pinned streams', () => {
-  it('fire at their cron times on the injected clock, and a fire missed while no serve was up runs once', async () => {
+  it('fire at their cron times on the injected clock, and a fire missed while no serve was up runs once', DAY_TIMEOUT, async () => {
     const r = await startRig({ webhooks: false, schedules: { overrides: [{ resource: 'companies', cron: '0 */6 * * *' }] } });
     const span = await r.play([], r.dayStart, r.dayStart + 13 * HOUR);
     const fires = span.dispatches.filter((d) => d.resource === 'companies').map((d) => [new Date(d.firedAt).toISOString(), d.reason]);
