@@ -9,7 +9,7 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { ConfigError } from './errors.ts';
-import { DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_RETRY } from './api/http.ts';
+import { DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_RETRY, type CredentialNames } from './api/http.ts';
 import { isValidTimeZone } from './time.ts';
 import { checkTableSettings } from './sync/table-settings.ts';
 import { budgetValue, parseServeSettings, resolveBudget, type ScheduleSettings, type ServeSettings } from './scheduler/settings.ts';
@@ -18,12 +18,11 @@ import { strictObject, suggestion } from './strict-schema.ts';
 import { UNLIMITED } from './state/quota.ts';
 import { resourceNames } from './sync/streams/index.ts';
 import type { LogFormat } from './log-format.ts';
-import { DEFAULT_PROGRESS_SECONDS } from './progress-log.ts';
 
+/** Default seconds between progress lines of a running stream (PMSYNC_PROGRESS_SECONDS). */
+export const DEFAULT_PROGRESS_SECONDS = 30;
 /** The standard plan's daily request budget per gateway key. */
 export const DEFAULT_DAILY_QUOTA = 1000;
-/** Core/Subset maximum page size; larger Rows values are clamped by the server. */
-export const MAX_ROWS = 100;
 /**
  * Re-read this much before the cursor on every incremental window. The spec does
  * not say how the server stamps ModifiedOn (clock, commit time, second
@@ -202,7 +201,6 @@ type Resolved<T> = Omit<{ [K in keyof T]: K extends SecretKey ? string : T[K] },
   credentialNames?: CredentialNames;
 };
 /** E.g. apikey: "CORE_APIKEY", or "apikey (environment variable DOWNTOWN_APIKEY)" with where: "sources[0] of pmsync.json". */
-export type CredentialNames = Partial<Record<SecretKey | 'username' | 'where', string>>;
 export type CoreSourceConfig = Resolved<z.infer<typeof coreSource>>;
 export type SubsetSourceConfig = Resolved<z.infer<typeof subsetSource>>;
 export type ProSourceConfig = Resolved<z.infer<typeof proSource>>;
@@ -223,12 +221,12 @@ export interface Config {
   progressSeconds?: number;
   redisUrl: string | undefined;
   sources: SourceConfig[];
-  /** Cron schedules of `pmsync serve` (always set by loadConfig). */
-  schedules?: ScheduleSettings;
-  /** HTTP port, shutdown and lock-wait settings of `serve` and `resync` (always set by loadConfig). */
-  serve?: ServeSettings;
-  /** Webhook receiver and refresh queue settings (always set by loadConfig). */
-  webhooks?: WebhookSettings;
+  /** How `pmsync serve` schedules checks: budget, cron overrides, tick. */
+  schedules: ScheduleSettings;
+  /** HTTP port, shutdown and lock-wait settings of `serve` and `resync`. */
+  serve: ServeSettings;
+  /** Webhook receiver and refresh queue settings. */
+  webhooks: WebhookSettings;
 }
 
 export interface LoadOptions {

@@ -8,9 +8,6 @@
 import type { Logger } from './log.ts';
 import type { ProgressEvent } from './sync/context.ts';
 
-/** Default seconds between progress lines (PMSYNC_PROGRESS_SECONDS). */
-export const DEFAULT_PROGRESS_SECONDS = 30;
-
 export interface ProgressLine {
   source: string;
   resource: string;

@@ -10,7 +10,6 @@ import { HttpError, PmsyncError, ShutdownError } from '../errors.ts';
 import { storableText } from '../db/storable.ts';
 import { redactUrl, type Redactor } from '../redact.ts';
 import type { Logger } from '../log.ts';
-import type { CredentialNames } from '../config.ts';
 
 /**
  * Why a request is sent. The quota ledger (src/state/quota.ts) decides from it
@@ -387,6 +386,13 @@ export function restAuth(s: {
 }
 
 /** Pro: the bare token in Authorization, no scheme word. */
+/**
+ * Where each credential of a source came from (an environment variable, or a
+ * key of the config file), so an error can name what to fix without showing
+ * the value.
+ */
+export type CredentialNames = Partial<Record<'apikey' | 'password' | 'token' | 'username' | 'where', string>>;
+
 export function proAuth(s: { token: string; name: string; credentialNames?: CredentialNames }): Auth {
   return {
     apply(_url, headers) {

@@ -4,7 +4,9 @@
  */
 import { createHash } from 'node:crypto';
 import { PmsyncError } from '../errors.ts';
-import { MAX_ROWS } from '../config.ts';
+
+/** Core/Subset maximum page size; larger Rows values are clamped by the server. */
+export const MAX_ROWS = 100;
 
 /**
  * The most pages a window may claim: 100 million records at 100 a page, over

@@ -33,7 +33,7 @@ export async function executeRun(deps: RunJobDeps, job: RunJob): Promise<void> {
     purpose: job.purpose === 'backfill' ? undefined : job.purpose,
     mustInclude,
     lockWaitMs: 0,
-    checkPages: deps.config.schedules?.checkPages,
+    checkPages: deps.config.schedules.checkPages,
   };
   const started = performance.now();
   let result = await syncSource(ctx, source, [job.resource], options);

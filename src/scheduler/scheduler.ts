@@ -33,7 +33,7 @@ import { runKey, type Dispatcher, type RunJob } from './dispatch.ts';
 import { NO_NOTIFICATIONS, planSource, type PinnedInput, type SourceInput, type SourcePlan, type StreamInput } from './budget.ts';
 import { planStreams, sourceTimeZone, type ScheduledStream, type StreamEntry } from './plan.ts';
 import { expectedSince, slotRates } from './rates.ts';
-import { schedulesSchema, type ScheduleSettings } from './settings.ts';
+import type { ScheduleSettings } from './settings.ts';
 
 /** A stream fed by webhooks is one that received a notification within this long. */
 const WEBHOOK_LOOKBACK_MS = 24 * 3_600_000;
@@ -93,7 +93,7 @@ export class Scheduler {
 
   constructor(deps: SchedulerDeps) {
     this.deps = deps;
-    this.settings = deps.config.schedules ?? schedulesSchema.parse({});
+    this.settings = deps.config.schedules;
     const planned = planStreams(this.settings, deps.config.sources, deps.catalog);
     if (planned.problems.length > 0) throw new ConfigError(planned.problems);
     this.streams = planned.streams;

@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { strictObject } from '../strict-schema.ts';
 import { isValidTimeZone } from '../time.ts';
 import { cronProblem } from './cron.ts';
-import { DEFAULT_CHECK_PAGES } from '../sync/readers/rest-list.ts';
+import { DEFAULT_CHECK_PAGES } from '../sync/types.ts';
 
 /**
  * What a stream's schedule is: "budget" (pmsync decides when to check it,

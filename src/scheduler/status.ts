@@ -17,7 +17,6 @@ import { heldStreamLocks, streamLockKey } from '../state/locks.ts';
 import { loadStreamSchedules } from '../state/stream-schedule.ts';
 import { planStreams, sourceTimeZone } from './plan.ts';
 import { observeSource, type Scheduler, type SourceView } from './scheduler.ts';
-import { schedulesSchema } from './settings.ts';
 import { stalenessBound, type StreamInput } from './budget.ts';
 import { lastSuccesses } from '../state/runs.ts';
 
@@ -26,7 +25,7 @@ const VIEW_MAX_AGE_MS = 60_000;
 
 export async function sourceViews(app: App, config: Config, scheduler?: Scheduler): Promise<SourceView[]> {
   const now = app.ctx.now();
-  const settings = config.schedules ?? schedulesSchema.parse({});
+  const settings = config.schedules;
   const planned = planStreams(settings, config.sources, streamCatalog);
   let inFlight: Set<string> | null = null;
   const out: SourceView[] = [];

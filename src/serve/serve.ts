@@ -21,7 +21,6 @@ import { holderName } from '../state/locks.ts';
 import type { StreamEntry } from '../scheduler/plan.ts';
 import { executeRun } from '../scheduler/run-job.ts';
 import { Scheduler } from '../scheduler/scheduler.ts';
-import { schedulesSchema, serveSchema } from '../scheduler/settings.ts';
 import { sourceReadings } from '../scheduler/status.ts';
 import { streamCatalog } from '../scheduler/catalog.ts';
 import { createServeHttp } from './http.ts';
@@ -58,8 +57,8 @@ export interface RunningServe {
 }
 
 export async function startServe(app: App, config: Config, options: ServeOptions = {}): Promise<RunningServe> {
-  const settings = config.schedules ?? schedulesSchema.parse({});
-  const serveSettings = config.serve ?? serveSchema.parse({});
+  const settings = config.schedules;
+  const serveSettings = config.serve;
   const log = app.logger.child({ component: 'serve' });
   const dispatcher = await openDispatcher(app.databaseUrl, app.logger);
   let scheduler: Scheduler;

@@ -7,7 +7,6 @@
 import type { App } from '../app.ts';
 import { openRefreshQueue, refreshQueueCounts, type RefreshQueue, type RefreshQueueCounts } from './queue.ts';
 import { createWebhookReceiver, type WebhookReceiver } from './receiver.ts';
-import { webhookSettings } from './settings.ts';
 import { startRefreshWorker, type RefreshWorker } from './worker.ts';
 
 export { WEBHOOK_PATH_PREFIX } from './events.ts';
@@ -27,7 +26,7 @@ export interface Webhooks {
 }
 
 export async function startWebhooks(app: App, options: { worker?: boolean } = {}): Promise<Webhooks> {
-  const queue = await openRefreshQueue({ databaseUrl: app.databaseUrl, logger: app.logger, settings: webhookSettings(app.config) });
+  const queue = await openRefreshQueue({ databaseUrl: app.databaseUrl, logger: app.logger, settings: app.config.webhooks });
   let worker: RefreshWorker | null = null;
   try {
     if (options.worker !== false) {

@@ -26,10 +26,8 @@ import type { RefreshQueue } from './queue.ts';
 import { matchRecordUrl } from './record-url.ts';
 import { isAccepted, tokenMatches } from './secrets.ts';
 import { loadSecrets, type SecretRow } from '../state/webhook-secrets.ts';
-import { webhookSettings } from './settings.ts';
 import { streamCatalog } from '../scheduler/catalog.ts';
 import { planStreams } from '../scheduler/plan.ts';
-import { schedulesSchema } from '../scheduler/settings.ts';
 
 export { WEBHOOK_PATH_PREFIX };
 /** Secrets are re-read at least this often, so a rotation or revocation reaches every replica. */
@@ -70,7 +68,7 @@ export interface WebhookReceiver {
 
 export function createWebhookReceiver(deps: ReceiverDeps): WebhookReceiver {
   const now = deps.now ?? (() => new Date());
-  const settings = webhookSettings(deps.config);
+  const settings = deps.config.webhooks;
   const log = deps.logger.child({ component: 'webhook-receiver' });
   const counts: ReceiverStats = { notified: 0, queued: 0, coalesced: 0, duplicate: 0, rejected: 0, unauthorized: 0, invalid: 0, failed: 0 };
   const triggers = notifiedStreams(deps.config);
@@ -226,8 +224,8 @@ export function createWebhookReceiver(deps: ReceiverDeps): WebhookReceiver {
  * `refresh` webhook setting).
  */
 export function notifiedStreams(config: Config): Set<string> {
-  if (webhookSettings(config).refresh === 'record') return new Set();
-  const planned = planStreams(config.schedules ?? schedulesSchema.parse({}), config.sources, streamCatalog);
+  if (config.webhooks.refresh === 'record') return new Set();
+  const planned = planStreams(config.schedules, config.sources, streamCatalog);
   return new Set(planned.streams.filter((s) => s.schedule.mode === 'budget' && s.kind === 'incremental').map((s) => s.key));
 }
 

@@ -6,7 +6,6 @@
  * src/config.ts.
  */
 import { z } from 'zod';
-import type { Config, RestSourceConfig } from '../config.ts';
 import { strictObject } from '../strict-schema.ts';
 
 /** Largest delivery body accepted; the spec's six string fields fit in well under 1 KiB. */
@@ -58,11 +57,7 @@ export function parseWebhookSettings(fileInput: unknown, where: string, problems
   return webhookSettingsSchema.parse(undefined);
 }
 
-/** The settings loadConfig filled in, or the defaults for a Config built by hand. */
-export function webhookSettings(config: Config): WebhookSettings {
-  return config.webhooks ?? webhookSettingsSchema.parse(undefined);
-}
-
-export function secretGraceSeconds(source: RestSourceConfig): number {
+/** How long a source's previous webhook token stays accepted after a rotation. */
+export function secretGraceSeconds(source: { webhook: { secretGraceSeconds?: number } }): number {
   return source.webhook.secretGraceSeconds ?? DEFAULT_SECRET_GRACE_SECONDS;
 }

@@ -26,7 +26,6 @@ import { REST_STREAMS } from '../sync/streams/index.ts';
 import type { RestStream } from '../sync/streams/rest.ts';
 import { pruneEvents } from '../state/webhook-events.ts';
 import type { RefreshJobData, RefreshQueue } from './queue.ts';
-import { webhookSettings } from './settings.ts';
 
 /** How often one worker deletes events past their retention. */
 const PRUNE_INTERVAL_MS = 3_600_000;
@@ -57,7 +56,7 @@ export interface RefreshWorker {
 }
 
 export async function startRefreshWorker(deps: WorkerDeps): Promise<RefreshWorker> {
-  const settings = webhookSettings(deps.config);
+  const settings = deps.config.webhooks;
   const log = deps.logger.child({ component: 'refresh-worker' });
   const counts: WorkerStats = { written: 0, notVisible: 0, deferred: 0, retried: 0, deadLettered: 0 };
 

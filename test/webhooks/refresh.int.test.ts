@@ -14,7 +14,6 @@ import { listDeadLetters, openRefreshQueue, refreshQueueCounts, REFRESH_QUEUE, t
 import { createWebhookReceiver } from '../../src/webhooks/receiver.ts';
 import { hashToken, newToken } from '../../src/webhooks/secrets.ts';
 import { activateSecret, addProvisionalSecret } from '../../src/state/webhook-secrets.ts';
-import { webhookSettings } from '../../src/webhooks/settings.ts';
 import { startRefreshWorker, type RefreshWorker } from '../../src/webhooks/worker.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import {
@@ -123,7 +122,7 @@ beforeAll(async () => {
     { concurrency: 2, maxAttempts: 2, expireSeconds: 30 },
   );
   app = await openTestApp(config);
-  queue = await openRefreshQueue({ databaseUrl: app.databaseUrl, logger: app.logger, settings: webhookSettings(config) });
+  queue = await openRefreshQueue({ databaseUrl: app.databaseUrl, logger: app.logger, settings: config.webhooks });
   const handler = createWebhookReceiver({ config, pool: app.pool, logger: app.logger, queue }).handler;
   server = createServer(handler);
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));

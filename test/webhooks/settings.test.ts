@@ -1,14 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.ts';
 import { writeConfig } from '../support/cli.ts';
-import { secretGraceSeconds, webhookSettings } from '../../src/webhooks/settings.ts';
+import { secretGraceSeconds } from '../../src/webhooks/settings.ts';
 
 const source = { name: 'clinic', kind: 'core', baseUrl: 'https://api.example.com/api/v1', apikey: 'k', username: 'u', password: 'p' };
 
 describe('webhook settings', () => {
   it('default when the config file has none', () => {
     const config = loadConfig({ configFile: writeConfig({ sources: [source] }), env: {} });
-    expect(webhookSettings(config)).toEqual({
+    expect(config.webhooks).toEqual({
       refresh: 'auto',
       concurrency: 2,
       maxAttempts: 8,

@@ -3,7 +3,6 @@ import type { App } from '../../app.ts';
 import { findSource, type Config, type SourceConfig } from '../../config.ts';
 import { EXIT, PmsyncError } from '../../errors.ts';
 import { LockedError } from '../../state/locks.ts';
-import { serveSchema } from '../../scheduler/settings.ts';
 import { loadState } from '../../state/checkpoints.ts';
 import { zonedToUtc } from '../../time.ts';
 import { refreshRecord } from '../../sync/refresh.ts';
@@ -171,7 +170,7 @@ a date later than the cursor reads from the cursor. Exit codes as for "pmsync sy
         requireSources(config);
         const sources = sourcesFor(config, resource, opts.source);
         for (const source of sources) refuseForPro(source, resource, opts);
-        const waitMs = (opts.wait ?? (config.serve ?? serveSchema.parse({})).lockWaitSeconds) * 1000;
+        const waitMs = (opts.wait ?? config.serve.lockWaitSeconds) * 1000;
         process.exitCode = await withApp(config, async (app, terminal) => {
           if (opts.id !== undefined) {
             if (sources.length > 1)

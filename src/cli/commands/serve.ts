@@ -1,6 +1,5 @@
 import { Command, InvalidArgumentError } from 'commander';
 import { EXIT } from '../../errors.ts';
-import { serveSchema } from '../../scheduler/settings.ts';
 import { startServe } from '../../serve/serve.ts';
 import { mountWebhooks } from '../../serve/webhooks.ts';
 import { configFrom, fail, requireSources, withApp } from '../shared.ts';
@@ -43,10 +42,10 @@ within serve.shutdownTimeoutSeconds (default 30), or 1 if runs were still going 
       try {
         const loaded = configFrom(cmd);
         requireSources(loaded);
-        const serve = { ...(loaded.serve ?? serveSchema.parse({})) };
+        const serve = { ...loaded.serve };
         if (opts.port !== undefined) serve.port = opts.port;
         if (opts.host !== undefined) serve.host = opts.host;
-        const schedules = loaded.schedules ? { ...loaded.schedules, catchUp: loaded.schedules.catchUp && opts.catchUp } : undefined;
+        const schedules = { ...loaded.schedules, catchUp: loaded.schedules.catchUp && opts.catchUp };
         const config = { ...loaded, serve, schedules };
         process.exitCode = await withApp(config, async (app) => {
           // Long runs (a first pass of thousands of pages) say where they stand in the log at a steady interval.

@@ -22,7 +22,7 @@ import {
 } from '../../webhooks/registration.ts';
 import { hashToken, newToken } from '../../webhooks/secrets.ts';
 import { activateSecret, addProvisionalSecret, expireSecrets, loadSecrets } from '../../state/webhook-secrets.ts';
-import { secretGraceSeconds, webhookSettings } from '../../webhooks/settings.ts';
+import { secretGraceSeconds } from '../../webhooks/settings.ts';
 import { configFrom, fail, requireSources, withApp } from '../shared.ts';
 import { receiveCommand } from './webhooks-receive.ts';
 
@@ -269,7 +269,7 @@ function deadLettersCommand(): Command {
         const config = configFrom(command);
         await withApp(config, async (app) => {
           if (opts.redrive) {
-            const queue = await openRefreshQueue({ databaseUrl: app.databaseUrl, logger: app.logger, settings: webhookSettings(config) });
+            const queue = await openRefreshQueue({ databaseUrl: app.databaseUrl, logger: app.logger, settings: config.webhooks });
             try {
               out(`${await queue.redrive()} refresh(es) queued again`);
             } finally {

@@ -14,11 +14,9 @@ import type { Reader } from '../driver.ts';
 import { idReader, writePage } from '../page.ts';
 import type { RunOptions } from '../run-scope.ts';
 import type { RestStream } from '../streams/rest.ts';
+import { DEFAULT_CHECK_PAGES } from '../types.ts';
 import { nextWindow } from '../window.ts';
 import { floorToSecond, formatInZone } from '../../time.ts';
-
-/** A check longer than this many pages is finished as a backfill (schedules.checkPages). */
-export const DEFAULT_CHECK_PAGES = 3;
 
 export function restListReader(ctx: SyncContext, source: RestSourceConfig, stream: RestStream, options: RunOptions): Reader {
   const client = ctx.clientFor(source);
