@@ -14,7 +14,8 @@
  */
 import { Writable } from 'node:stream';
 import { openApp } from '../src/app.ts';
-import { loadConfig, type RestSourceConfig } from '../src/config.ts';
+import { loadConfig } from '../src/config.ts';
+import { type RestSourceConfig } from '../src/config-schema.ts';
 import { DEMO_CORE, startSimulator, type CoreResource, type Simulator } from '../simulator/index.ts';
 import { syncSource } from '../src/sync/sync-source.ts';
 import type { BenchServer } from './support/db.ts';

@@ -5,7 +5,7 @@
  */
 import { basicValue, HttpClient, proAuth, restAuth } from './api/http.ts';
 import { LimiterRegistry } from './api/limiter.ts';
-import type { Config, SourceConfig } from './config.ts';
+import type { Config, SourceConfig } from './config-schema.ts';
 import { startEmbedded, type EmbeddedDatabase } from './db/embedded.ts';
 import { migrate } from './db/migrate.ts';
 import { checkConnection, createPool, type Pool } from './db/pool.ts';

@@ -1,233 +1,33 @@
 /**
- * Configuration: one zod schema, parsed once at start-up. Every problem is
- * collected and reported together in one ConfigError.
+ * Configuration, parsed once at start-up against the schema in
+ * config-schema.ts. Every problem is collected and reported together in one
+ * ConfigError.
  *
  * Sources come from a JSON config file (`--config` or PMSYNC_CONFIG), or, for a
  * single Core account, from CORE_* environment variables. Secret values in the
  * file may be written as `{ "env": "NAME" }` so the file itself holds none.
  */
 import { readFileSync } from 'node:fs';
-import { z } from 'zod';
+import type { z } from 'zod';
 import { ConfigError } from './errors.ts';
-import { DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_RETRY, type CredentialNames } from './api/http.ts';
-import { isValidTimeZone } from './time.ts';
+import type { CredentialNames } from './api/http.ts';
 import { checkTableSettings } from './sync/table-settings.ts';
-import { budgetValue, parseServeSettings, resolveBudget, type ScheduleSettings, type ServeSettings } from './scheduler/settings.ts';
-import { parseWebhookSettings, type WebhookSettings } from './webhooks/settings.ts';
-import { strictObject, suggestion } from './strict-schema.ts';
+import { parseServeSettings, resolveBudget } from './scheduler/settings.ts';
+import { parseWebhookSettings } from './webhooks/settings.ts';
+import { suggestion } from './strict-schema.ts';
+import {
+  coreSource,
+  DEFAULT_PROGRESS_SECONDS,
+  fileSchema,
+  sourceSchema,
+  type Config,
+  type CoreSourceConfig,
+  type RestSourceConfig,
+  type SecretKey,
+  type SourceConfig,
+} from './config-schema.ts';
 import { UNLIMITED } from './state/quota.ts';
 import { resourceNames } from './sync/streams/index.ts';
-import type { LogFormat } from './log-format.ts';
-
-/** Default seconds between progress lines of a running stream (PMSYNC_PROGRESS_SECONDS). */
-export const DEFAULT_PROGRESS_SECONDS = 30;
-/** The standard plan's daily request budget per gateway key. */
-export const DEFAULT_DAILY_QUOTA = 1000;
-/**
- * Re-read this much before the cursor on every incremental window. The spec does
- * not say how the server stamps ModifiedOn (clock, commit time, second
- * precision), so a record stamped shortly before the previous window ended but
- * committed after it was read is still caught.
- */
-export const DEFAULT_OVERLAP_SECONDS = 600;
-/** Windows end this far before the run start, so records being written now are not half-seen. */
-export const DEFAULT_LAG_SECONDS = 60;
-/** Share of the daily quota kept for webhook refreshes and on-demand resyncs. */
-export const DEFAULT_RESERVE_PERCENT = 10;
-
-const timeZone = z.string().refine(isValidTimeZone, 'not a known IANA time zone (e.g. UTC, America/New_York)');
-/** Largest response body a source may send (see DEFAULT_MAX_RESPONSE_BYTES). */
-const maxResponseBytes = z
-  .number()
-  .int()
-  .min(64 * 1024)
-  .max(1024 * 1024 * 1024)
-  .default(DEFAULT_MAX_RESPONSE_BYTES);
-const secret = z.union([z.string().min(1), strictObject({ env: z.string().min(1) })]);
-const sourceName = z.string().regex(/^[a-z0-9][a-z0-9_-]{0,62}$/, 'use lowercase letters, digits, "-" or "_"');
-
-const quota = strictObject({
-  reservePercent: z.number().min(0).max(90).default(DEFAULT_RESERVE_PERCENT),
-  /** Time zone in which the quota day resets. The spec does not say; UTC midnight is assumed. */
-  timeZone: timeZone.default('UTC'),
-  resetHour: z.number().int().min(0).max(23).default(0),
-}).prefault({});
-
-const limiter = strictObject({
-  maxConcurrent: z.number().int().min(1).max(16).default(2),
-  minTimeMs: z.number().int().min(0).default(0),
-}).prefault({});
-
-/** Retries of 5xx answers, timeouts and resets: full-jitter exponential backoff (see src/api/http.ts). */
-const retry = strictObject({
-  maxAttempts: z.number().int().min(1).max(20).default(DEFAULT_RETRY.maxAttempts),
-  baseDelayMs: z.number().int().min(0).default(DEFAULT_RETRY.baseDelayMs),
-  maxDelayMs: z.number().int().min(0).default(DEFAULT_RETRY.maxDelayMs),
-  maxElapsedMs: z.number().int().min(0).default(DEFAULT_RETRY.maxElapsedMs),
-}).optional();
-
-/**
- * Typed columns read from another raw field than pmsync's default, for a
- * server that names a field differently: `{ "appointments.start_at": "StartTime" }`.
- * Checked against the streams' columns at start-up (src/sync/table-settings.ts).
- */
-const tableColumns = z.record(z.string(), z.string().min(1, 'name the raw field to read')).default({});
-/** Tables that keep `<table>_history` versions (history mode). */
-const historyTables = z.array(z.string()).default([]);
-
-const restFields = {
-  name: sourceName,
-  baseUrl: z.string(),
-  apikey: secret,
-  username: z.string().min(1),
-  password: secret,
-  /** Send the Basic value as the api_key query parameter instead of the Authorization header. */
-  credentialsIn: z.enum(['header', 'query']).default('header'),
-  dailyQuota: z.number().int().min(1).default(DEFAULT_DAILY_QUOTA),
-  /**
-   * Requests a quota day that scheduled checks, webhook-triggered fetches and
-   * full refreshes may spend together: a number, or a share of dailyQuota
-   * ("15%"). schedules.budget when omitted.
-   */
-  budget: budgetValue.optional(),
-  quota,
-  limiter,
-  /** Time zone of ModifiedOn filter values. The spec does not say; UTC is assumed. */
-  timeZone: timeZone.default('UTC'),
-  overlapSeconds: z.number().int().min(0).default(DEFAULT_OVERLAP_SECONDS),
-  lagSeconds: z.number().int().min(0).default(DEFAULT_LAG_SECONDS),
-  requestTimeoutMs: z.number().int().min(1000).default(30_000),
-  maxResponseBytes,
-  retry,
-  /** Resources to sync; all of the kind's streams when omitted. */
-  streams: z.array(z.string()).optional(),
-  /** Streams whose server ignores ModifiedOn filters can be switched to full refresh. */
-  fullRefresh: z.array(z.string()).default([]),
-  columns: tableColumns,
-  history: historyTables,
-  appointments: strictObject({
-    /** First appointment date to read (YYYY-MM-DD). */
-    historyStart: z.iso.date().default('2000-01-01'),
-    /** How far ahead of today booked appointments are read. */
-    horizonDays: z.number().int().min(0).max(3650).default(365),
-  }).prefault({}),
-  webhook: strictObject({
-    /** Expected TenantId on deliveries; checked when set. */
-    tenantId: z.string().optional(),
-    /** How long the old secret token is still accepted after a rotation (default 3600, see docs/webhooks.md). */
-    secretGraceSeconds: z
-      .number()
-      .int()
-      .min(0)
-      .max(30 * 86_400)
-      .optional(),
-  }).prefault({}),
-};
-
-const coreSource = strictObject({ kind: z.literal('core'), ...restFields });
-const subsetSource = strictObject({ kind: z.literal('subset'), ...restFields });
-/** Limit sent on Pro list calls. The spec shows no maximum; 100 is the Core/Subset maximum (see docs/pro-and-subset.md). */
-export const PRO_PAGE_LIMIT = 100;
-/** Re-read a full sweep of every patient's appointments at least this often (hours). */
-export const PRO_APPOINTMENT_SWEEP_HOURS = 24;
-/** Availability snapshots are taken at most this often (minutes). */
-export const PRO_AVAILABILITY_INTERVAL_MINUTES = 60;
-
-const proSource = strictObject({
-  kind: z.literal('pro'),
-  name: sourceName,
-  baseUrl: z.string(),
-  practiceId: z.number().int().positive(),
-  token: secret,
-  /** Limit sent on Pro list calls; the spec does not show a maximum. */
-  pageLimit: z.number().int().min(1).max(1000).default(PRO_PAGE_LIMIT),
-  /** Parallel per-patient appointment requests (and per-provider slot requests). */
-  concurrency: z.number().int().min(1).max(32).default(4),
-  /** Requests in flight are bounded by both this limiter and `concurrency`; its default matches `concurrency`'s. */
-  limiter: strictObject({
-    maxConcurrent: z.number().int().min(1).max(32).default(4),
-    minTimeMs: z.number().int().min(0).default(0),
-  }).prefault({}),
-  requestTimeoutMs: z.number().int().min(1000).default(30_000),
-  /**
-   * Requests a day scheduled checks may spend. The Pro API shows no quota, so
-   * there is no limit unless one is set here; checks are still made only where
-   * changes are expected (see docs/operations.md).
-   */
-  budget: z.number().int().min(0).optional(),
-  maxResponseBytes,
-  streams: z.array(z.string()).optional(),
-  columns: tableColumns,
-  history: historyTables,
-  appointments: strictObject({
-    /**
-     * Between full sweeps only patients that are new or changed are re-read;
-     * every this many hours all of them are (0: every run).
-     */
-    fullSweepHours: z
-      .number()
-      .min(0)
-      .max(24 * 90)
-      .default(PRO_APPOINTMENT_SWEEP_HOURS),
-  }).prefault({}),
-  /**
-   * Waitlist entries to read besides those named by waitlist slots: the API has
-   * no list of waitlist entries, only GET /waitlist/{waitlistId}.
-   */
-  waitlistIds: z.array(z.number().int().positive()).default([]),
-  availability: strictObject({
-    horizonDays: z.number().int().min(1).max(365).default(14),
-    /** A run takes a new snapshot only when the last one is at least this old. */
-    minIntervalMinutes: z.number().int().min(0).default(PRO_AVAILABILITY_INTERVAL_MINUTES),
-  }).prefault({}),
-});
-
-const sourceSchema = z.discriminatedUnion('kind', [coreSource, subsetSource, proSource]);
-
-const fileSchema = strictObject({
-  databaseUrl: z.string().optional(),
-  sources: z.array(sourceSchema).default([]),
-  // Parsed by their own modules (src/scheduler/settings.ts, src/webhooks/settings.ts), strictly too.
-  schedules: z.unknown().optional(),
-  serve: z.unknown().optional(),
-  webhooks: z.unknown().optional(),
-});
-
-type SecretKey = 'apikey' | 'password' | 'token';
-/** Secrets are read from the environment and budgets turned into requests a day at load time. */
-type Resolved<T> = Omit<{ [K in keyof T]: K extends SecretKey ? string : T[K] }, 'budget'> & {
-  budget: number;
-  /** Where each credential was configured, in an operator's words, for messages after a 401. */
-  credentialNames?: CredentialNames;
-};
-/** E.g. apikey: "CORE_APIKEY", or "apikey (environment variable DOWNTOWN_APIKEY)" with where: "sources[0] of pmsync.json". */
-export type CoreSourceConfig = Resolved<z.infer<typeof coreSource>>;
-export type SubsetSourceConfig = Resolved<z.infer<typeof subsetSource>>;
-export type ProSourceConfig = Resolved<z.infer<typeof proSource>>;
-export type RestSourceConfig = CoreSourceConfig | SubsetSourceConfig;
-export type SourceConfig = RestSourceConfig | ProSourceConfig;
-
-export interface Config {
-  /** Undefined means: use the embedded PostgreSQL. */
-  databaseUrl: string | undefined;
-  /** Folder of the embedded PostgreSQL data and other local state. */
-  dataDir: string;
-  logLevel: string;
-  /** JSON lines, or pretty lines for a person (the CLI picks pretty on a terminal). */
-  logFormat?: LogFormat;
-  /** Only problems: logs at error, no progress, and of run summaries only what did not succeed. */
-  quiet?: boolean;
-  /** Seconds between progress lines of a running stream in the log (PMSYNC_PROGRESS_SECONDS). */
-  progressSeconds?: number;
-  redisUrl: string | undefined;
-  sources: SourceConfig[];
-  /** How `pmsync serve` schedules checks: budget, cron overrides, tick. */
-  schedules: ScheduleSettings;
-  /** HTTP port, shutdown and lock-wait settings of `serve` and `resync`. */
-  serve: ServeSettings;
-  /** Webhook receiver and refresh queue settings. */
-  webhooks: WebhookSettings;
-}
 
 export interface LoadOptions {
   env?: NodeJS.ProcessEnv;

@@ -4,7 +4,8 @@
  */
 import type { Command } from 'commander';
 import { openApp, type App, type OpenOptions } from '../app.ts';
-import { loadConfig, type Config } from '../config.ts';
+import { loadConfig } from '../config.ts';
+import { type Config } from '../config-schema.ts';
 import { databaseLost, isConnectionError } from '../db/pool.ts';
 import { ConfigError, EXIT, exitCodeFor } from '../errors.ts';
 import { resolveOutput, Terminal, type OutputOptions } from './output.ts';

@@ -3,7 +3,7 @@
  * `pmsync sync` takes (its stream lock, its checkpoints), then what became of
  * the fire, for the scheduler's next decisions.
  */
-import type { Config } from '../config.ts';
+import type { Config } from '../config-schema.ts';
 import { QuotaExhaustedError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import { recordRunEnd, type RunEnd } from '../state/stream-schedule.ts';

@@ -17,7 +17,7 @@
  * - Time is the injected clock: a test or benchmark calls tick() itself and
  *   plays a whole practice day in seconds. start() ticks every tickSeconds.
  */
-import type { Config, SourceConfig } from '../config.ts';
+import type { Config, SourceConfig } from '../config-schema.ts';
 import { ConfigError } from '../errors.ts';
 import type { Pool } from '../db/pool.ts';
 import type { Logger } from '../log.ts';

@@ -7,7 +7,7 @@
  * scheduler does, without deciding anything.
  */
 import type { App } from '../app.ts';
-import type { Config } from '../config.ts';
+import type { Config } from '../config-schema.ts';
 import type { Queryable } from '../db/pool.ts';
 import type { SourceReading } from '../metrics.ts';
 import { streamCatalog } from './catalog.ts';

@@ -12,7 +12,7 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { App } from '../app.ts';
-import type { Config } from '../config.ts';
+import type { Config } from '../config-schema.ts';
 import { Metrics } from '../metrics.ts';
 import { driftCounts } from '../state/drift.ts';
 import { quarantineCounts } from '../state/quarantine.ts';

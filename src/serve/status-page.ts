@@ -11,7 +11,7 @@
  * server sent), a URL or a credential.
  */
 import { quotaSettingsFor, type App } from '../app.ts';
-import type { Config } from '../config.ts';
+import type { Config } from '../config-schema.ts';
 import type { Scheduler } from '../scheduler/scheduler.ts';
 import { collectStatus, type SourceStatus } from '../cli/commands/status.ts';
 import { recentRuns, requestsPerDay, type DayRequests, type RecentRun } from '../state/history.ts';

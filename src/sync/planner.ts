@@ -11,7 +11,7 @@
  * run on a later quota day resumes it from there without anyone's help.
  */
 import { pagesLeft } from '../api/pager.ts';
-import type { RestSourceConfig } from '../config.ts';
+import type { RestSourceConfig } from '../config-schema.ts';
 import { loadState, type StreamState } from '../state/checkpoints.ts';
 import type { SyncContext } from './context.ts';
 import type { RestStream } from './streams/rest.ts';

@@ -3,7 +3,7 @@
  * others, except for failures that doom them all: bad credentials, an exhausted
  * quota, or a shutdown.
  */
-import type { ProSourceConfig, RestSourceConfig, SourceConfig } from '../config.ts';
+import type { ProSourceConfig, RestSourceConfig, SourceConfig } from '../config-schema.ts';
 import { databaseLost, isConnectionError } from '../db/pool.ts';
 import { PmsyncError } from '../errors.ts';
 import type { SyncContext } from './context.ts';

@@ -5,7 +5,7 @@
  * for a server that names the appointment's start StartTime). Checked once at
  * start-up against the stream registry; the page writer applies them.
  */
-import type { SourceConfig } from '../config.ts';
+import type { SourceConfig } from '../config-schema.ts';
 import { PRO_STREAMS, restStreamsFor } from './streams/index.ts';
 import type { ProFanOutStream, ProListStream } from './streams/pro/stream.ts';
 import type { StreamBase } from './types.ts';

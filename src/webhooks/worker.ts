@@ -15,7 +15,7 @@
  *   configured): dead-lettered at once.
  */
 import type { Job, JobResult } from 'pg-boss';
-import type { Config } from '../config.ts';
+import type { Config } from '../config-schema.ts';
 import { PmsyncError, QuotaExhaustedError } from '../errors.ts';
 import type { Pool } from '../db/pool.ts';
 import type { Logger } from '../log.ts';

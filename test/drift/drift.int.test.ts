@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { collectStatus } from '../../src/cli/commands/status.ts';
-import type { Config, RestSourceConfig } from '../../src/config.ts';
+import type { Config, RestSourceConfig } from '../../src/config-schema.ts';
 import { withTransaction } from '../../src/db/pool.ts';
 import { repopulateTable } from '../../src/db/repopulate.ts';
 import { Metrics } from '../../src/metrics.ts';

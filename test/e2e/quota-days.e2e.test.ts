@@ -8,7 +8,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { collectStatus } from '../../src/cli/commands/status.ts';
-import type { CoreSourceConfig } from '../../src/config.ts';
+import type { CoreSourceConfig } from '../../src/config-schema.ts';
 import { startSimulator, type Simulator } from '../../simulator/index.ts';
 import { syncSource } from '../../src/sync/sync-source.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';

@@ -1,7 +1,7 @@
 import { Command } from 'commander';
 import { quotaSettingsFor, type App } from '../../app.ts';
 import { pagesLeft } from '../../api/pager.ts';
-import type { Config } from '../../config.ts';
+import type { Config } from '../../config-schema.ts';
 import { readCheckpoints } from '../../state/checkpoints.ts';
 import { countQuarantined } from '../../state/quarantine.ts';
 import { lastRun } from '../../state/runs.ts';

@@ -1,5 +1,6 @@
 import { Command } from 'commander';
-import { findSource, type Config } from '../../config.ts';
+import { findSource } from '../../config.ts';
+import { type Config } from '../../config-schema.ts';
 import { EXIT, exitCodeFor, PmsyncError } from '../../errors.ts';
 import { syncSource, type SourceResult } from '../../sync/sync-source.ts';
 import { selectProStreams, selectRestStreams } from '../../sync/streams/index.ts';
