@@ -34,7 +34,9 @@ CMD ["--host", "0.0.0.0", "--port", "4010"]
 # The last stage, so a plain `docker build` gives this image; it copies only what pmsync runs.
 FROM ${NODE_IMAGE} AS runtime
 # --max-semi-space-size=8 keeps a 1,000,000-row sync under 256 MB of RSS at the same speed:
-# with V8's default young generation the peak is about 325 MB (bench/RESULTS.md, "End to end").
+# with V8's default young generation the peak is about 335-350 MB, even though a sync loads only
+# the modules it runs; the young generation alone reaches about 106 MB and only a start-up flag
+# bounds it (bench/RESULTS.md, "Memory: what a command loads").
 ENV NODE_ENV=production \
     NODE_OPTIONS=--max-semi-space-size=8 \
     PMSYNC_DATA_DIR=/home/node/.pmsync \

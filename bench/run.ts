@@ -5,6 +5,7 @@
  *   node bench/run.ts --quick            every part, small sizes (a few minutes)
  *   node bench/run.ts --full             every part at full size
  *   node bench/run.ts --full --only write,e2e
+ *   node bench/run.ts --quick --only e2e --e2e-rows 1000000   one end-to-end size, once per setting
  *
  * The report goes to stdout and to bench/out/<mode>-<timestamp>.md, with the
  * raw figures beside it as .json. Everything talks to loopback only.
@@ -24,6 +25,8 @@ const { values } = parseArgs({
     quick: { type: 'boolean', default: false },
     full: { type: 'boolean', default: false },
     only: { type: 'string' },
+    // The end-to-end sizes, instead of the mode's (comma-separated row counts).
+    'e2e-rows': { type: 'string' },
   },
 });
 const full = values.full === true;
@@ -36,12 +39,18 @@ for (const p of only) {
   }
 }
 const selected = (p: Part) => only.includes(p);
+const e2eRows = values['e2e-rows']?.split(',').map((s) => Number(s.trim()));
+if (e2eRows?.some((n) => !Number.isInteger(n) || n <= 0)) {
+  process.stderr.write(`--e2e-rows: "${values['e2e-rows']}" is not a list of row counts\n`);
+  process.exit(2);
+}
 
 const log = (line: string) => process.stderr.write(`[bench ${((performance.now() - started) / 1000).toFixed(0)}s] ${line}\n`);
 const started = performance.now();
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const command = `npm run ${full ? 'bench:full' : 'bench'}${values.only ? ` -- --only ${values.only}` : ''}`;
+const extra = [values.only ? `--only ${values.only}` : '', e2eRows ? `--e2e-rows ${values['e2e-rows']}` : ''].filter(Boolean).join(' ');
+const command = `npm run ${full ? 'bench:full' : 'bench'}${extra ? ` -- ${extra}` : ''}`;
 
 const server = await startBenchServer();
 log(`PostgreSQL: ${server.label}`);
@@ -70,7 +79,7 @@ try {
   if (selected('e2e')) {
     const { runEndToEnd } = await import('./e2e.ts');
     const r = await runEndToEnd(server, {
-      sizes: full ? [100_000, 1_000_000] : [100_000],
+      sizes: e2eRows ?? (full ? [100_000, 1_000_000] : [100_000]),
       reps: (rows) => (!full ? 1 : rows >= 1_000_000 ? 2 : 3),
       nodeOptions: ['', '--max-semi-space-size=8'],
       log,

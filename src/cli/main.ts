@@ -1,5 +1,12 @@
 /**
  * pmsync's command line. Each command lives in its own file under commands/.
+ *
+ * Every command module is imported here, so `--help` lists them all; a
+ * command's module therefore imports at the top only what defines it and what
+ * `sync` needs anyway. A subsystem only some commands run (the serve loop and
+ * its metrics, the webhook receiver and worker, the pg-boss queues) is
+ * imported with `await import()` inside the code that runs it: a `sync` then
+ * never loads it (bench/RESULTS.md, "End to end").
  */
 import { Command, Option } from 'commander';
 import { EXIT } from '../errors.ts';

@@ -1,7 +1,5 @@
 import { Command, InvalidArgumentError } from 'commander';
 import { EXIT } from '../../errors.ts';
-import { startServe } from '../../serve/serve.ts';
-import { mountWebhooks } from '../../serve/webhooks.ts';
 import { configFrom, fail, requireSources, withApp } from '../shared.ts';
 import { attachProgressLog } from '../progress.ts';
 
@@ -47,6 +45,9 @@ within serve.shutdownTimeoutSeconds (default 30), or 1 if runs were still going 
         if (opts.host !== undefined) serve.host = opts.host;
         const schedules = { ...loaded.schedules, catchUp: loaded.schedules.catchUp && opts.catchUp };
         const config = { ...loaded, serve, schedules };
+        // The scheduler, the HTTP server and the metrics load only when serve runs (src/cli/main.ts).
+        const { startServe } = await import('../../serve/serve.ts');
+        const { mountWebhooks } = await import('../../serve/webhooks.ts');
         process.exitCode = await withApp(config, async (app) => {
           // Long runs (a first pass of thousands of pages) say where they stand in the log at a steady interval.
           const detachProgress = config.quiet ? () => undefined : attachProgressLog(app);

@@ -11,14 +11,12 @@ import { describePosition } from '../../sync/readers/pro-session.ts';
 import { checkConnectivity } from '../../sync/source-kinds.ts';
 import { resourceTablesFor } from '../../sync/streams/index.ts';
 import { configFrom, fail, withApp } from '../shared.ts';
-import { runningIn, sourceViews } from '../../scheduler/status.ts';
 import type { Scheduler, SourceView } from '../../scheduler/scheduler.ts';
 import { sourceTimeZone } from '../../scheduler/plan.ts';
 import { nextCheck } from '../../scheduler/budget.ts';
 import { slotOf } from '../../time.ts';
 import type { Purpose } from '../../api/http.ts';
 import { EXIT, exitCodeOf, PmsyncError, type ErrorCode } from '../../errors.ts';
-import { describeRefreshCounts, refreshQueueCounts } from '../../webhooks/queue.ts';
 import { driftFindings, type StoredFinding } from '../../state/drift.ts';
 import { describeDrift } from './drift.ts';
 import { DEMO_SOURCE, describeNoSources } from '../no-sources.ts';
@@ -136,6 +134,8 @@ export async function collectStatus(
   config: Config,
   options: { check?: boolean; scheduler?: Scheduler } = {},
 ): Promise<SourceStatus[]> {
+  // Reads the run queue's table, so its module brings pg-boss: loaded only when status is asked for (src/cli/main.ts).
+  const { runningIn, sourceViews } = await import('../../scheduler/status.ts');
   const out: SourceStatus[] = [];
   const [views, holders, drift] = await Promise.all([
     sourceViews(app, config, options.scheduler),
@@ -381,8 +381,11 @@ export function statusCommand(): Command {
           if (opts.json) process.stdout.write(`${JSON.stringify(statuses, null, 2)}\n`);
           else {
             printStatus(statuses, app.ctx.now());
-            if (config.sources.some((s) => s.kind === 'core'))
+            if (config.sources.some((s) => s.kind === 'core')) {
+              // The refresh queue's module (pg-boss) loads only when there is a queue to report (src/cli/main.ts).
+              const { describeRefreshCounts, refreshQueueCounts } = await import('../../webhooks/queue.ts');
               process.stdout.write(`${describeRefreshCounts(await refreshQueueCounts(app.pool))}\n`);
+            }
           }
           process.exitCode = checkExitCode(statuses);
         });

@@ -7,7 +7,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Command, InvalidArgumentError } from 'commander';
 import { ConfigError } from '../../errors.ts';
-import { startWebhooks, WEBHOOK_PATH_PREFIX } from '../../webhooks/index.ts';
+import { WEBHOOK_PATH_PREFIX } from '../../webhooks/events.ts';
 import { configFrom, fail, requireSources, withApp } from '../shared.ts';
 
 /** Deliveries are small and answered in milliseconds; a request slower than this is dropped. */
@@ -45,6 +45,8 @@ export function receiveCommand(): Command {
         requireSources(config);
         if (!config.sources.some((s) => s.kind === 'core'))
           throw new ConfigError(['no core source is configured: only the Core API sends webhooks']);
+        // The receiver, the worker and their queue (pg-boss) load only when this command runs (src/cli/main.ts).
+        const { startWebhooks } = await import('../../webhooks/index.ts');
         await withApp(config, async (app) => {
           const webhooks = await startWebhooks(app, { worker: opts.worker });
           const server = createServer((req, res) => {

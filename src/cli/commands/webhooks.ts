@@ -11,7 +11,6 @@ import { findSource } from '../../config.ts';
 import { type Config, type CoreSourceConfig } from '../../config-schema.ts';
 import { PmsyncError } from '../../errors.ts';
 import { canonicalEventName, EVENT_NAMES, type EventName } from '../../webhooks/events.ts';
-import { listDeadLetters, openRefreshQueue, refreshQueueCounts } from '../../webhooks/queue.ts';
 import {
   maskUrl,
   normalizePublicBase,
@@ -268,6 +267,8 @@ function deadLettersCommand(): Command {
     .action(async (opts: { limit: number; redrive?: boolean }, command: Command) => {
       try {
         const config = configFrom(command);
+        // The refresh queue (pg-boss) loads only when this command runs (src/cli/main.ts).
+        const { listDeadLetters, openRefreshQueue, refreshQueueCounts } = await import('../../webhooks/queue.ts');
         await withApp(config, async (app) => {
           if (opts.redrive) {
             const queue = await openRefreshQueue({ databaseUrl: app.databaseUrl, logger: app.logger, settings: config.webhooks });
