@@ -7,6 +7,8 @@
  * PostgreSQL, which every attempt passes before it is sent.
  */
 import Bottleneck from 'bottleneck';
+// @ts-expect-error Bottleneck ships no types for its internal modules.
+import LocalDatastore from 'bottleneck/lib/LocalDatastore.js';
 import { PmsyncError } from '../errors.ts';
 import { redactUrl } from '../redact.ts';
 
@@ -18,6 +20,18 @@ export interface LimiterSettings {
 export interface Limiter {
   schedule<T>(fn: () => Promise<T>): Promise<T>;
 }
+
+/**
+ * Bottleneck's in-process datastore yields to the event loop with
+ * `setTimeout(resolve, 0)` several times per job, and Node clamps each of
+ * those to a millisecond or more: about 5 ms of idle time per request. A
+ * zero-delay yield does not need a timer; setImmediate yields the same way
+ * without the clamp. Yields with a delay keep their timer.
+ */
+(LocalDatastore as { prototype: { yieldLoop: (t?: number) => Promise<void>; Promise: PromiseConstructor } }).prototype.yieldLoop =
+  function yieldLoop(this: { Promise: PromiseConstructor }, t = 0): Promise<void> {
+    return new this.Promise((resolve) => (t > 0 ? setTimeout(resolve, t) : setImmediate(resolve)));
+  };
 
 /** How long to wait for Redis before saying it cannot be reached. */
 const REDIS_READY_TIMEOUT_MS = 10_000;

@@ -83,3 +83,27 @@ describe('limiter without Redis', () => {
     expect(twoKeys.peak()).toBe(2);
   });
 });
+
+describe("Bottleneck's in-process datastore", () => {
+  it('yields to the event loop without a timer when no delay is asked, and with one when it is', async () => {
+    // @ts-expect-error Bottleneck ships no types for its internal modules.
+    const { default: LocalDatastore } = await import('bottleneck/lib/LocalDatastore.js');
+    const store = { Promise };
+    const yieldLoop = LocalDatastore.prototype.yieldLoop as (this: typeof store, t?: number) => Promise<void>;
+    let timers = 0;
+    const realSetTimeout = globalThis.setTimeout;
+    globalThis.setTimeout = ((fn: () => void, ms?: number) => {
+      timers++;
+      return realSetTimeout(fn, ms);
+    }) as typeof setTimeout;
+    try {
+      await yieldLoop.call(store, 0);
+      await yieldLoop.call(store);
+      expect(timers).toBe(0);
+      await yieldLoop.call(store, 1);
+      expect(timers).toBe(1);
+    } finally {
+      globalThis.setTimeout = realSetTimeout;
+    }
+  });
+});
