@@ -5,9 +5,10 @@
 import type { Command } from 'commander';
 import { openApp, type App, type OpenOptions } from '../app.ts';
 import { loadConfig } from '../config.ts';
-import { type Config } from '../config-schema.ts';
+import type { Config, SourceConfig } from '../config-schema.ts';
 import { databaseLost, isConnectionError } from '../db/pool.ts';
 import { ConfigError, EXIT, exitCodeFor } from '../errors.ts';
+import { tableStreams } from '../sync/table-settings.ts';
 import { resolveOutput, Terminal, type OutputOptions } from './output.ts';
 
 export interface GlobalOptions extends OutputOptions {
@@ -81,4 +82,16 @@ export function requireSources(config: Config): void {
       'no sources configured: set CORE_BASE_URL, CORE_APIKEY, CORE_USERNAME and CORE_PASSWORD, or pass --config FILE (or PMSYNC_CONFIG) with a "sources" list. Try "npm run demo" to see pmsync against the local simulator.',
     ]);
   }
+}
+
+/** Refuses `--table` names that a source has no table of, every one listed with the tables it has. */
+export function checkTableNames(sources: SourceConfig[], tables: string[] | undefined): void {
+  const problems: string[] = [];
+  for (const source of sources) {
+    const known = tableStreams(source).map((s) => s.table.name);
+    for (const t of tables ?? [])
+      if (!known.includes(t))
+        problems.push(`--table ${t}: source "${source.name}" (${source.kind}) has no such table; tables: ${known.join(', ')}`);
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
 }

@@ -1,9 +1,8 @@
 import { Command } from 'commander';
 import { findSource } from '../../config.ts';
-import { ConfigError } from '../../errors.ts';
 import { acceptDrift, driftFindings, type StoredFinding } from '../../state/drift.ts';
 import { settingsFor, tableStreams } from '../../sync/table-settings.ts';
-import { configFrom, fail, requireSources, withApp } from '../shared.ts';
+import { checkTableNames, configFrom, fail, requireSources, withApp } from '../shared.ts';
 
 /** The report as text: problems first, then the fields kept in raw only, one line per table. */
 export function describeDrift(findings: StoredFinding[], indent = '  '): string {
@@ -29,14 +28,7 @@ export function driftCommand(): Command {
         const config = configFrom(cmd);
         requireSources(config);
         const sources = findSource(config, opts.source);
-        const problems: string[] = [];
-        for (const source of sources) {
-          const known = tableStreams(source).map((s) => s.table.name);
-          for (const t of opts.table ?? [])
-            if (!known.includes(t))
-              problems.push(`--table ${t}: source "${source.name}" (${source.kind}) has no such table; tables: ${known.join(', ')}`);
-        }
-        if (problems.length > 0) throw new ConfigError(problems);
+        checkTableNames(sources, opts.table);
         await withApp(config, async (app) => {
           const wanted = (table: string) => !opts.table || opts.table.includes(table);
           if (opts.accept) {

@@ -2,10 +2,9 @@ import { Command } from 'commander';
 import { findSource } from '../../config.ts';
 import { withTransaction } from '../../db/pool.ts';
 import { repopulateTable } from '../../db/repopulate.ts';
-import { ConfigError } from '../../errors.ts';
 import { refreshDrift } from '../../state/drift.ts';
 import { effectiveFields, settingsFor, tableStreams } from '../../sync/table-settings.ts';
-import { configFrom, fail, requireSources, withApp } from '../shared.ts';
+import { checkTableNames, configFrom, fail, requireSources, withApp } from '../shared.ts';
 
 export function repopulateCommand(): Command {
   return new Command('repopulate')
@@ -25,14 +24,7 @@ refuse become null. The schema-drift report of each table is refreshed.`,
         const config = configFrom(cmd);
         requireSources(config);
         const sources = findSource(config, opts.source);
-        const problems: string[] = [];
-        for (const source of sources) {
-          const known = tableStreams(source).map((s) => s.table.name);
-          for (const t of opts.table ?? [])
-            if (!known.includes(t))
-              problems.push(`--table ${t}: source "${source.name}" (${source.kind}) has no such table; tables: ${known.join(', ')}`);
-        }
-        if (problems.length > 0) throw new ConfigError(problems);
+        checkTableNames(sources, opts.table);
         await withApp(config, async (app) => {
           for (const source of sources) {
             for (const stream of tableStreams(source).filter((s) => !opts.table || opts.table.includes(s.table.name))) {
