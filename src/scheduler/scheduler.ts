@@ -11,9 +11,12 @@
  *   unless catch-up is off.
  * - Unfinished windows (first passes, interrupted runs) are backfills: they
  *   run at once, from the day's allowance, until it is used up.
+ * - One decider: with `leadership`, only the replica holding the scheduling
+ *   lock (src/state/locks.ts) decides at a tick; the others work the queue.
+ *   If it dies, the next replica to tick takes over.
  * - One dispatch per decision: a replica claims a run with one conditional
  *   UPDATE of the stream's last_fire_at (src/state/stream-schedule.ts) before
- *   queueing it; of replicas deciding at once, one wins.
+ *   queueing it; of replicas deciding at once (a leadership handover), one wins.
  * - Time is the injected clock: a test or benchmark calls tick() itself and
  *   plays a whole practice day in seconds. start() ticks every tickSeconds.
  */
@@ -28,6 +31,7 @@ import type { QuotaLedger, QuotaSnapshot } from '../state/quota.ts';
 import { changesFoundSince, recentCheckCosts } from '../state/runs.ts';
 import { claimDispatch, loadStreamSchedules, notifiedByStream, setWarning, type StreamScheduleRow } from '../state/stream-schedule.ts';
 import type { Purpose } from '../api/http.ts';
+import type { Leadership } from '../state/locks.ts';
 import { firesBetween, nextFire, previousFire } from './cron.ts';
 import { runKey, type Dispatcher, type RunJob } from './dispatch.ts';
 import { NO_NOTIFICATIONS, planSource, type PinnedInput, type SourceInput, type SourcePlan, type StreamInput } from './budget.ts';
@@ -53,6 +57,8 @@ export interface SchedulerDeps {
   ledgerFor(source: SourceConfig): QuotaLedger;
   dispatcher: Pick<Dispatcher, 'dispatch' | 'inFlight'>;
   onDispatch?: (job: RunJob) => void;
+  /** Decide only while this replica leads; every tick decides without it. */
+  leadership?: Leadership;
 }
 
 /** A pinned stream's cron fire, due now. */
@@ -137,9 +143,15 @@ export class Scheduler {
     run();
   }
 
-  stop(): void {
+  /** Stops ticking; a leader hands the scheduling lock over once its tick in progress ends. */
+  stop(): Promise<void> {
     this.stopped = true;
     clearInterval(this.timer);
+    const ticking = this.ticking?.catch(() => undefined);
+    return (async () => {
+      await ticking;
+      await this.deps.leadership?.release();
+    })();
   }
 
   /** The last view of each source. */
@@ -159,7 +171,16 @@ export class Scheduler {
     return this.ticking;
   }
 
+  /** Whether this replica decided at its last tick (it holds the scheduling lock, or there is none). */
+  leading = false;
+
   private async tickOnce(): Promise<RunJob[]> {
+    const leading = this.deps.leadership ? await this.deps.leadership.lead() : true;
+    if (leading !== this.leading) {
+      this.leading = leading;
+      if (leading) this.deps.logger.info('this replica now decides the runs of every source');
+    }
+    if (!leading) return [];
     const now = this.deps.now();
     const inFlight = await this.deps.dispatcher.inFlight(this.deps.pool);
     const jobs: RunJob[] = [];

@@ -17,7 +17,7 @@ import { Metrics } from '../metrics.ts';
 import { driftCounts } from '../state/drift.ts';
 import { quarantineCounts } from '../state/quarantine.ts';
 import { openDispatcher, type Dispatcher } from '../scheduler/dispatch.ts';
-import { holderName } from '../state/locks.ts';
+import { holderName, schedulingLeadership } from '../state/locks.ts';
 import type { StreamEntry } from '../scheduler/plan.ts';
 import { executeRun } from '../scheduler/run-job.ts';
 import { Scheduler } from '../scheduler/scheduler.ts';
@@ -72,6 +72,7 @@ export async function startServe(app: App, config: Config, options: ServeOptions
       catalog: options.catalog ?? streamCatalog,
       ledgerFor: app.ledgerFor,
       dispatcher,
+      leadership: schedulingLeadership(app.pool),
       onDispatch: (job) => metrics.dispatches.inc({ source: job.source, resource: job.resource, purpose: job.purpose, reason: job.reason }),
     });
   } catch (err) {
@@ -159,7 +160,7 @@ export async function startServe(app: App, config: Config, options: ServeOptions
       accepting = false;
       const deadline = Date.now() + serveSettings.shutdownTimeoutSeconds * 1000;
       log.info({ timeoutSeconds: serveSettings.shutdownTimeoutSeconds, running: [...running] }, 'stopping: letting in-flight pages commit');
-      scheduler.stop();
+      const schedulerStopped = scheduler.stop();
       if (!app.abort.signal.aborted) app.abort.abort();
       server.close();
       server.closeIdleConnections();
@@ -167,6 +168,7 @@ export async function startServe(app: App, config: Config, options: ServeOptions
         dispatcher.stopWork().then(() => true),
         deadline - Date.now(),
       );
+      await within(schedulerStopped, deadline - Date.now());
       await within(dispatcher.stop(), deadline - Date.now());
       if (webhooks) await within(webhooks.stop(), deadline - Date.now());
       server.closeAllConnections();

@@ -138,3 +138,65 @@ export async function withStreamLock<T, C extends { pool: Pool; signal: AbortSig
     await lock.release();
   }
 }
+
+/** The scheduling lock: its own class, so it never meets a stream's. */
+const SCHEDULER_LOCK_CLASS = 727_003;
+const SCHEDULER_LOCK_KEY = 0;
+
+/**
+ * Scheduling leadership: of the serve replicas on one database, the one holding
+ * this lock decides the runs at each tick; the others only work the queue.
+ * Deciding reads every source's state, so one decider keeps that cost flat as
+ * replicas are added. The lock is a session advisory lock on a connection of
+ * its own, like a stream lock: if its holder dies, PostgreSQL releases it at
+ * once and the next replica to tick takes it over.
+ */
+export interface Leadership {
+  /** True while this process holds the lock, taking it when it is free. */
+  lead(): Promise<boolean>;
+  release(): Promise<void>;
+}
+
+export function schedulingLeadership(pool: Pool): Leadership {
+  let client: pg.Client | null = null;
+  let released = false;
+  const drop = () => {
+    const c = client;
+    client = null;
+    void c?.end().catch(() => undefined);
+  };
+  return {
+    async lead() {
+      if (released) return false;
+      if (client) return true;
+      const c = new pg.Client({ ...pool.options, application_name: `pmsync scheduler ${holderName()}`.slice(0, 63) });
+      c.on('error', () => {
+        if (client === c) drop();
+      });
+      c.on('end', () => {
+        if (client === c) client = null;
+      });
+      await c.connect();
+      try {
+        const res = await c.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1, $2) AS ok', [SCHEDULER_LOCK_CLASS, SCHEDULER_LOCK_KEY]);
+        if (!res.rows[0]?.ok || released) {
+          await c.end();
+          return false;
+        }
+      } catch (err) {
+        await c.end().catch(() => undefined);
+        throw err;
+      }
+      client = c;
+      return true;
+    },
+    async release() {
+      released = true;
+      const c = client;
+      client = null;
+      if (!c) return;
+      await c.query('SELECT pg_advisory_unlock($1, $2)', [SCHEDULER_LOCK_CLASS, SCHEDULER_LOCK_KEY]).catch(() => undefined);
+      await c.end().catch(() => undefined);
+    },
+  };
+}

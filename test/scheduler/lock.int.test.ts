@@ -6,7 +6,7 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
-import { acquireStreamLock, heldStreamLocks, streamLockKey } from '../../src/state/locks.ts';
+import { acquireStreamLock, heldStreamLocks, schedulingLeadership, streamLockKey } from '../../src/state/locks.ts';
 
 const HOLDER = fileURLToPath(new URL('./support/hold-lock.ts', import.meta.url));
 let db: TestDatabase;
@@ -89,5 +89,30 @@ describe('stream locks', () => {
     expect(await acquireStreamLock(db.pool, 'core', 'orders', { waitMs: 60_000, signal: abort.signal })).toBeNull();
     a.child.stdin.end();
     expect(await a.nextLine()).toBe('released');
+  });
+});
+
+describe('scheduling leadership', () => {
+  it('is held by one replica at a time, handed over on release, and taken over when its holder is gone', async () => {
+    const a = schedulingLeadership(db.pool);
+    const b = schedulingLeadership(db.pool);
+    expect(await a.lead()).toBe(true);
+    expect(await b.lead()).toBe(false);
+    expect(await a.lead()).toBe(true);
+    await a.release();
+    expect(await a.lead()).toBe(false); // a released leadership is not taken again
+    expect(await b.lead()).toBe(true);
+
+    // The holder's session ends without a release (a killed replica): the next tick elsewhere takes over.
+    const c = schedulingLeadership(db.pool);
+    expect(await c.lead()).toBe(false);
+    const killed = await db.pool.query<{ n: number }>(
+      `SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity WHERE application_name LIKE 'pmsync scheduler %' AND pid <> pg_backend_pid()`,
+    );
+    expect(killed.rows[0]!.n).toBe(1);
+    await expect.poll(() => c.lead(), { interval: 20, timeout: 10_000 }).toBe(true);
+    expect(await b.lead()).toBe(false);
+    await b.release();
+    await c.release();
   });
 });
