@@ -10,8 +10,12 @@
  * - One source cannot take every worker: jobs are grouped by source and at
  *   most `perSource` of a group run at once, across replicas.
  * - A replica that dies mid-run stops sending its heartbeat; pg-boss fails the
- *   job after HEARTBEAT_SECONDS and retries it once elsewhere, where the run
- *   resumes from its checkpoint.
+ *   job once the heartbeat is `heartbeatSeconds` old (its supervisor looks every
+ *   SUPERVISE_SECONDS) and retries it once after RETRY_DELAY_SECONDS, on any
+ *   replica, where the run resumes from its checkpoint. The stream's lock went
+ *   with the dead replica's connection. So a killed replica's runs resume
+ *   within heartbeatSeconds + SUPERVISE_SECONDS + RETRY_DELAY_SECONDS +
+ *   POLL_SECONDS: 47 s with the default heartbeat of 30 s.
  */
 import { PgBoss, type Job } from 'pg-boss';
 import type { Purpose } from '../api/http.ts';
@@ -20,8 +24,12 @@ import type { Logger } from '../log.ts';
 import { PGBOSS_SCHEMA } from '../webhooks/queue.ts';
 
 export const RUN_QUEUE = 'pmsync-run';
-/** A running job's worker proves it is alive this often (pg-boss refreshes at half of it). */
-export const HEARTBEAT_SECONDS = 30;
+/** How often pg-boss looks for jobs whose heartbeat stopped. */
+export const SUPERVISE_SECONDS = 10;
+/** A job failed by a lost heartbeat (or a crash of its handler) is retried after this. */
+export const RETRY_DELAY_SECONDS = 5;
+/** How often an idle worker looks for jobs when no notification woke it. */
+export const POLL_SECONDS = 2;
 /** Longest a run may take; pg-boss allows at most a day. Backfills stop at their quota long before. */
 const EXPIRE_SECONDS = 12 * 3600;
 /** Finished jobs are kept this long, for inspection. */
@@ -61,24 +69,29 @@ export interface Dispatcher {
   stop(): Promise<void>;
 }
 
-export async function openDispatcher(databaseUrl: string, logger: Logger): Promise<Dispatcher> {
+export interface DispatcherOptions {
+  /** A running job's worker proves it is alive this often (pg-boss refreshes at half of it); at least 10. */
+  heartbeatSeconds: number;
+}
+
+export async function openDispatcher(databaseUrl: string, logger: Logger, o: DispatcherOptions): Promise<Dispatcher> {
   const boss = new PgBoss({
     connectionString: databaseUrl,
     schema: PGBOSS_SCHEMA,
     application_name: 'pmsync-runs',
     max: 4,
     schedule: false,
-    superviseIntervalSeconds: 10,
-    monitorIntervalSeconds: 10,
+    superviseIntervalSeconds: SUPERVISE_SECONDS,
+    monitorIntervalSeconds: SUPERVISE_SECONDS,
     useListenNotify: true,
   });
   boss.on('error', (err: Error) => logger.warn({ err }, 'run queue: database error (pg-boss retries on its own)'));
   await boss.start();
   const options = {
     retryLimit: 1,
-    retryDelay: 30,
+    retryDelay: RETRY_DELAY_SECONDS,
     expireInSeconds: EXPIRE_SECONDS,
-    heartbeatSeconds: HEARTBEAT_SECONDS,
+    heartbeatSeconds: o.heartbeatSeconds,
     retentionSeconds: RETENTION_SECONDS,
   };
   await boss.createQueue(RUN_QUEUE, { policy: 'stately', notify: true, ...options });
@@ -92,7 +105,7 @@ export async function openDispatcher(databaseUrl: string, logger: Logger): Promi
     async work(concurrency, perSource, handler) {
       await boss.work<RunJob>(
         RUN_QUEUE,
-        { localConcurrency: concurrency, groupConcurrency: perSource, pollingIntervalSeconds: 2, notifyPollingIntervalSeconds: 2 },
+        { localConcurrency: concurrency, groupConcurrency: perSource, pollingIntervalSeconds: POLL_SECONDS, notifyPollingIntervalSeconds: POLL_SECONDS },
         async ([job]: Job<RunJob>[]) => {
           if (job) await handler(job.data);
         },

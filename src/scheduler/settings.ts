@@ -109,11 +109,20 @@ export const schedulesSchema = strictObject({
   overrides: z.array(override).default([]),
 }).prefault({});
 
+/** See serveSchema.runHeartbeatSeconds. */
+export const DEFAULT_RUN_HEARTBEAT_SECONDS = 30;
+
 export const serveSchema = strictObject({
   port: z.number().int().min(0).max(65_535).default(DEFAULT_PORT),
   host: z.string().default('0.0.0.0'),
   shutdownTimeoutSeconds: z.number().int().min(1).max(3600).default(DEFAULT_SHUTDOWN_TIMEOUT_SECONDS),
   lockWaitSeconds: z.number().int().min(0).max(86_400).default(DEFAULT_LOCK_WAIT_SECONDS),
+  /**
+   * A replica running a job proves it is alive this often; one silent this
+   * long (killed, frozen, cut off) loses the job to another replica, which
+   * resumes it from its checkpoint (src/scheduler/dispatch.ts). pg-boss's floor is 10.
+   */
+  runHeartbeatSeconds: z.number().int().min(10).max(3600).default(DEFAULT_RUN_HEARTBEAT_SECONDS),
 }).prefault({});
 
 export type ScheduleSettings = z.infer<typeof schedulesSchema>;

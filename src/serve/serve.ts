@@ -52,6 +52,8 @@ export interface RunningServe {
   scheduler: Scheduler;
   dispatcher: Dispatcher;
   metrics: Metrics;
+  /** `source/resource` of the runs going in this process. */
+  running(): string[];
   /** Stops everything; true when every run ended within the shutdown timeout. */
   stop(): Promise<boolean>;
 }
@@ -60,7 +62,7 @@ export async function startServe(app: App, config: Config, options: ServeOptions
   const settings = config.schedules;
   const serveSettings = config.serve;
   const log = app.logger.child({ component: 'serve' });
-  const dispatcher = await openDispatcher(app.databaseUrl, app.logger);
+  const dispatcher = await openDispatcher(app.databaseUrl, app.logger, { heartbeatSeconds: serveSettings.runHeartbeatSeconds });
   let scheduler: Scheduler;
   try {
     scheduler = new Scheduler({
@@ -181,7 +183,7 @@ export async function startServe(app: App, config: Config, options: ServeOptions
       return drained === true;
     })());
 
-  return { url, port: address.port, server, scheduler, dispatcher, metrics, stop };
+  return { url, port: address.port, server, scheduler, dispatcher, metrics, running: () => [...running], stop };
 }
 
 /** Waits for `work` at most `ms`; resolves with its value, or undefined when it took longer. The timer never outlives it. */

@@ -2,6 +2,7 @@ import { Command, InvalidArgumentError } from 'commander';
 import { EXIT } from '../../errors.ts';
 import { configFrom, fail, requireSources, withApp } from '../shared.ts';
 import { attachProgressLog } from '../progress.ts';
+import { ipcTestControl } from '../../serve/test-control.ts';
 
 interface ServeCliOptions {
   port?: number;
@@ -48,27 +49,37 @@ within serve.shutdownTimeoutSeconds (default 30), or 1 if runs were still going 
         // The scheduler, the HTTP server and the metrics load only when serve runs (src/cli/main.ts).
         const { startServe } = await import('../../serve/serve.ts');
         const { mountWebhooks } = await import('../../serve/webhooks.ts');
-        process.exitCode = await withApp(config, async (app) => {
-          // Long runs (a first pass of thousands of pages) say where they stand in the log at a steady interval.
-          const detachProgress = config.quiet ? () => undefined : attachProgressLog(app);
-          const running = await startServe(app, config, { webhooks: opts.webhooks ? mountWebhooks : undefined });
-          await new Promise<void>((resolve) => app.abort.signal.addEventListener('abort', () => resolve(), { once: true }));
-          const again = () => process.exit(EXIT.INTERRUPTED);
-          process.once('SIGINT', again);
-          process.once('SIGTERM', again);
-          // Closing the pool can hang on a query that never returns; the shutdown timeout bounds the whole exit.
-          const hard = setTimeout(
-            () => {
-              app.logger.error('shutdown timeout reached; exiting');
-              process.exit(EXIT.FAILED);
-            },
-            (serve.shutdownTimeoutSeconds + 2) * 1000,
-          );
-          hard.unref();
-          const drained = await running.stop();
-          detachProgress();
-          return drained ? EXIT.OK : EXIT.FAILED;
-        });
+        // Only under a test harness (NODE_ENV=test): its clock and ticks come over IPC.
+        const control = ipcTestControl();
+        process.exitCode = await withApp(
+          config,
+          async (app) => {
+            // Long runs (a first pass of thousands of pages) say where they stand in the log at a steady interval.
+            const detachProgress = config.quiet ? () => undefined : attachProgressLog(app);
+            const running = await startServe(app, config, {
+              webhooks: opts.webhooks ? mountWebhooks : undefined,
+              manualTicks: control !== undefined,
+            });
+            control?.attach(running);
+            await new Promise<void>((resolve) => app.abort.signal.addEventListener('abort', () => resolve(), { once: true }));
+            const again = () => process.exit(EXIT.INTERRUPTED);
+            process.once('SIGINT', again);
+            process.once('SIGTERM', again);
+            // Closing the pool can hang on a query that never returns; the shutdown timeout bounds the whole exit.
+            const hard = setTimeout(
+              () => {
+                app.logger.error('shutdown timeout reached; exiting');
+                process.exit(EXIT.FAILED);
+              },
+              (serve.shutdownTimeoutSeconds + 2) * 1000,
+            );
+            hard.unref();
+            const drained = await running.stop();
+            detachProgress();
+            return drained ? EXIT.OK : EXIT.FAILED;
+          },
+          control ? { now: control.now } : {},
+        );
       } catch (err) {
         fail(err);
       }
