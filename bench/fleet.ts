@@ -1,0 +1,324 @@
+/**
+ * A fleet over a simulated day: the simulator serves many practices at once
+ * (each its own gateway key, 1,000-request quota and the reference day's
+ * changes), and several `pmsync serve` replicas, as real processes on one
+ * PostgreSQL, keep them all in sync (bench/support/fleet-rig.ts). The same day
+ * is played first by one practice on one replica, for comparison. Then, in
+ * the fleet's day, one replica is killed (SIGKILL) while it runs work, and
+ * the time until that work has resumed and ended elsewhere is measured.
+ * After the day every practice is read once more with `pmsync sync` and
+ * PostgreSQL is compared with the simulator record by record.
+ *
+ *   node bench/fleet.ts                           500 practices, 3 replicas, a tick every 5 simulated minutes
+ *   node bench/fleet.ts --practices 50 --tick-minutes 10
+ *
+ * BENCH_DATABASE_URL points it at a PostgreSQL; the embedded one otherwise.
+ * The report goes to stdout and bench/out/fleet-<timestamp>.md.
+ */
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, totalmem } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { REFERENCE_DAY } from '../simulator/day.ts';
+import type { CoreResource } from '../simulator/index.ts';
+import { createBenchDatabase, startBenchServer, type BenchServer } from './support/db.ts';
+import { DAY, HOUR, MINUTE } from './support/day-rig.ts';
+import { FleetRig, type Replica, type TrackedChange } from './support/fleet-rig.ts';
+import { ROOT } from './support/proc.ts';
+import { fmtInt, fmtMb, fmtNum, percentile, table } from './support/stats.ts';
+
+const { values } = parseArgs({
+  options: {
+    practices: { type: 'string', default: '500' },
+    replicas: { type: 'string', default: '3' },
+    'tick-minutes': { type: 'string', default: '5' },
+    'kill-at': { type: 'string', default: '10' },
+    'no-kill': { type: 'boolean', default: false },
+  },
+});
+const PRACTICES = Number(values.practices);
+const REPLICAS = Number(values.replicas);
+const TICK = Number(values['tick-minutes']) * MINUTE;
+const KILL_HOUR = Number(values['kill-at']);
+
+/** A small practice: a first pass of about 25 requests, so that 500 of them fit a bench. */
+const SIZES: Partial<Record<CoreResource, number>> = {
+  companies: 1,
+  customers: 300,
+  appointments: 900,
+  orders: 400,
+  memberships: 40,
+  membershipprograms: 4,
+  giftcertificates: 30,
+  products: 20,
+  services: 10,
+  employees: 6,
+};
+const DATE = '2027-11-18';
+const ZONE = 'America/New_York';
+const BUDGET = 150;
+const TARGET_MINUTES = 120;
+const HISTORY_DAYS = 7;
+
+const log = (line: string) => process.stderr.write(`[fleet ${new Date().toISOString().slice(11, 19)}] ${line}\n`);
+
+interface DayResult {
+  practices: number;
+  replicas: number;
+  requests: number[];
+  rejected: number;
+  changes: TrackedChange[];
+  firstPassTicks: number;
+  schedulerCpuSeconds: number;
+  tickWallMs: number[];
+  replicaCpuSeconds: number[];
+  peakRssBytes: number[];
+  kill: {
+    atLocal: string;
+    replica: number;
+    runs: string[];
+    /** From the kill until the last of its runs started again elsewhere. */
+    restartSeconds: number;
+    /** From the kill until no run was left in the fleet. */
+    resumeSeconds: number;
+    leaderKilled: boolean;
+  } | null;
+  compare: { records: number; lost: number; duplicated: number; examples: string[] };
+  settleExit: number | null;
+  seconds: number;
+}
+
+async function playDay(server: BenchServer, practices: number, replicas: number, kill: boolean): Promise<DayResult> {
+  const started = performance.now();
+  const db = await createBenchDatabase(server, { migrate: false, poolSize: 2 });
+  const rig = await FleetRig.start({
+    databaseUrl: db.url,
+    practices,
+    replicas,
+    date: DATE,
+    timeZone: ZONE,
+    sizes: SIZES,
+    historyDays: HISTORY_DAYS,
+    historyPattern: REFERENCE_DAY,
+    source: { budget: BUDGET },
+    schedules: { maxStalenessMinutes: TARGET_MINUTES },
+  });
+  try {
+    log(`${practices} practices: playing ${HISTORY_DAYS} days of history at the simulator`);
+    rig.playHistory();
+    rig.setClock(rig.dayStart - 3 * HOUR);
+    await rig.startReplicas();
+    log(`${replicas} replicas up; first passes from 21:00 the day before`);
+    let firstPassTicks = 0;
+    for (let t = rig.dayStart - 3 * HOUR; t < rig.dayStart; t += TICK) {
+      rig.setClock(t);
+      firstPassTicks++;
+      if ((await rig.tick()) === 0 && t > rig.dayStart - 3 * HOUR) break;
+    }
+    const firstTicks = rig.ticks.length;
+
+    const changes = rig.planDay(REFERENCE_DAY);
+    log(`the day: ${fmtInt(changes.length)} changes over ${practices} practices`);
+    const tracked: TrackedChange[] = [];
+    let pending: TrackedChange[] = [];
+    let next = 0;
+    let killed: DayResult['kill'] = null;
+    const killAt = rig.dayStart + KILL_HOUR * HOUR;
+    for (let t = rig.dayStart; t < rig.dayStart + DAY; t += TICK) {
+      while (next < changes.length && changes[next]!.at <= t) {
+        const c = rig.apply(changes[next++]!);
+        tracked.push(c);
+        pending.push(c);
+      }
+      rig.setClock(t);
+      if (kill && !killed && t >= killAt && rig.live().length > 1) {
+        await rig.tickAll();
+        killed = await killOneBusy(rig, t);
+        if (killed) {
+          const from = performance.now();
+          const at = Date.now();
+          await rig.drained();
+          killed.resumeSeconds = (performance.now() - from) / 1000;
+          const retried = (await rig.retriedRuns()).filter((j) => killed!.runs.includes(j.key) && j.startedOn);
+          killed.restartSeconds = Math.max(0, ...retried.map((j) => (j.startedOn!.getTime() - at) / 1000));
+          log(
+            `replica ${killed.replica} killed with ${killed.runs.length} runs; all work ended elsewhere ${fmtNum(killed.resumeSeconds, 1)} s later`,
+          );
+        } else await rig.drained();
+      } else await rig.tick();
+      pending = await rig.markVisible(pending, t);
+      if ((t - rig.dayStart) % (2 * HOUR) === 0)
+        log(`${rig.localTime(t)}: ${fmtInt(tracked.length - pending.length)}/${fmtInt(tracked.length)} changes visible`);
+    }
+    const requests = rig.allRequests();
+    const rejected = Object.values(rig.sim.stats().byApikey).reduce((n, u) => n + u.rejected, 0);
+    const dayTicks = rig.ticks.slice(firstTicks);
+    const cpu = rig.live().map((r) => cpuSeconds(r));
+    rig.sampleMemory();
+    const peakRssBytes = rig.replicas.map((r) => r.peakRss);
+
+    // The next quota day: every practice read once more, then compared with the simulator.
+    rig.setClock(rig.dayStart + DAY + HOUR);
+    log('reading every practice once more (pmsync sync) and comparing with the simulator');
+    const settle = await rig.cli(['sync', '--quiet']);
+    if (settle.code !== 0) log(`pmsync sync exited ${settle.code}: ${settle.stderr.slice(-2000)}`);
+    const compare = await rig.compare();
+    return {
+      practices,
+      replicas,
+      requests: requests.map((r) => r.used),
+      rejected,
+      changes: tracked,
+      firstPassTicks,
+      schedulerCpuSeconds: dayTicks.reduce((s, x) => s + x.cpuMicros, 0) / 1e6,
+      tickWallMs: dayTicks.map((x) => x.wallMs),
+      replicaCpuSeconds: cpu,
+      peakRssBytes,
+      kill: killed,
+      compare,
+      settleExit: settle.code,
+      seconds: (performance.now() - started) / 1000,
+    };
+  } finally {
+    await rig.close();
+    await db.drop();
+  }
+}
+
+/** Kills a replica that is running work right now, preferring one that does not lead; null if none runs anything. */
+async function killOneBusy(rig: FleetRig, t: number): Promise<DayResult['kill']> {
+  const probes = await Promise.all(rig.live().map(async (r) => ({ r, p: await rig.probe(r) })));
+  const busy = probes.filter((x) => x.p.running.length > 0).sort((a, b) => Number(a.p.leading) - Number(b.p.leading));
+  const victim = busy[0];
+  if (!victim) return null;
+  await rig.kill(victim.r);
+  return {
+    atLocal: rig.localTime(t),
+    replica: victim.r.index,
+    runs: victim.p.running,
+    restartSeconds: 0,
+    resumeSeconds: 0,
+    leaderKilled: victim.p.leading,
+  };
+}
+
+/** User + system CPU seconds of a live process so far (from /proc). */
+function cpuSeconds(r: Replica): number {
+  try {
+    const fields = readFileSync(`/proc/${r.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+function staleness(changes: TrackedChange[]): {
+  visible: number;
+  within: number;
+  p50: number;
+  p95: number;
+  max: number;
+  streams: number;
+  streamsWithin: number;
+} {
+  const mins = changes.filter((c) => c.visibleAt !== null).map((c) => (c.visibleAt! - c.at) / MINUTE);
+  const byStream = new Map<string, number>();
+  for (const c of changes) {
+    const key = `${c.source}/${c.resource}`;
+    const m = c.visibleAt === null ? Infinity : (c.visibleAt - c.at) / MINUTE;
+    byStream.set(key, Math.max(byStream.get(key) ?? 0, m));
+  }
+  return {
+    visible: mins.length,
+    within: mins.filter((m) => m <= TARGET_MINUTES).length,
+    p50: percentile(mins, 50),
+    p95: percentile(mins, 95),
+    max: Math.max(...mins),
+    streams: byStream.size,
+    streamsWithin: [...byStream.values()].filter((m) => m <= TARGET_MINUTES).length,
+  };
+}
+
+function report(single: DayResult, fleet: DayResult): string {
+  const rows = [single, fleet].map((r) => {
+    const s = staleness(r.changes);
+    const sorted = [...r.requests].sort((a, b) => a - b);
+    return [
+      `${r.practices} practice${r.practices > 1 ? 's' : ''}, ${r.replicas} replica${r.replicas > 1 ? 's' : ''}`,
+      `${fmtInt(s.streamsWithin)} / ${fmtInt(s.streams)}`,
+      `${fmtNum((100 * s.within) / r.changes.length, 1)}% (${fmtInt(s.visible)} of ${fmtInt(r.changes.length)} visible by midnight)`,
+      `${fmtNum(s.p50, 0)} / ${fmtNum(s.p95, 0)} / ${fmtNum(s.max, 0)}`,
+      `${fmtNum(sorted.reduce((a, b) => a + b, 0) / sorted.length, 1)} (${sorted[0]}-${sorted.at(-1)})`,
+      String(r.requests.filter((n) => n > BUDGET).length + (r.rejected > 0 ? ` + ${r.rejected} answered 429` : '')),
+      `${fmtNum(r.schedulerCpuSeconds, 1)} s (tick p50 ${fmtNum(percentile(r.tickWallMs, 50), 0)} ms, p95 ${fmtNum(percentile(r.tickWallMs, 95), 0)} ms)`,
+      r.peakRssBytes.map(fmtMb).join(' / '),
+      `${fmtInt(r.compare.records)} records: ${r.compare.lost} lost, ${r.compare.duplicated} duplicated`,
+      `${fmtNum(r.seconds / 60, 1)} min`,
+    ];
+  });
+  const k = fleet.kill;
+  const killLine = k
+    ? `Replica ${k.replica}${k.leaderKilled ? ' (the scheduling leader)' : ''} was killed (SIGKILL) at ${k.atLocal} while it ran ${k.runs.length} run${k.runs.length === 1 ? '' : 's'} (${k.runs.slice(0, 4).join(', ')}${k.runs.length > 4 ? ', ...' : ''}); the last of them started again in another replica ${fmtNum(k.restartSeconds, 1)} s later, and every run of the fleet had ended ${fmtNum(k.resumeSeconds, 1)} s after the kill (real time; the bound with the default heartbeat of 30 s is 47 s to the restart).`
+    : 'No replica was killed.';
+  return [
+    table(
+      [
+        'run',
+        'streams within target (every change)',
+        'changes visible within target',
+        'staleness p50 / p95 / max (min)',
+        'requests per source on the day (mean, range)',
+        `sources over budget (${BUDGET})`,
+        'scheduling CPU over the day (leader)',
+        'peak RSS per replica',
+        'after the day (pmsync sync, then compared)',
+        'wall time',
+      ],
+      rows,
+    ),
+    '',
+    killLine,
+    '',
+    `Replica CPU over the whole run (user + system, s): ${fleet.replicaCpuSeconds.map((c) => fmtNum(c, 0)).join(' / ')} (live replicas at the end).`,
+    `Ticks: one every ${TICK / MINUTE} simulated minutes; the freshness target is ${TARGET_MINUTES} minutes for every stream; budget ${BUDGET} requests a day per practice.`,
+  ].join('\n');
+}
+
+const server = await startBenchServer();
+try {
+  const started = performance.now();
+  log('one practice on one replica');
+  const single = await playDay(server, 1, 1, false);
+  log(`${PRACTICES} practices on ${REPLICAS} replicas`);
+  const fleet = await playDay(server, PRACTICES, REPLICAS, !values['no-kill']);
+  const command = `node bench/fleet.ts ${process.argv.slice(2).join(' ')}`.trim();
+  const markdown = [
+    '# pmsync fleet benchmark',
+    '',
+    `- Command: \`${command}\``,
+    `- Date: ${new Date().toISOString()}`,
+    `- Machine: ${cpus().length} cores (${cpus()[0]?.model ?? '?'}), ${(totalmem() / 1024 ** 3).toFixed(1)} GiB, Node ${process.version}, load average at the end ${loadavg()
+      .map((l) => fmtNum(l, 1))
+      .join(' ')}`,
+    `- PostgreSQL: ${server.label}`,
+    `- Wall time: ${fmtNum((performance.now() - started) / 60_000, 1)} min`,
+    '',
+    report(single, fleet),
+    '',
+  ].join('\n');
+  const out = join(ROOT, 'bench', 'out');
+  mkdirSync(out, { recursive: true });
+  const stamp = new Date().toISOString().replace(/[:.]/g, '-');
+  writeFileSync(join(out, `fleet-${stamp}.md`), markdown);
+  writeFileSync(
+    join(out, `fleet-${stamp}.json`),
+    JSON.stringify(
+      { single: { ...single, changes: staleness(single.changes) }, fleet: { ...fleet, changes: staleness(fleet.changes) } },
+      null,
+      2,
+    ),
+  );
+  process.stdout.write(markdown);
+} finally {
+  await server.stop();
+}
