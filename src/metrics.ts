@@ -49,6 +49,10 @@ export interface MetricsReaders {
   webhooks?: () => Promise<{ backlog: number; deadLetters: number }>;
   /** Whether this replica is ready (what /readyz answers). */
   ready?: () => Promise<boolean>;
+  /** The run queue across replicas: runs waiting to start, and how long the oldest has waited. */
+  runQueue?: () => Promise<{ waiting: number; oldestWaitSeconds: number }>;
+  /** Whether this replica decides the runs now (it holds the scheduling lock). */
+  leading?: () => boolean;
   onCollectError?: (err: unknown) => void;
 }
 
@@ -62,6 +66,7 @@ export class Metrics {
   readonly runDuration: Histogram<'source' | 'resource' | 'mode' | 'status'>;
   readonly errors: Counter<'source' | 'code'>;
   readonly dispatches: Counter<'source' | 'resource' | 'purpose' | 'reason'>;
+  readonly ticks: Histogram;
 
   constructor(readers: MetricsReaders) {
     const registers = [this.registry];
@@ -233,6 +238,44 @@ export class Metrics {
         registers,
         async collect() {
           await safely(async () => this.set((await once()).deadLetters));
+        },
+      });
+    }
+    this.ticks = new Histogram({
+      name: 'pmsync_scheduler_tick_seconds',
+      help: 'Time a scheduler tick took in this replica, deciding and dispatching for every source (only the leading replica decides)',
+      buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers,
+    });
+    if (readers.leading) {
+      const leading = readers.leading;
+      new Gauge({
+        name: 'pmsync_scheduler_leader',
+        help: '1 while this replica decides the runs of every source (it holds the scheduling lock), else 0',
+        registers,
+        collect() {
+          this.set(leading() ? 1 : 0);
+        },
+      });
+    }
+    if (readers.runQueue) {
+      const readQueue = readers.runQueue;
+      let pendingQueue: Promise<{ waiting: number; oldestWaitSeconds: number }> | null = null;
+      const once = () => (pendingQueue ??= readQueue().finally(() => setTimeout(() => (pendingQueue = null), 0)));
+      new Gauge({
+        name: 'pmsync_run_queue_waiting',
+        help: 'Stream runs queued and not yet started, across replicas',
+        registers,
+        async collect() {
+          await safely(async () => this.set((await once()).waiting));
+        },
+      });
+      new Gauge({
+        name: 'pmsync_run_queue_oldest_wait_seconds',
+        help: 'How long the oldest queued run has waited for a free worker, across replicas (0 when none waits)',
+        registers,
+        async collect() {
+          await safely(async () => this.set((await once()).oldestWaitSeconds));
         },
       });
     }

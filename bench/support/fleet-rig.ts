@@ -53,6 +53,8 @@ export interface Replica {
   child: ChildProcess;
   pid: number;
   stderr: string[];
+  /** Its HTTP endpoints (/metrics, the status page). */
+  url: string;
   /** Peak RSS (VmHWM) seen for the process, bytes. */
   peakRss: number;
   alive: boolean;
@@ -181,15 +183,17 @@ export class FleetRig {
       env: this.env({ PMSYNC_TEST_CLOCK: 'ipc', PMSYNC_TEST_NOW: this.clock.now().toISOString() }),
       stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
     });
-    const replica: Replica = { index, child, pid: child.pid!, stderr: [], peakRss: 0, alive: true };
+    const replica: Replica = { index, child, pid: child.pid!, url: '', stderr: [], peakRss: 0, alive: true };
     child.stderr!.on('data', (d) => {
       replica.stderr.push(...String(d).split('\n').filter(Boolean));
       if (replica.stderr.length > 2000) replica.stderr.splice(0, replica.stderr.length - 2000);
     });
     const ready = new Promise<void>((resolve, reject) => {
-      child.on('message', (m: { type: string; id?: number }) => {
-        if (m.type === 'ready') resolve();
-        else if (m.id !== undefined) {
+      child.on('message', (m: { type: string; id?: number; url?: string }) => {
+        if (m.type === 'ready') {
+          replica.url = m.url ?? '';
+          resolve();
+        } else if (m.id !== undefined) {
           this.waiting.get(m.id)?.(m as TickReply | ProbeReply);
           this.waiting.delete(m.id);
         }

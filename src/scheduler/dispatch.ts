@@ -127,6 +127,18 @@ export async function openDispatcher(databaseUrl: string, logger: Logger, o: Dis
   };
 }
 
+/** Runs queued and not started yet (retries due included), and how long the oldest has waited, across replicas. */
+export async function runQueueWait(db: Queryable): Promise<{ waiting: number; oldestWaitSeconds: number }> {
+  const exists = await db.query<{ t: string | null }>('SELECT to_regclass($1)::text AS t', [`${PGBOSS_SCHEMA}.job`]);
+  if (!exists.rows[0]?.t) return { waiting: 0, oldestWaitSeconds: 0 };
+  const res = await db.query<{ waiting: number; oldest: number | null }>(
+    `SELECT count(*)::int AS waiting, extract(epoch FROM now() - min(start_after))::float8 AS oldest
+     FROM ${PGBOSS_SCHEMA}.job WHERE name = $1 AND state IN ('created', 'retry') AND start_after <= now()`,
+    [RUN_QUEUE],
+  );
+  return { waiting: res.rows[0]?.waiting ?? 0, oldestWaitSeconds: Math.max(0, res.rows[0]?.oldest ?? 0) };
+}
+
 /** Streams (`source/resource`) with a run waiting, retrying or running, in any process; empty before any queue existed. */
 export async function runsInFlight(db: Queryable): Promise<Set<string>> {
   const exists = await db.query<{ t: string | null }>('SELECT to_regclass($1)::text AS t', [`${PGBOSS_SCHEMA}.job`]);

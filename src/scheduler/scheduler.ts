@@ -59,6 +59,8 @@ export interface SchedulerDeps {
   onDispatch?: (job: RunJob) => void;
   /** Decide only while this replica leads; every tick decides without it. */
   leadership?: Leadership;
+  /** Reports each tick this replica decided: how long it took and how many runs it dispatched. */
+  onTick?: (seconds: number, dispatched: number) => void;
 }
 
 /** A pinned stream's cron fire, due now. */
@@ -181,6 +183,7 @@ export class Scheduler {
       if (leading) this.deps.logger.info('this replica now decides the runs of every source');
     }
     if (!leading) return [];
+    const started = performance.now();
     const now = this.deps.now();
     const inFlight = await this.deps.dispatcher.inFlight(this.deps.pool);
     const jobs: RunJob[] = [];
@@ -192,6 +195,7 @@ export class Scheduler {
         this.deps.logger.error({ err, source: source.name }, 'could not schedule this source at this tick; the next tick tries again');
       }
     }
+    this.deps.onTick?.((performance.now() - started) / 1000, jobs.length);
     return jobs;
   }
 

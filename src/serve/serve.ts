@@ -16,7 +16,7 @@ import type { Config } from '../config-schema.ts';
 import { Metrics } from '../metrics.ts';
 import { driftCounts } from '../state/drift.ts';
 import { quarantineCounts } from '../state/quarantine.ts';
-import { openDispatcher, type Dispatcher } from '../scheduler/dispatch.ts';
+import { openDispatcher, runQueueWait, type Dispatcher } from '../scheduler/dispatch.ts';
 import { holderName, schedulingLeadership } from '../state/locks.ts';
 import type { StreamEntry } from '../scheduler/plan.ts';
 import { executeRun } from '../scheduler/run-job.ts';
@@ -75,6 +75,7 @@ export async function startServe(app: App, config: Config, options: ServeOptions
       ledgerFor: app.ledgerFor,
       dispatcher,
       leadership: schedulingLeadership(app.pool),
+      onTick: (seconds) => metrics.ticks.observe(seconds),
       onDispatch: (job) => metrics.dispatches.inc({ source: job.source, resource: job.resource, purpose: job.purpose, reason: job.reason }),
     });
   } catch (err) {
@@ -87,7 +88,11 @@ export async function startServe(app: App, config: Config, options: ServeOptions
   const readiness = readinessCheck(app.pool);
   const running = new Set<string>();
   const metrics = new Metrics({
-    sources: () => sourceReadings(app, config, scheduler),
+    // Per-source gauges come from the leading replica, whose views are fresh from its ticks;
+    // the others would each re-read every source at every scrape to report the same values.
+    sources: () => (scheduler.leading ? sourceReadings(app, config, scheduler) : Promise.resolve([])),
+    runQueue: () => runQueueWait(app.pool),
+    leading: () => scheduler.leading,
     running: () => [...running].map((key) => ({ source: key.slice(0, key.indexOf('/')), resource: key.slice(key.indexOf('/') + 1) })),
     webhooks: webhooks ? () => webhooks.counts() : undefined,
     ready: async () => accepting && (await readiness()).ready,

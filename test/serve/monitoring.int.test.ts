@@ -96,6 +96,8 @@ describe('Prometheus alert rules', () => {
     expect(byMetric('pmsync_webhook_dead_letters')).toEqual(['PmsyncDeadLetters']);
     expect(byMetric('pmsync_quarantined_records')).toEqual(['PmsyncQuarantineGrowing']);
     expect(byMetric('pmsync_ready')).toEqual(['PmsyncReplicaNotReady']);
+    expect(byMetric('pmsync_run_queue_oldest_wait_seconds')).toEqual(['PmsyncRunQueueBacklog']);
+    expect(byMetric('pmsync_scheduler_leader')).toEqual(['PmsyncNoSchedulingLeader']);
   });
 
   it('name only metrics that /metrics exports', () => {
