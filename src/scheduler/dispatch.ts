@@ -105,7 +105,15 @@ export async function openDispatcher(databaseUrl: string, logger: Logger, o: Dis
     async work(concurrency, perSource, handler) {
       await boss.work<RunJob>(
         RUN_QUEUE,
-        { localConcurrency: concurrency, groupConcurrency: perSource, pollingIntervalSeconds: POLL_SECONDS, notifyPollingIntervalSeconds: POLL_SECONDS },
+        {
+          localConcurrency: concurrency,
+          groupConcurrency: perSource,
+          pollingIntervalSeconds: POLL_SECONDS,
+          notifyPollingIntervalSeconds: POLL_SECONDS,
+          // A worker otherwise waits POLL_SECONDS after every job, even with a backlog: with many
+          // sources that caps a replica at concurrency / POLL_SECONDS runs a second.
+          burstWhenReadyExceeds: 1,
+        },
         async ([job]: Job<RunJob>[]) => {
           if (job) await handler(job.data);
         },
