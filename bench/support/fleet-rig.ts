@@ -173,6 +173,8 @@ export class FleetRig {
       NODE_ENV: 'test',
       LOG_LEVEL: this.o.logLevel ?? 'warn',
       NO_COLOR: '1',
+      // E.g. --cpu-prof, to see where a replica spends its time.
+      ...(process.env.FLEET_NODE_OPTIONS ? { NODE_OPTIONS: process.env.FLEET_NODE_OPTIONS } : {}),
       ...extra,
     };
   }
