@@ -33,6 +33,8 @@ export const DEFAULT_PORT = 8080;
 export const DEFAULT_SHUTDOWN_TIMEOUT_SECONDS = 30;
 /** How long `resync` waits for a run of the same stream in another process to finish. */
 export const DEFAULT_LOCK_WAIT_SECONDS = 120;
+/** How often `serve` looks for a change of its config file and the secret files it names (SIGHUP: at once). */
+export const DEFAULT_RELOAD_SECONDS = 30;
 
 /** "budget", a cron expression, or "off". */
 export const scheduleMode = z.string().superRefine((value, ctx) => {
@@ -114,6 +116,8 @@ export const serveSchema = strictObject({
   host: z.string().default('0.0.0.0'),
   shutdownTimeoutSeconds: z.number().int().min(1).max(3600).default(DEFAULT_SHUTDOWN_TIMEOUT_SECONDS),
   lockWaitSeconds: z.number().int().min(0).max(86_400).default(DEFAULT_LOCK_WAIT_SECONDS),
+  /** Seconds between looks at the config file for changes; 0 reloads on SIGHUP only. */
+  reloadSeconds: z.number().int().min(0).max(86_400).default(DEFAULT_RELOAD_SECONDS),
 }).prefault({});
 
 export type ScheduleSettings = z.infer<typeof schedulesSchema>;
