@@ -1,7 +1,7 @@
 /**
- * Configuration, parsed once at start-up against the schema in
- * config-schema.ts. Every problem is collected and reported together in one
- * ConfigError.
+ * Configuration, parsed at start-up (and by `serve` at each reload of its
+ * config file) against the schema in config-schema.ts. Every problem is
+ * collected and reported together in one ConfigError.
  *
  * Sources come from a JSON config file (`--config` or PMSYNC_CONFIG), or, for a
  * single Core account, from CORE_* environment variables. Secret values in the
