@@ -1,8 +1,8 @@
 /**
  * A reloaded configuration inside one serve, ticked by hand against the
  * simulator and a real PostgreSQL and run queue: what the scheduler
- * dispatches, a run for a source another replica learnt of first, a rotated
- * secret file and a changed budget.
+ * dispatches, a run and a webhook refresh for a source another replica
+ * learnt of first, a rotated secret file and a changed budget.
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -11,9 +11,12 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.ts';
 import type { Config } from '../../src/config-schema.ts';
 import { startServe, type RunningServe } from '../../src/serve/serve.ts';
+import { mountWebhooks } from '../../src/serve/webhooks.ts';
+import { listDeadLetters, openRefreshQueue } from '../../src/webhooks/queue.ts';
 import { startSimulator, type Simulator } from '../../simulator/index.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { coreEntry, openTestApp, type TestApp } from '../support/harness.ts';
+import { eventually } from './support.ts';
 
 const ONE = { apikey: 'reload-int-key-1', username: 'one.user', password: 'reload-int-pw-1', variant: 'core' as const };
 const TWO = { apikey: 'reload-int-key-2', username: 'two.user', password: 'reload-int-pw-2', variant: 'core' as const };
@@ -30,7 +33,7 @@ beforeAll(async () => {
     seed: 23,
     tenants: [
       { ...ONE, sizes: SIZES },
-      { ...TWO, sizes: SIZES },
+      { ...TWO, sizes: { ...SIZES, customers: 3 } },
     ],
   });
 });
@@ -69,11 +72,15 @@ function entry(name: string, t: typeof ONE, extra: Record<string, unknown> = {})
   return coreEntry(sim, name, t, { lagSeconds: 0, streams: STREAMS, ...extra });
 }
 
-async function start(r: Rig): Promise<RunningServe> {
+async function start(r: Rig, options: { webhooks?: boolean } = {}): Promise<RunningServe> {
   db = await createTestDatabase();
   const config = r.load();
   app = await openTestApp(config);
-  serve = await startServe(app, config, { manualTicks: true, configFile: { path: r.file, load: r.load } });
+  serve = await startServe(app, config, {
+    manualTicks: true,
+    configFile: { path: r.file, load: r.load },
+    webhooks: options.webhooks ? mountWebhooks : undefined,
+  });
   return serve;
 }
 
@@ -176,5 +183,36 @@ describe('a reloaded configuration in serve', () => {
         .sort(),
     ).toEqual(STREAMS);
     expect(app!.logs.join('\n')).not.toContain(ONE.password);
+  });
+
+  it('refreshes a record of a source this replica learns of when its refresh job arrives', async () => {
+    const r = rig();
+    r.write([entry('one', ONE)]);
+    await start(r, { webhooks: true });
+    // Another replica took the new file, accepted a delivery for the new source and queued its refresh.
+    r.write([entry('one', ONE), entry('two', TWO)]);
+    const queue = await openRefreshQueue({ databaseUrl: db.url, logger: app!.logger, settings: app!.config.webhooks });
+    try {
+      const [customer] = sim.tenant(TWO.apikey).list('customers', { limit: 1 }) as Array<{ CustomerId: string }>;
+      await queue.enqueue({ source: 'two', resource: 'customers', id: customer!.CustomerId });
+      await eventually(
+        async () =>
+          (await db.pool.query(`SELECT 1 FROM customers WHERE source = 'two' AND id = $1`, [customer!.CustomerId])).rowCount === 1
+            ? true
+            : undefined,
+        'the refreshed record',
+      );
+      expect(app!.config.sources.map((x) => x.name)).toEqual(['one', 'two']);
+
+      // Unknown even after the look: dead-lettered at once, as before.
+      await queue.enqueue({ source: 'ghost', resource: 'customers', id: customer!.CustomerId });
+      const [dead] = await eventually(async () => {
+        const d = await listDeadLetters(db.pool);
+        return d.length > 0 ? d : undefined;
+      }, 'the dead letter');
+      expect(dead).toMatchObject({ source: 'ghost', error: expect.stringMatching(/no longer a configured core source/) });
+    } finally {
+      await queue.stop();
+    }
   });
 });
