@@ -2,7 +2,14 @@
  * The composition root: builds every dependency once from the configuration
  * and hands them to commands. Nothing else in pmsync constructs a pool, a
  * client or a logger.
+ *
+ * A running `serve` may take a new configuration (applyConfig). The pool, the
+ * logger and the database stay; what is built per source (its HTTP client and
+ * quota ledger) is looked up by the source's settings, so a source whose
+ * settings or credentials changed gets new ones at its next run while a run
+ * in progress ends with those it started with.
  */
+import { createHash } from 'node:crypto';
 import { basicValue, HttpClient, proAuth, restAuth } from './api/http.ts';
 import { LimiterRegistry } from './api/limiter.ts';
 import type { Config, SourceConfig } from './config-schema.ts';
@@ -16,7 +23,8 @@ import type { SyncContext } from './sync/context.ts';
 import type { RetryPolicy } from './api/http.ts';
 
 export interface App {
-  config: Config;
+  /** The configuration in force (a reload replaces it). */
+  readonly config: Config;
   pool: Pool;
   logger: Logger;
   redactor: Redactor;
@@ -25,6 +33,12 @@ export interface App {
   ctx: SyncContext;
   abort: AbortController;
   ledgerFor(source: SourceConfig): QuotaLedger;
+  /**
+   * Puts a new configuration in force: its secrets are registered with the
+   * redactor and changed limiter settings applied. Settings that need a
+   * restart are the caller's to keep (src/serve/reload.ts).
+   */
+  applyConfig(next: Config): void;
   close(): Promise<void>;
 }
 
@@ -40,6 +54,11 @@ export interface OpenOptions {
 
 export function redactorFor(config: Config): Redactor {
   const redactor = new Redactor();
+  addSecrets(redactor, config);
+  return redactor;
+}
+
+function addSecrets(redactor: Redactor, config: Config): void {
   for (const s of config.sources) {
     if (s.kind === 'pro') redactor.add(s.token);
     else redactor.add(s.apikey, s.password, basicValue(s.username, s.password));
@@ -52,7 +71,11 @@ export function redactorFor(config: Config): Redactor {
       // an invalid URL was already reported by the config loader
     }
   }
-  return redactor;
+}
+
+/** Identifies one version of a source's settings (secrets included, hashed). */
+function settingsKey(source: SourceConfig): string {
+  return `${source.name}:${createHash('sha256').update(JSON.stringify(source)).digest('hex')}`;
 }
 
 export function quotaSettingsFor(source: SourceConfig): QuotaSettings {
@@ -111,21 +134,26 @@ export async function openApp(config: Config, options: OpenOptions = {}): Promis
 
   const now = options.now ?? (() => new Date());
   const limiters = new LimiterRegistry(config.redisUrl);
+  // By source name and settings: a changed source gets new ones, and a run still going keeps its own.
   const clients = new Map<string, HttpClient>();
   const ledgers = new Map<string, QuotaLedger>();
   const abort = new AbortController();
+  let current = config;
 
   const ledgerFor = (source: SourceConfig): QuotaLedger => {
-    let ledger = ledgers.get(source.name);
+    const settings = quotaSettingsFor(source);
+    const key = JSON.stringify(settings);
+    let ledger = ledgers.get(key);
     if (!ledger) {
-      ledger = new QuotaLedger(pool, quotaSettingsFor(source), now);
-      ledgers.set(source.name, ledger);
+      ledger = new QuotaLedger(pool, settings, now);
+      ledgers.set(key, ledger);
     }
     return ledger;
   };
 
   const clientFor = (source: SourceConfig): HttpClient => {
-    let client = clients.get(source.name);
+    const key = settingsKey(source);
+    let client = clients.get(key);
     if (!client) {
       const settings = quotaSettingsFor(source);
       const limiter = limiters.get(settings.keyId, source.limiter);
@@ -141,14 +169,16 @@ export async function openApp(config: Config, options: OpenOptions = {}): Promis
         maxResponseBytes: source.maxResponseBytes,
         retry: options.retry ?? (source.kind === 'pro' ? undefined : source.retry),
       });
-      clients.set(source.name, client);
+      clients.set(key, client);
     }
     return client;
   };
 
   const ctx: SyncContext = { pool, logger, now, signal: abort.signal, databaseUrl, clientFor };
   return {
-    config,
+    get config() {
+      return current;
+    },
     pool,
     logger,
     redactor,
@@ -157,6 +187,17 @@ export async function openApp(config: Config, options: OpenOptions = {}): Promis
     ctx,
     abort,
     ledgerFor,
+    applyConfig(next) {
+      addSecrets(redactor, next);
+      const updated = new Set<string>();
+      // Sources sharing a key share its limiter: the first of them in the file sets it.
+      for (const s of next.sources) {
+        const keyId = quotaSettingsFor(s).keyId;
+        if (!updated.has(keyId)) limiters.update(keyId, s.limiter);
+        updated.add(keyId);
+      }
+      current = next;
+    },
     async close() {
       await Promise.all([...clients.values()].map((c) => c.close()));
       await limiters.close();

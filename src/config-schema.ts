@@ -35,7 +35,15 @@ const maxResponseBytes = z
   .min(64 * 1024)
   .max(1024 * 1024 * 1024)
   .default(DEFAULT_MAX_RESPONSE_BYTES);
-const secret = z.union([z.string().min(1), strictObject({ env: z.string().min(1) })]);
+/**
+ * A secret: the value itself, `{ "env": "NAME" }` (read once, when the process
+ * starts, as environment variables cannot change in a running process), or
+ * `{ "file": "/path" }` (read at every load of the configuration, so a mounted
+ * secret that is rotated reaches a running `serve` at its next reload).
+ */
+const secret = z.union([z.string().min(1), strictObject({ env: z.string().min(1) }), strictObject({ file: z.string().min(1) })], {
+  error: 'write the value, { "env": "VARIABLE" } or { "file": "/path/of/a/file" }',
+});
 const sourceName = z.string().regex(/^[a-z0-9][a-z0-9_-]{0,62}$/, 'use lowercase letters, digits, "-" or "_"');
 
 const quota = strictObject({
@@ -186,7 +194,7 @@ export const fileSchema = strictObject({
 });
 
 export type SecretKey = 'apikey' | 'password' | 'token';
-/** Secrets are read from the environment and budgets turned into requests a day at load time. */
+/** Secrets are read from the environment or their files and budgets turned into requests a day at load time. */
 type Resolved<T> = Omit<{ [K in keyof T]: K extends SecretKey ? string : T[K] }, 'budget'> & {
   budget: number;
   /** Where each credential was configured, in an operator's words, for messages after a 401. */

@@ -1,13 +1,16 @@
 /**
- * Configuration, parsed once at start-up against the schema in
- * config-schema.ts. Every problem is collected and reported together in one
- * ConfigError.
+ * Configuration, parsed at start-up (and by `serve` at each reload of its
+ * config file) against the schema in config-schema.ts. Every problem is
+ * collected and reported together in one ConfigError.
  *
  * Sources come from a JSON config file (`--config` or PMSYNC_CONFIG), or, for a
  * single Core account, from CORE_* environment variables. Secret values in the
- * file may be written as `{ "env": "NAME" }` so the file itself holds none.
+ * file may be written as `{ "env": "NAME" }` or `{ "file": "/path" }` so the
+ * file itself holds none; a secret file is read at every load (`serve` reloads
+ * the configuration while it runs, see src/serve/reload.ts).
  */
 import { readFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import type { z } from 'zod';
 import { ConfigError } from './errors.ts';
 import type { CredentialNames } from './api/http.ts';
@@ -51,22 +54,26 @@ export function loadConfig(options: LoadOptions = {}): Config {
     try {
       fileInput = JSON.parse(readFileSync(configFile, 'utf8'));
     } catch (err) {
-      problems.push(`config file ${configFile}: ${(err as Error).message}`);
+      problems.push(`config file ${configFile}: ${withoutExcerpt((err as Error).message)}`);
     }
   }
 
   const parsed = fileSchema.safeParse(fileInput);
+  const secrets: SecretLookup = { env, dir: configFile ? dirname(resolve(configFile)) : process.cwd() };
+  // The entry of the file each source came from (salvaged sources skip the broken ones).
+  const entryOf = new Map<SourceConfig, number>();
   let sources: SourceConfig[];
   let databaseUrl = env.DATABASE_URL || undefined;
   if (!parsed.success) {
     for (const issue of parsed.error.issues) problems.push(`${configFile ?? 'config'}: ${formatPath(issue.path)}: ${issue.message}`);
-    sources = salvageSources(fileInput, env, problems);
+    sources = salvageSources(fileInput, secrets, problems, entryOf);
   } else {
     databaseUrl ??= parsed.data.databaseUrl;
     sources = parsed.data.sources.map((s, i) => ({
-      ...(resolveSecrets(s, `sources[${i}]`, env, problems) as SourceConfig),
+      ...(resolveSecrets(s, `sources[${i}]`, secrets, problems) as SourceConfig),
       credentialNames: fileCredentialNames(s, `sources[${i}]`, configFile ?? 'config'),
     }));
+    sources.forEach((s, i) => entryOf.set(s, i));
   }
 
   const webhooks = parseWebhookSettings(fileInput, configFile ?? 'config', problems);
@@ -98,7 +105,7 @@ export function loadConfig(options: LoadOptions = {}): Config {
 
   const seen = new Set<string>();
   sources.forEach((s, i) => {
-    const where = `source "${s.name}" (sources[${i}])`;
+    const where = `source "${s.name}" (sources[${entryOf.get(s) ?? i}])`;
     if (seen.has(s.name)) problems.push(`${where}: the name is used twice`);
     seen.add(s.name);
     resolveSourceBudget(s, schedules.budget);
@@ -288,16 +295,17 @@ function checkSource(s: SourceConfig): string[] {
  * every problem instead of the first layer of them. Entries that pass are
  * returned for the checks that follow.
  */
-function salvageSources(fileInput: unknown, env: NodeJS.ProcessEnv, problems: string[]): SourceConfig[] {
+function salvageSources(fileInput: unknown, secrets: SecretLookup, problems: string[], entryOf: Map<SourceConfig, number>): SourceConfig[] {
   const entries = (fileInput as { sources?: unknown } | null)?.sources;
   if (!Array.isArray(entries)) return [];
   const valid: SourceConfig[] = [];
   entries.forEach((entry, i) => {
     if (!entry || typeof entry !== 'object') return;
-    const resolved = resolveSecrets(entry as Record<string, unknown>, `sources[${i}]`, env, problems);
+    const resolved = resolveSecrets(entry as Record<string, unknown>, `sources[${i}]`, secrets, problems);
     const one = sourceSchema.safeParse(resolved);
     if (one.success) {
-      valid.push(resolveSecrets(one.data, `sources[${i}]`, env, []) as SourceConfig);
+      valid.push(one.data as SourceConfig);
+      entryOf.set(one.data as SourceConfig, i);
       return;
     }
     const raw = resolved as { name?: unknown; kind?: unknown; baseUrl?: unknown; username?: unknown };
@@ -313,8 +321,9 @@ function salvageSources(fileInput: unknown, env: NodeJS.ProcessEnv, problems: st
 function fileCredentialNames(entry: Record<string, unknown>, where: string, file: string): CredentialNames {
   const named = (key: SecretKey | 'username') => {
     const v = entry[key];
-    const fromEnv = v && typeof v === 'object' && 'env' in v ? ` (environment variable ${(v as { env: string }).env})` : '';
-    return `${key}${fromEnv}`;
+    if (v && typeof v === 'object' && 'env' in v) return `${key} (environment variable ${(v as { env: string }).env})`;
+    if (v && typeof v === 'object' && 'file' in v) return `${key} (file ${(v as { file: string }).file})`;
+    return key;
   };
   const keys: Array<SecretKey | 'username'> = entry.kind === 'pro' ? ['token'] : ['apikey', 'username', 'password'];
   return { ...Object.fromEntries(keys.map((k) => [k, named(k)])), where: `${where} of ${file}` };
@@ -326,23 +335,81 @@ const SECRET_WHAT: Record<string, string> = {
   token: "the source's Pro API token",
 };
 
-function resolveSecrets(
-  source: Record<string, unknown>,
-  where: string,
-  env: NodeJS.ProcessEnv,
-  problems: string[],
-): Record<string, unknown> {
+/** Where `{ "env" }` and `{ "file" }` secrets are read: the environment, and paths relative to the config file's folder. */
+interface SecretLookup {
+  env: NodeJS.ProcessEnv;
+  dir: string;
+}
+
+function resolveSecrets(source: Record<string, unknown>, where: string, lookup: SecretLookup, problems: string[]): Record<string, unknown> {
   const out: Record<string, unknown> = { ...source };
   for (const key of ['apikey', 'password', 'token']) {
     const v = out[key];
-    if (v && typeof v === 'object' && 'env' in v) {
-      const name = (v as { env: string }).env;
-      const value = env[name];
-      if (!value) problems.push(`${where}.${key}: environment variable ${name} is not set (it holds ${SECRET_WHAT[key]})`);
+    if (!v || typeof v !== 'object') continue;
+    if ('env' in v && typeof v.env === 'string') {
+      const value = lookup.env[v.env];
+      if (!value) problems.push(`${where}.${key}: environment variable ${v.env} is not set (it holds ${SECRET_WHAT[key]})`);
       out[key] = value ?? '';
+    } else if ('file' in v && typeof v.file === 'string') {
+      out[key] = readSecretFile(resolve(lookup.dir, v.file), `${where}.${key}`, SECRET_WHAT[key]!, problems);
     }
   }
   return out;
+}
+
+/**
+ * A secret file's value, without its trailing newline (`echo` and most editors
+ * add one; Kubernetes Secrets keep what they were given). A file that cannot
+ * be read or holds nothing is a problem naming its path and what it holds,
+ * never anything it contains.
+ */
+function readSecretFile(path: string, where: string, what: string, problems: string[]): string {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    const why =
+      code === 'ENOENT'
+        ? 'does not exist'
+        : code === 'EACCES'
+          ? 'cannot be read (permission denied)'
+          : `cannot be read (${code ?? 'error'})`;
+    problems.push(`${where}: file ${path} ${why} (it holds ${what})`);
+    return '';
+  }
+  const value = text.replace(/[\r\n]+$/, '');
+  if (value === '') problems.push(`${where}: file ${path} is empty (it should hold ${what})`);
+  return value;
+}
+
+/**
+ * The secret files a config file refers to, resolved, in the order they are
+ * named: what `serve` watches besides the file itself. Entries that are not
+ * well formed are skipped (the load reports them).
+ */
+export function secretFiles(fileInput: unknown, configFile: string): string[] {
+  const entries = (fileInput as { sources?: unknown } | null)?.sources;
+  if (!Array.isArray(entries)) return [];
+  const dir = dirname(resolve(configFile));
+  const out: string[] = [];
+  for (const entry of entries) {
+    if (!entry || typeof entry !== 'object') continue;
+    for (const key of ['apikey', 'password', 'token']) {
+      const v = (entry as Record<string, unknown>)[key];
+      if (v && typeof v === 'object' && 'file' in v && typeof v.file === 'string') out.push(resolve(dir, v.file));
+    }
+  }
+  return out;
+}
+
+/**
+ * A JSON.parse message without the excerpt of the input that newer engines add
+ * (`Unexpected token 'x', "...": "abc"... is not valid JSON`): the excerpt may
+ * be a secret written inline in the file.
+ */
+function withoutExcerpt(message: string): string {
+  return message.replace(/, ".*" is not valid JSON$/s, ' (not valid JSON)');
 }
 
 function formatPath(path: PropertyKey[]): string {

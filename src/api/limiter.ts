@@ -57,7 +57,7 @@ export function redisOptions(url: string): Record<string, unknown> {
 }
 
 export class LimiterRegistry {
-  private readonly limiters = new Map<string, { bottleneck: Bottleneck; limiter: Limiter }>();
+  private readonly limiters = new Map<string, { bottleneck: Bottleneck; limiter: Limiter; settings: LimiterSettings }>();
   private readonly redisUrl: string | undefined;
 
   constructor(redisUrl?: string) {
@@ -74,7 +74,18 @@ export class LimiterRegistry {
     return entry.limiter;
   }
 
-  private create(keyId: string, settings: LimiterSettings): { bottleneck: Bottleneck; limiter: Limiter } {
+  /**
+   * New settings for the limiter of a key, if it exists (a reloaded
+   * configuration): requests already waiting keep their place.
+   */
+  update(keyId: string, settings: LimiterSettings): void {
+    const entry = this.limiters.get(keyId);
+    if (!entry || (entry.settings.maxConcurrent === settings.maxConcurrent && entry.settings.minTimeMs === settings.minTimeMs)) return;
+    entry.settings = { ...settings };
+    entry.bottleneck.updateSettings({ maxConcurrent: settings.maxConcurrent, minTime: settings.minTimeMs });
+  }
+
+  private create(keyId: string, settings: LimiterSettings): { bottleneck: Bottleneck; limiter: Limiter; settings: LimiterSettings } {
     const redisUrl = this.redisUrl;
     const bottleneck = new Bottleneck({
       id: `pmsync-${keyId}`,
@@ -94,7 +105,7 @@ export class LimiterRegistry {
         return bottleneck.schedule(fn);
       },
     };
-    return { bottleneck, limiter };
+    return { bottleneck, limiter, settings: { ...settings } };
   }
 
   async close(): Promise<void> {

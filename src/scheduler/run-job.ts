@@ -13,7 +13,10 @@ import type { RunJob } from './dispatch.ts';
 
 export interface RunJobDeps {
   ctx: SyncContext;
-  config: Config;
+  /** The configuration in force (a reload replaces it). */
+  config: () => Config;
+  /** Looks at the config file for a change now (src/serve/reload.ts). */
+  reload?: () => Promise<void>;
   logger: Logger;
   /** Reports each finished run (metrics). */
   onRun?: (job: RunJob, result: SourceResult, seconds: number) => void;
@@ -22,10 +25,16 @@ export interface RunJobDeps {
 export async function executeRun(deps: RunJobDeps, job: RunJob): Promise<void> {
   const { ctx } = deps;
   const log = deps.logger.child({ source: job.source, resource: job.resource, purpose: job.purpose, reason: job.reason });
-  const source = deps.config.sources.find((s) => s.name === job.source);
+  const find = () => deps.config().sources.find((s) => s.name === job.source);
+  let source = find();
+  // Another replica may have taken a new config file first: this one looks at it before giving up.
+  if (!source && deps.reload) {
+    await deps.reload();
+    source = find();
+  }
   const firedAt = new Date(job.firedAt);
   if (!source) {
-    log.warn('the source is no longer configured; the run is dropped');
+    log.warn('the source is not configured in this replica; the run is dropped');
     return;
   }
   const mustInclude = job.mustInclude ? new Date(job.mustInclude) : undefined;
@@ -33,7 +42,7 @@ export async function executeRun(deps: RunJobDeps, job: RunJob): Promise<void> {
     purpose: job.purpose === 'backfill' ? undefined : job.purpose,
     mustInclude,
     lockWaitMs: 0,
-    checkPages: deps.config.schedules.checkPages,
+    checkPages: deps.config().schedules.checkPages,
   };
   const started = performance.now();
   let result = await syncSource(ctx, source, [job.resource], options);

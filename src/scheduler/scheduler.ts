@@ -19,6 +19,9 @@
  *   queueing it; of replicas deciding at once (a leadership handover), one wins.
  * - Time is the injected clock: a test or benchmark calls tick() itself and
  *   plays a whole practice day in seconds. start() ticks every tickSeconds.
+ * - A reloaded configuration (applyConfig) takes effect at the next tick: a
+ *   removed source's streams are no longer scheduled, and a new source's
+ *   streams start as first passes (backfills).
  */
 import type { Config, SourceConfig } from '../config-schema.ts';
 import { ConfigError } from '../errors.ts';
@@ -91,8 +94,9 @@ export interface SourceView {
 
 export class Scheduler {
   private readonly deps: SchedulerDeps;
-  private readonly settings: ScheduleSettings;
-  readonly streams: ScheduledStream[];
+  private config: Config;
+  private settings: ScheduleSettings;
+  private planned: ScheduledStream[];
   private readonly views = new Map<string, SourceView>();
   private readonly slow = new Map<string, SlowRead>();
   private timer: NodeJS.Timeout | undefined;
@@ -101,10 +105,40 @@ export class Scheduler {
 
   constructor(deps: SchedulerDeps) {
     this.deps = deps;
+    this.config = deps.config;
     this.settings = deps.config.schedules;
-    const planned = planStreams(this.settings, deps.config.sources, deps.catalog);
+    this.planned = this.plan(deps.config);
+  }
+
+  /** Every stream of every source, with its schedule. */
+  get streams(): ScheduledStream[] {
+    return this.planned;
+  }
+
+  /**
+   * Takes a new configuration from the next tick on: its sources, their
+   * streams and schedules. Throws a ConfigError, changing nothing, when a
+   * schedule override names what the new configuration lacks.
+   */
+  applyConfig(config: Config): void {
+    const planned = this.plan(config);
+    const retick = config.schedules.tickSeconds !== this.settings.tickSeconds;
+    this.config = config;
+    this.settings = config.schedules;
+    this.planned = planned;
+    const names = new Set(config.sources.map((s) => s.name));
+    for (const name of this.views.keys()) if (!names.has(name)) this.views.delete(name);
+    for (const name of this.slow.keys()) if (!names.has(name)) this.slow.delete(name);
+    if (retick && this.timer && !this.stopped) {
+      clearInterval(this.timer);
+      this.timer = setInterval(() => this.runTick(), this.settings.tickSeconds * 1000);
+    }
+  }
+
+  private plan(config: Config): ScheduledStream[] {
+    const planned = planStreams(config.schedules, config.sources, this.deps.catalog);
     if (planned.problems.length > 0) throw new ConfigError(planned.problems);
-    this.streams = planned.streams;
+    return planned.streams;
   }
 
   /**
@@ -114,7 +148,7 @@ export class Scheduler {
   async start(): Promise<void> {
     if (this.settings.catchUp) return;
     const now = this.deps.now();
-    for (const source of this.deps.config.sources) {
+    for (const source of this.config.sources) {
       const rows = await loadStreamSchedules(this.deps.pool, source.name);
       for (const s of this.streams.filter((x) => x.source === source.name && x.schedule.mode === 'cron')) {
         if (s.schedule.mode !== 'cron') continue;
@@ -137,12 +171,13 @@ export class Scheduler {
 
   /** Ticks every tickSeconds on the real clock until stop(). */
   startTimer(): void {
-    const run = () => {
-      if (this.stopped || this.ticking) return;
-      void this.tick().catch((err: unknown) => this.deps.logger.error({ err }, 'scheduler tick failed; the next tick tries again'));
-    };
-    this.timer = setInterval(run, this.settings.tickSeconds * 1000);
-    run();
+    this.timer = setInterval(() => this.runTick(), this.settings.tickSeconds * 1000);
+    this.runTick();
+  }
+
+  private runTick(): void {
+    if (this.stopped || this.ticking) return;
+    void this.tick().catch((err: unknown) => this.deps.logger.error({ err }, 'scheduler tick failed; the next tick tries again'));
   }
 
   /** Stops ticking; a leader hands the scheduling lock over once its tick in progress ends. */
@@ -187,8 +222,12 @@ export class Scheduler {
     const now = this.deps.now();
     const inFlight = await this.deps.dispatcher.inFlight(this.deps.pool);
     const jobs: RunJob[] = [];
-    for (const source of this.deps.config.sources) {
+    const sources = this.config.sources;
+    for (const listed of sources) {
       if (this.stopped) break;
+      // A reload during this tick may have changed or removed it.
+      const source = this.config.sources === sources ? listed : this.config.sources.find((s) => s.name === listed.name);
+      if (!source) continue;
       try {
         jobs.push(...(await this.tickSource(source, now, inFlight)));
       } catch (err) {

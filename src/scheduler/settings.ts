@@ -33,6 +33,8 @@ export const DEFAULT_PORT = 8080;
 export const DEFAULT_SHUTDOWN_TIMEOUT_SECONDS = 30;
 /** How long `resync` waits for a run of the same stream in another process to finish. */
 export const DEFAULT_LOCK_WAIT_SECONDS = 120;
+/** How often `serve` looks for a change of its config file and the secret files it names (SIGHUP: at once). */
+export const DEFAULT_RELOAD_SECONDS = 30;
 
 /** "budget", a cron expression, or "off". */
 export const scheduleMode = z.string().superRefine((value, ctx) => {
@@ -123,6 +125,8 @@ export const serveSchema = strictObject({
    * resumes it from its checkpoint (src/scheduler/dispatch.ts). pg-boss's floor is 10.
    */
   runHeartbeatSeconds: z.number().int().min(10).max(3600).default(DEFAULT_RUN_HEARTBEAT_SECONDS),
+  /** Seconds between looks at the config file for changes; 0 reloads on SIGHUP only. */
+  reloadSeconds: z.number().int().min(0).max(86_400).default(DEFAULT_RELOAD_SECONDS),
 }).prefault({});
 
 export type ScheduleSettings = z.infer<typeof schedulesSchema>;

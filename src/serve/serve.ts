@@ -8,6 +8,13 @@
  * checkpoint and end; the next decision (here or in another replica) resumes
  * them. Whatever has not ended within the shutdown timeout is abandoned: its
  * checkpoint is already safe.
+ *
+ * Reloading (SIGHUP, or a change of the config file seen by its poll; see
+ * src/serve/reload.ts): the new configuration goes to the app, the scheduler,
+ * the run worker, the webhook side, the status page and the metrics, which
+ * all read the one in force when they need it. A run in progress ends with
+ * the settings it started with; one of a removed source stops at its next
+ * page boundary, its checkpoint saved.
  */
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -26,6 +33,7 @@ import { streamCatalog } from '../scheduler/catalog.ts';
 import { createServeHttp } from './http.ts';
 import { readinessCheck } from './readiness.ts';
 import { collectStatusPage, renderStatusPage } from './status-page.ts';
+import { ConfigReloader } from './reload.ts';
 
 /** The webhook receiver and its refresh worker, as serve mounts them. */
 export interface WebhookMount {
@@ -42,7 +50,9 @@ export interface ServeOptions {
   /** Do not tick on the real clock: the caller calls scheduler.tick() (tests, benchmarks). */
   manualTicks?: boolean;
   /** Builds the webhook side; null when no source takes webhooks. */
-  webhooks?: (app: App) => Promise<WebhookMount | null>;
+  webhooks?: (app: App, options: { reload: () => Promise<void> }) => Promise<WebhookMount | null>;
+  /** The config file to reload while serving, and how to load it as at start (with the command line's settings). */
+  configFile?: { path: string; load: () => Config };
 }
 
 export interface RunningServe {
@@ -54,14 +64,22 @@ export interface RunningServe {
   metrics: Metrics;
   /** `source/resource` of the runs going in this process. */
   running(): string[];
+  /**
+   * Reads the config file and applies it if it changed (force: whatever its
+   * hash, as on SIGHUP); 'unchanged' when serve was given no config file.
+   */
+  reload(options?: { force?: boolean }): Promise<'unchanged' | 'applied' | 'refused'>;
   /** Stops everything; true when every run ended within the shutdown timeout. */
   stop(): Promise<boolean>;
 }
 
 export async function startServe(app: App, config: Config, options: ServeOptions = {}): Promise<RunningServe> {
+  // What is built once here (the queue worker's concurrency, the HTTP server, the shutdown timeout) keeps these values.
   const settings = config.schedules;
   const serveSettings = config.serve;
   const log = app.logger.child({ component: 'serve' });
+  if (app.config !== config) app.applyConfig(config);
+  const current = () => app.config;
   const dispatcher = await openDispatcher(app.databaseUrl, app.logger, { heartbeatSeconds: serveSettings.runHeartbeatSeconds });
   let scheduler: Scheduler;
   try {
@@ -70,7 +88,7 @@ export async function startServe(app: App, config: Config, options: ServeOptions
       logger: app.logger.child({ component: 'scheduler' }),
       now: app.ctx.now,
       holder: holderName(),
-      config: { ...config, schedules: settings },
+      config,
       catalog: options.catalog ?? streamCatalog,
       ledgerFor: app.ledgerFor,
       dispatcher,
@@ -83,14 +101,17 @@ export async function startServe(app: App, config: Config, options: ServeOptions
     throw err;
   }
 
-  const webhooks = options.webhooks ? await options.webhooks(app) : null;
+  // Built before the reloader below; a refresh or run asking for a reload before it exists finds nothing new.
+  let reloader: ConfigReloader | null = null;
+  const reloadNow = async () => void (await reloader?.check());
+  const webhooks = options.webhooks ? await options.webhooks(app, { reload: reloadNow }) : null;
   let accepting = true;
   const readiness = readinessCheck(app.pool);
   const running = new Set<string>();
   const metrics = new Metrics({
     // Per-source gauges come from the leading replica, whose views are fresh from its ticks;
     // the others would each re-read every source at every scrape to report the same values.
-    sources: () => (scheduler.leading ? sourceReadings(app, config, scheduler) : Promise.resolve([])),
+    sources: () => (scheduler.leading ? sourceReadings(app, current(), scheduler) : Promise.resolve([])),
     runQueue: () => runQueueWait(app.pool),
     leading: () => scheduler.leading,
     running: () => [...running].map((key) => ({ source: key.slice(0, key.indexOf('/')), resource: key.slice(key.indexOf('/') + 1) })),
@@ -107,14 +128,19 @@ export async function startServe(app: App, config: Config, options: ServeOptions
     (err) => log.warn({ err }, 'a metric could not be read'),
   );
 
+  // Per source, what stops its runs going here at their next page boundary when a reload removes it.
+  const removal = new Map<string, AbortController>();
   await dispatcher.work(settings.concurrency, RUNS_PER_SOURCE, async (job) => {
     const key = `${job.source}/${job.resource}`;
     running.add(key);
+    let removed = removal.get(job.source);
+    if (!removed) removal.set(job.source, (removed = new AbortController()));
     try {
       await executeRun(
         {
-          ctx: app.ctx,
-          config,
+          ctx: { ...app.ctx, signal: AbortSignal.any([app.ctx.signal, removed.signal]) },
+          config: current,
+          reload: reloadNow,
           logger: app.logger,
           onRun: (j, result, seconds) => metrics.recordStream({ source: j.source, resource: j.resource, mode: j.purpose }, result, seconds),
         },
@@ -130,7 +156,7 @@ export async function startServe(app: App, config: Config, options: ServeOptions
     accepting: () => accepting,
     readiness,
     metrics: () => metrics.render(),
-    statusPage: async () => renderStatusPage(await collectStatusPage(app, config, scheduler)),
+    statusPage: async () => renderStatusPage(await collectStatusPage(app, current(), scheduler)),
     webhooks: webhooks ? (req, res) => webhooks.handler(req, res) : undefined,
     onError: (err) => log.error({ err }, 'request failed'),
   });
@@ -161,10 +187,41 @@ export async function startServe(app: App, config: Config, options: ServeOptions
   await scheduler.start();
   if (!options.manualTicks) scheduler.startTimer();
 
+  const file = options.configFile;
+  reloader = file
+    ? new ConfigReloader({
+        file: file.path,
+        load: file.load,
+        current,
+        async apply(next) {
+          const poll = app.config.serve.reloadSeconds;
+          // The scheduler checks the new plan first: a refusal leaves everything as it was.
+          scheduler.applyConfig(next);
+          app.applyConfig(next);
+          if (next.serve.reloadSeconds !== poll) reloader?.every(next.serve.reloadSeconds);
+          for (const [name, stop] of removal) {
+            if (next.sources.some((s) => s.name === name)) continue;
+            const going = [...running].filter((key) => key.startsWith(`${name}/`));
+            if (going.length > 0)
+              log.info({ source: name, running: going }, 'source removed: its runs here stop at their next page boundary');
+            stop.abort();
+            removal.delete(name);
+          }
+        },
+        restartNotes: (next) =>
+          options.webhooks && webhooks === null && next.sources.some((s) => s.kind === 'core')
+            ? ['webhooks of core sources (this replica started with no core source, so it receives none)']
+            : [],
+        logger: app.logger,
+      })
+    : null;
+  reloader?.every(serveSettings.reloadSeconds);
+
   let stopping: Promise<boolean> | undefined;
   const stop = () =>
     (stopping ??= (async () => {
       accepting = false;
+      reloader?.stop();
       const deadline = Date.now() + serveSettings.shutdownTimeoutSeconds * 1000;
       log.info({ timeoutSeconds: serveSettings.shutdownTimeoutSeconds, running: [...running] }, 'stopping: letting in-flight pages commit');
       const schedulerStopped = scheduler.stop();
@@ -188,7 +245,8 @@ export async function startServe(app: App, config: Config, options: ServeOptions
       return drained === true;
     })());
 
-  return { url, port: address.port, server, scheduler, dispatcher, metrics, running: () => [...running], stop };
+  const reload = async (o: { force?: boolean } = {}) => (reloader ? reloader.check(o) : ('unchanged' as const));
+  return { url, port: address.port, server, scheduler, dispatcher, metrics, running: () => [...running], reload, stop };
 }
 
 /** Waits for `work` at most `ms`; resolves with its value, or undefined when it took longer. The timer never outlives it. */

@@ -7,9 +7,9 @@ import type { App } from '../app.ts';
 import { startWebhooks } from '../webhooks/index.ts';
 import type { WebhookMount } from './serve.ts';
 
-export async function mountWebhooks(app: App): Promise<WebhookMount | null> {
+export async function mountWebhooks(app: App, options: { reload?: () => Promise<void> } = {}): Promise<WebhookMount | null> {
   if (!app.config.sources.some((s) => s.kind === 'core')) return null;
-  const webhooks = await startWebhooks(app);
+  const webhooks = await startWebhooks(app, { reload: options.reload });
   return {
     handler: (req, res) => webhooks.receiver.handler(req, res),
     async counts() {

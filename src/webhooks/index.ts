@@ -25,13 +25,21 @@ export interface Webhooks {
   stop(): Promise<void>;
 }
 
-export async function startWebhooks(app: App, options: { worker?: boolean } = {}): Promise<Webhooks> {
+export interface WebhooksOptions {
+  /** False: a receive-only replica. */
+  worker?: boolean;
+  /** Looks at the config file for a change now, for a refresh of a source this process does not know. */
+  reload?: () => Promise<void>;
+}
+
+export async function startWebhooks(app: App, options: WebhooksOptions = {}): Promise<Webhooks> {
   const queue = await openRefreshQueue({ databaseUrl: app.databaseUrl, logger: app.logger, settings: app.config.webhooks });
   let worker: RefreshWorker | null = null;
   try {
     if (options.worker !== false) {
       worker = await startRefreshWorker({
-        config: app.config,
+        config: () => app.config,
+        reload: options.reload,
         ctx: app.ctx,
         pool: app.pool,
         logger: app.logger,
@@ -43,7 +51,7 @@ export async function startWebhooks(app: App, options: { worker?: boolean } = {}
     await queue.stop().catch(() => undefined);
     throw err;
   }
-  const receiver = createWebhookReceiver({ config: app.config, pool: app.pool, logger: app.logger, queue, now: app.ctx.now });
+  const receiver = createWebhookReceiver({ config: () => app.config, pool: app.pool, logger: app.logger, queue, now: app.ctx.now });
   return {
     queue,
     receiver,

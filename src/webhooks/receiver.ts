@@ -38,7 +38,8 @@ const SECRET_RELOAD_MIN_MS = 1_000;
 const RETRY_AFTER_SECONDS = 30;
 
 export interface ReceiverDeps {
-  config: Config;
+  /** The configuration in force (a reload replaces it); its `webhooks` settings are read once, at start. */
+  config: () => Config;
   pool: Pool;
   logger: Logger;
   queue: Pick<RefreshQueue, 'enqueue'>;
@@ -68,10 +69,15 @@ export interface WebhookReceiver {
 
 export function createWebhookReceiver(deps: ReceiverDeps): WebhookReceiver {
   const now = deps.now ?? (() => new Date());
-  const settings = deps.config.webhooks;
+  const settings = deps.config().webhooks;
   const log = deps.logger.child({ component: 'webhook-receiver' });
   const counts: ReceiverStats = { notified: 0, queued: 0, coalesced: 0, duplicate: 0, rejected: 0, unauthorized: 0, invalid: 0, failed: 0 };
-  const triggers = notifiedStreams(deps.config);
+  // Which streams a notification marks for a check, for the configuration it was worked out from.
+  let triggers = { config: deps.config(), streams: notifiedStreams(deps.config()) };
+  const notifying = (config: Config) => {
+    if (triggers.config !== config) triggers = { config, streams: notifiedStreams(config) };
+    return triggers.streams;
+  };
   const secrets = new Map<string, { rows: SecretRow[]; loadedAt: number }>();
 
   async function accepted(source: string, token: string): Promise<boolean> {
@@ -131,7 +137,8 @@ export function createWebhookReceiver(deps: ReceiverDeps): WebhookReceiver {
     if (req.method !== 'POST') return refuse(res, 405, 'only POST is accepted', 'invalid', { allow: 'POST' });
 
     const [sourceName = '', token = ''] = parts;
-    const source = deps.config.sources.find((s): s is RestSourceConfig & { kind: 'core' } => s.name === sourceName && s.kind === 'core');
+    const config = deps.config();
+    const source = config.sources.find((s): s is RestSourceConfig & { kind: 'core' } => s.name === sourceName && s.kind === 'core');
     let known: boolean;
     try {
       known = source !== undefined && (await accepted(source.name, token));
@@ -191,7 +198,7 @@ export function createWebhookReceiver(deps: ReceiverDeps): WebhookReceiver {
     }
     let outcome: InboxOutcome;
     try {
-      const notify = 'resource' in target && triggers.has(`${source.name}/${target.resource}`);
+      const notify = 'resource' in target && notifying(config).has(`${source.name}/${target.resource}`);
       outcome = await recordDelivery(deps.pool, deps.queue, { source: source.name, delivery, target, notify, receivedAt: now() });
     } catch (err) {
       log.error(

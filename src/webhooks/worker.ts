@@ -12,7 +12,9 @@
  * - a failure a retry may cure (network, timeout, 5xx): retried with backoff,
  *   dead-lettered after the configured attempts;
  * - a failure no retry can cure (401, 400, a redirect, a source no longer
- *   configured): dead-lettered at once.
+ *   configured): dead-lettered at once. A source this process does not know
+ *   is looked for in the config file first (`reload`): another replica may
+ *   have taken the new file, and queued the job, before this one.
  */
 import type { Job, JobResult } from 'pg-boss';
 import type { Config } from '../config-schema.ts';
@@ -31,7 +33,10 @@ import type { RefreshJobData, RefreshQueue } from './queue.ts';
 const PRUNE_INTERVAL_MS = 3_600_000;
 
 export interface WorkerDeps {
-  config: Config;
+  /** The configuration in force (a reload replaces it); its `webhooks` settings are read once, at start. */
+  config: () => Config;
+  /** Looks at the config file for a change now (src/serve/reload.ts). */
+  reload?: () => Promise<void>;
   ctx: SyncContext;
   pool: Pool;
   logger: Logger;
@@ -56,7 +61,7 @@ export interface RefreshWorker {
 }
 
 export async function startRefreshWorker(deps: WorkerDeps): Promise<RefreshWorker> {
-  const settings = deps.config.webhooks;
+  const settings = deps.config().webhooks;
   const log = deps.logger.child({ component: 'refresh-worker' });
   const counts: WorkerStats = { written: 0, notVisible: 0, deferred: 0, retried: 0, deadLettered: 0 };
 
@@ -74,7 +79,12 @@ export async function startRefreshWorker(deps: WorkerDeps): Promise<RefreshWorke
 
   const handle = async (job: Job<RefreshJobData>): Promise<JobResult> => {
     const { source: name, resource, id } = job.data;
-    const source = deps.config.sources.find((s) => s.name === name);
+    const find = () => deps.config().sources.find((s) => s.name === name);
+    let source = find();
+    if (!source && deps.reload) {
+      await deps.reload();
+      source = find();
+    }
     const stream = REST_STREAMS.find(
       (s): s is RestStream & { recordPath: (id: string) => string } => s.resource === resource && s.recordPath !== undefined,
     );

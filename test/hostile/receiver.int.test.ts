@@ -63,7 +63,7 @@ beforeAll(async () => {
     env: { DATABASE_URL: proxy.url(db.url) },
   });
   receiver = createWebhookReceiver({
-    config,
+    config: () => config,
     pool,
     logger: createLogger(new Redactor(), { level: 'silent' }),
     queue: { enqueue: async () => true },

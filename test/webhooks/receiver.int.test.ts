@@ -231,8 +231,9 @@ describe('notifications for streams scheduled by budget', () => {
       { refresh: 'auto' },
     );
     const at = new Date('2026-11-23T15:04:05.000Z');
+    const pinned = { ...config, schedules: { ...config.schedules!, overrides: [{ resource: 'appointments', cron: '*/5 * * * *' }] } };
     const notifying = createWebhookReceiver({
-      config: { ...config, schedules: { ...config.schedules!, overrides: [{ resource: 'appointments', cron: '*/5 * * * *' }] } },
+      config: () => pinned,
       pool: app.pool,
       logger: app.logger,
       queue: webhooks.queue,

@@ -79,7 +79,7 @@ async function row(source: string, id: string) {
 
 async function startWorker(): Promise<void> {
   worker = await startRefreshWorker({
-    config: app.config,
+    config: () => app.config,
     ctx: app.ctx,
     pool: app.pool,
     logger: app.logger,
@@ -123,7 +123,7 @@ beforeAll(async () => {
   );
   app = await openTestApp(config);
   queue = await openRefreshQueue({ databaseUrl: app.databaseUrl, logger: app.logger, settings: config.webhooks });
-  const handler = createWebhookReceiver({ config, pool: app.pool, logger: app.logger, queue }).handler;
+  const handler = createWebhookReceiver({ config: () => config, pool: app.pool, logger: app.logger, queue }).handler;
   server = createServer(handler);
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   receiver = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
