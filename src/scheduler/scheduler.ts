@@ -23,6 +23,7 @@
  *   removed source's streams are no longer scheduled, and a new source's
  *   streams start as first passes (backfills).
  */
+import pLimit from 'p-limit';
 import type { Config, SourceConfig } from '../config-schema.ts';
 import { ConfigError } from '../errors.ts';
 import type { Pool } from '../db/pool.ts';
@@ -48,6 +49,12 @@ const WEBHOOK_LOOKBACK_MS = 24 * 3_600_000;
 const SLOW_READ_MS = 60_000;
 /** Recent runs a stream's cost per check is averaged over. */
 const COST_RUNS = 5;
+/**
+ * Sources decided at once within a tick. A source's decision is a handful of
+ * short queries; overlapping two halves a tick's wall time over hundreds of
+ * sources while leaving the pool's other connections to the runs.
+ */
+const SOURCES_AT_ONCE = 2;
 
 export interface SchedulerDeps {
   pool: Pool;
@@ -221,19 +228,25 @@ export class Scheduler {
     const started = performance.now();
     const now = this.deps.now();
     const inFlight = await this.deps.dispatcher.inFlight(this.deps.pool);
-    const jobs: RunJob[] = [];
     const sources = this.config.sources;
-    for (const listed of sources) {
-      if (this.stopped) break;
-      // A reload during this tick may have changed or removed it.
-      const source = this.config.sources === sources ? listed : this.config.sources.find((s) => s.name === listed.name);
-      if (!source) continue;
-      try {
-        jobs.push(...(await this.tickSource(source, now, inFlight)));
-      } catch (err) {
-        this.deps.logger.error({ err, source: source.name }, 'could not schedule this source at this tick; the next tick tries again');
-      }
-    }
+    const limit = pLimit(SOURCES_AT_ONCE);
+    const bySource = await Promise.all(
+      sources.map((listed) =>
+        limit(async () => {
+          if (this.stopped) return [];
+          // A reload during this tick may have changed or removed it.
+          const source = this.config.sources === sources ? listed : this.config.sources.find((s) => s.name === listed.name);
+          if (!source) return [];
+          try {
+            return await this.tickSource(source, now, inFlight);
+          } catch (err) {
+            this.deps.logger.error({ err, source: source.name }, 'could not schedule this source at this tick; the next tick tries again');
+            return [];
+          }
+        }),
+      ),
+    );
+    const jobs = bySource.flat();
     this.deps.onTick?.((performance.now() - started) / 1000, jobs.length);
     return jobs;
   }
