@@ -108,6 +108,7 @@ export async function startServe(app: App, config: Config, options: ServeOptions
           ctx: app.ctx,
           config,
           logger: app.logger,
+          redactor: app.redactor,
           onRun: (j, result, seconds) => metrics.recordStream({ source: j.source, resource: j.resource, mode: j.purpose }, result, seconds),
         },
         job,
