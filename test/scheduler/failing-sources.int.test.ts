@@ -3,7 +3,8 @@
  * injected clock against the real simulator, PostgreSQL and run queue: a
  * practice whose credentials are refused and one whose server answers 500s
  * are paused with a growing backoff and recover once fixed, while a healthy
- * practice beside them runs exactly as it runs alone; a slow practice holds
+ * practice beside them runs exactly as it runs alone; webhook notifications
+ * of a paused practice wait for the pause's end; a slow practice holds
  * at most two workers of two replicas while the others complete. Requests are
  * counted with the simulator's own request log, by gateway key.
  */
@@ -17,6 +18,7 @@ import { pauseMs } from '../../src/scheduler/source-failures.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { HeldDelays } from '../simulator/support.ts';
 import { Fleet, type Practice } from './support/fleet.ts';
+import { DayRig } from '../../bench/support/day-rig.ts';
 
 const TIMEOUT = { timeout: 300_000 };
 const MINUTE = 60_000;
@@ -163,6 +165,60 @@ describe('a source that fails', () => {
       expect(stored).not.toContain(basicValue(REFUSED.username, WRONG_PASSWORD));
     },
   );
+});
+
+describe('webhook notifications of a failing source', () => {
+  it('trigger no check while it is paused, and are read by one check once the pause ends', TIMEOUT, async () => {
+    const db = await createTestDatabase({ migrate: false });
+    dbs.push(db);
+    const r = await DayRig.start({
+      databaseUrl: db.url,
+      date: '2027-01-12',
+      timeZone: 'UTC',
+      webhooks: true,
+      sizes: SIZES,
+      tickSeconds: 60,
+      source: { retry: { maxAttempts: 2, baseDelayMs: 0, maxDelayMs: 0, maxElapsedMs: 60_000 } },
+    });
+    try {
+      await r.prepare();
+      const t0 = r.dayStart + 10 * HOUR;
+      const changes = Array.from({ length: 20 }, (_, i) => ({ at: t0 + i * 100, resource: 'customers' as const, created: false }));
+      r.sim.setFaults({ apikey: r.tenant.apikey, errorRate: 1 });
+      const failing = await r.play(changes, t0, t0 + 20 * MINUTE);
+      const tries = bursts(
+        r.sim
+          .stats()
+          .requests.filter((q) => q.apikey === r.tenant.apikey && q.at.getTime() >= t0)
+          .map((q) => q.at.getTime()),
+      );
+      // Tried, then again after each pause: 1, 2, 4 and 8 minutes.
+      expect(gaps(tries)).toEqual([1, 2, 4, 8]);
+      // A check was due as the burst began; each try after it is the notified changes' check, after each pause.
+      expect(failing.dispatches.map((d) => `${d.resource} ${d.purpose} ${(Date.parse(d.firedAt) - t0) / MINUTE}`)).toEqual([
+        'customers check 0',
+        'customers webhook 1',
+        'customers webhook 3',
+        'customers webhook 7',
+        'customers webhook 15',
+      ]);
+      expect(failing.changes.every((c) => c.visibleAt === null)).toBe(true);
+
+      // The server mends: nothing is sent before the pause ends, then one check reads every notified change.
+      r.sim.setFaults({ apikey: r.tenant.apikey });
+      const resumes = tries.at(-1)!.at + 16 * MINUTE;
+      const healed = await r.play([], t0 + 20 * MINUTE, t0 + 40 * MINUTE);
+      expect(healed.dispatches.map((d) => [d.resource, d.purpose, Date.parse(d.firedAt)])).toEqual([['customers', 'webhook', resumes]]);
+      const stored = await r.app.pool.query<{ id: string; m: string }>(
+        `SELECT id, to_char(source_modified_at, 'YYYY-MM-DD"T"HH24:MI:SS') AS m FROM customers WHERE source = 'clinic' AND id = ANY($1::text[])`,
+        [failing.changes.map((c) => c.id)],
+      );
+      const seen = new Map(stored.rows.map((row) => [row.id, row.m]));
+      expect(failing.changes.filter((c) => !(seen.get(c.id)! >= c.modified))).toEqual([]);
+    } finally {
+      await r.close();
+    }
+  });
 });
 
 describe('a slow source', () => {
