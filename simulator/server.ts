@@ -68,6 +68,9 @@ export class SimulatorServer implements Simulator {
   private readonly tokens = new Set<string>();
   private readonly quota = new QuotaLedger();
   private readonly faults: FaultInjector;
+  /** Faults set for one apikey, replacing the global ones for its requests. */
+  private readonly keyFaults = new Map<string, FaultInjector>();
+  private readonly seed: number;
   private readonly dispatcher: WebhookDispatcher;
   private readonly log: RequestLogEntry[] = [];
   private readonly logLimit: number;
@@ -87,6 +90,7 @@ export class SimulatorServer implements Simulator {
     // the same seed on the same day (or with the same injected clock) gives
     // the same records.
     const anchorDay = Math.floor(this.now().getTime() / DAY_MS);
+    this.seed = seed;
     this.faults = new FaultInjector(seed);
     this.dispatcher = new WebhookDispatcher({ ...DEFAULT_WEBHOOK_TIMING, ...options.webhookTiming }, this.now, seed, () =>
       this.coreBaseUrl(),
@@ -148,7 +152,16 @@ export class SimulatorServer implements Simulator {
   }
 
   setFaults(faults: Faults): void {
-    this.faults.set(faults);
+    const { apikey, ...rest } = faults;
+    if (apikey !== undefined && typeof apikey !== 'string') throw new Error('apikey must be a string');
+    if (apikey === undefined) return this.faults.set(rest);
+    if (Object.keys(rest).length === 0) {
+      this.keyFaults.delete(apikey);
+      return;
+    }
+    const injector = new FaultInjector(this.seed);
+    injector.set(rest);
+    this.keyFaults.set(apikey, injector);
   }
 
   stats(): SimulatorStats {
@@ -186,9 +199,13 @@ export class SimulatorServer implements Simulator {
     }
     const entry: RequestLogEntry = { at: this.now(), api: route.api, method: req.method ?? 'GET', path: url.pathname, status: 0 };
     res.once('close', () => this.record(entry, res));
+    // The key is logged before any fault, so a faulted request still counts against the key that sent it.
+    const apikey = route.api === 'core' || route.api === 'subset' ? url.searchParams.get('apikey') : null;
+    if (apikey !== null) entry.apikey = apikey;
+    const faults = (apikey !== null ? this.keyFaults.get(apikey) : undefined) ?? this.faults;
 
-    const fault = this.faults.draw();
-    if (this.faults.slowMs > 0) await this.sleep(this.faults.slowMs);
+    const fault = faults.draw();
+    if (faults.slowMs > 0) await this.sleep(faults.slowMs);
     switch (fault.kind) {
       case 'reset':
         entry.fault = 'reset';
@@ -199,7 +216,7 @@ export class SimulatorServer implements Simulator {
         return sendEmpty(res, 500);
       case 'error':
         entry.fault = 'error';
-        return this.sendFault(res, fault.status);
+        return this.sendFault(res, fault.status, faults);
       case 'timeout':
         entry.fault = 'timeout';
         await this.sleep(fault.hangMs);
@@ -211,9 +228,9 @@ export class SimulatorServer implements Simulator {
 
     switch (route.api) {
       case 'core':
-        return serveCore(this.coreDeps(), { req, res, url, variant: 'core', segments: route.segments, log: entry });
+        return serveCore(this.coreDeps(faults), { req, res, url, variant: 'core', segments: route.segments, log: entry });
       case 'subset':
-        return serveCore(this.coreDeps(), {
+        return serveCore(this.coreDeps(faults), {
           req,
           res,
           url,
@@ -232,18 +249,18 @@ export class SimulatorServer implements Simulator {
     }
   }
 
-  private coreDeps(): Parameters<typeof serveCore>[0] {
+  private coreDeps(faults: FaultInjector): Parameters<typeof serveCore>[0] {
     return {
       tenants: this.tenants,
       quota: this.quota,
-      faults: this.faults,
+      faults,
       now: this.now,
       nextWebhookId: () => ++this.webhookIds,
     };
   }
 
   /** Injected gateway failures: empty or non-JSON bodies, as a real gateway sends. */
-  private sendFault(res: ServerResponse, status: 500 | 502 | 503): void {
+  private sendFault(res: ServerResponse, status: 500 | 502 | 503, faults: FaultInjector): void {
     if (status === 500) return sendEmpty(res, 500);
     if (status === 502) {
       const html = '<html><body><h1>502 Bad Gateway</h1></body></html>';
@@ -251,7 +268,7 @@ export class SimulatorServer implements Simulator {
       res.end(html);
       return;
     }
-    const retryAfter = this.faults.retryAfterSeconds;
+    const retryAfter = faults.retryAfterSeconds;
     sendText(res, 503, 'Service Unavailable', retryAfter === undefined ? {} : { 'retry-after': retryAfter });
   }
 

@@ -111,6 +111,12 @@ export interface SimulatorOptions {
 }
 
 export interface Faults {
+  /**
+   * Only Core/Subset requests carrying this gateway apikey: the faults replace
+   * the global ones for that key (one failing practice among healthy ones).
+   * `{ apikey }` alone clears them, so the key follows the global faults again.
+   */
+  apikey?: string;
   /** Fraction of requests answered 500, 502 or 503 with an empty or non-JSON body. */
   errorRate?: number;
   /** Fraction of requests that hang for hangMs before being served. */

@@ -54,6 +54,14 @@ export class HttpError extends PmsyncError {
   }
 }
 
+/** An attempt that did not complete within its deadline (requestTimeoutMs): retryable, and told apart from other network failures. */
+export class TimeoutError extends PmsyncError {
+  constructor(message: string) {
+    super('RETRYABLE', message, { retryable: true });
+    this.name = 'TimeoutError';
+  }
+}
+
 /**
  * What ran out: the scheduled-spend budget (checks stop, backfills and resyncs
  * go on), the allowance of scheduled work, the whole quota, or the server's

@@ -24,6 +24,8 @@ export interface SourceReading {
     budgetUsed: number;
     byPurpose: Record<Purpose, number>;
   } | null;
+  /** Whether the source fails as a whole and is paused (src/scheduler/source-failures.ts). */
+  health?: { failing: boolean; paused: boolean; consecutiveFailures: number };
   /** Requests planned for the rest of the quota day, by purpose. */
   planned: { check: number; webhook: number; full: number; backfill: number } | null;
   streams: Array<{
@@ -172,6 +174,25 @@ export class Metrics {
         for (const r of rs) if (r.planned) for (const [purpose, n] of Object.entries(r.planned)) g.set({ source: r.source, purpose }, n);
       },
     );
+    gauge(
+      'pmsync_source_failing',
+      '1 while the source fails as a whole (refused credentials, server errors, timeouts, unreachable) since its last success, else 0',
+      ['source'],
+      (g, rs) => {
+        for (const r of rs) if (r.health) g.set({ source: r.source }, r.health.failing ? 1 : 0);
+      },
+    );
+    gauge(
+      'pmsync_source_paused',
+      '1 while nothing is sent to the source because of its failures (backoff), else 0',
+      ['source'],
+      (g, rs) => {
+        for (const r of rs) if (r.health) g.set({ source: r.source }, r.health.paused ? 1 : 0);
+      },
+    );
+    gauge('pmsync_source_consecutive_failures', 'Failures of the source since its last success, one per pause', ['source'], (g, rs) => {
+      for (const r of rs) if (r.health) g.set({ source: r.source }, r.health.consecutiveFailures);
+    });
     gauge(
       'pmsync_last_success_timestamp_seconds',
       'End of the last successful run per stream (any process), as a Unix time',

@@ -6,7 +6,7 @@
  * failure into a typed error whose message carries no secret.
  */
 import { Agent, request, type Dispatcher } from 'undici';
-import { HttpError, PmsyncError, ShutdownError } from '../errors.ts';
+import { HttpError, PmsyncError, ShutdownError, TimeoutError } from '../errors.ts';
 import { storableText } from '../db/storable.ts';
 import { redactUrl, type Redactor } from '../redact.ts';
 import type { Logger } from '../log.ts';
@@ -53,6 +53,8 @@ export const DEFAULT_RETRY: RetryPolicy = { maxAttempts: 5, baseDelayMs: 500, ma
 export const DEFAULT_MAX_RESPONSE_BYTES = 16 * 1024 * 1024;
 /** Of an error answer (non-2xx) only this much is read: enough for the message, never the whole of a hostile body. */
 const ERROR_BODY_BYTES = 64 * 1024;
+/** undici's codes for its header and body timers (a connect timeout is a network failure). */
+const UNDICI_TIMEOUTS = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
 /** Characters of an error body quoted in an error message, after redaction. */
 const ERROR_DETAIL_CHARS = 300;
 
@@ -185,12 +187,10 @@ export class HttpClient {
     const aborted = signal ? AbortSignal.any([signal, deadline]) : deadline;
     const failed = (err: unknown): PmsyncError => {
       if (err instanceof PmsyncError) return err;
-      if (deadline.aborted && !signal?.aborted) {
-        return new PmsyncError(
-          'RETRYABLE',
-          `${this.where(method, shown)} did not complete within ${this.opts.timeoutMs} ms (requestTimeoutMs)`,
-          { retryable: true },
-        );
+      // undici's own header and body timers are set to the same deadline and may fire first.
+      const timedOut = deadline.aborted || UNDICI_TIMEOUTS.has((err as { code?: string }).code ?? '');
+      if (timedOut && !signal?.aborted) {
+        return new TimeoutError(`${this.where(method, shown)} did not complete within ${this.opts.timeoutMs} ms (requestTimeoutMs)`);
       }
       return this.networkError(err, shown);
     };

@@ -8,7 +8,23 @@
  *   across replicas. The scheduler's claim (src/state/stream-schedule.ts)
  *   already makes a second dispatch rare; the queue makes it impossible.
  * - One source cannot take every worker: jobs are grouped by source and at
- *   most `perSource` of a group run at once, across replicas.
+ *   most `perSource` of a group run at once, across replicas. pg-boss's group
+ *   limit keeps the others in the queue, but workers fetching at the same
+ *   instant can overshoot it, so a taken job also takes one of its source's
+ *   run slots (src/state/locks.ts); with none free it goes back to the queue
+ *   at once, unrun. A slow or hanging source thus holds at most `perSource`
+ *   workers of the whole fleet, and every other source's runs go on.
+ * - Checks before backfills: a job's pg-boss priority comes from its purpose
+ *   (RUN_PRIORITY: webhook-triggered checks, then checks, then full
+ *   refreshes, then backfills; higher is taken first, equal ones oldest
+ *   first). When workers are scarce, a practice's multi-day backfill waits
+ *   behind every other practice's waiting checks instead of ahead of them.
+ *   Priority only orders what a free worker takes next: the singleton key and
+ *   the group limit are filters applied before the ordering (pg-boss's fetch
+ *   skips jobs of a group at its limit instead of stopping at them), so a
+ *   source at its limit never blocks another's jobs, whatever their priority,
+ *   and a running backfill is never interrupted. Backfills are not starved
+ *   for good: checks are bounded by the daily budget, so workers fall idle.
  * - A replica that dies mid-run stops sending its heartbeat; pg-boss fails the
  *   job once the heartbeat is `heartbeatSeconds` old (its supervisor looks every
  *   SUPERVISE_SECONDS) and retries it once after RETRY_DELAY_SECONDS, on any
@@ -21,6 +37,7 @@ import { PgBoss, type Job } from 'pg-boss';
 import type { Purpose } from '../api/http.ts';
 import type { Queryable } from '../db/pool.ts';
 import type { Logger } from '../log.ts';
+import { acquireSourceSlot } from '../state/locks.ts';
 import { PGBOSS_SCHEMA } from '../webhooks/queue.ts';
 
 export const RUN_QUEUE = 'pmsync-run';
@@ -47,6 +64,18 @@ export interface RunJob {
   mustInclude?: string;
   /** notified_until before this run's claim, handed back if the run fails. */
   notifiedBefore?: string | null;
+}
+
+/**
+ * pg-boss priority by purpose. A notified change is known to be waiting and
+ * has the tightest bound (notifiedWithinMinutes); a check keeps a caught-up
+ * stream fresh for a few requests; a full refresh re-reads a small table; a
+ * backfill reads history that can wait minutes more without harm.
+ */
+export const RUN_PRIORITY: Record<Purpose, number> = { webhook: 3, check: 2, resync: 2, full: 1, backfill: 0 };
+
+function sendOptions(job: RunJob) {
+  return { singletonKey: runKey(job), group: { id: job.source }, priority: RUN_PRIORITY[job.purpose] };
 }
 
 export function runKey(job: Pick<RunJob, 'source' | 'resource'>): string {
@@ -99,8 +128,7 @@ export async function openDispatcher(databaseUrl: string, logger: Logger, o: Dis
 
   return {
     async dispatch(job) {
-      const id = await boss.send(RUN_QUEUE, job, { singletonKey: runKey(job), group: { id: job.source } });
-      return id !== null;
+      return (await boss.send(RUN_QUEUE, job, sendOptions(job))) !== null;
     },
     async work(concurrency, perSource, handler) {
       await boss.work<RunJob>(
@@ -115,7 +143,19 @@ export async function openDispatcher(databaseUrl: string, logger: Logger, o: Dis
           burstWhenReadyExceeds: 1,
         },
         async ([job]: Job<RunJob>[]) => {
-          if (job) await handler(job.data);
+          if (!job) return;
+          const slot = await acquireSourceSlot(databaseUrl, job.data.source, perSource);
+          if (!slot) {
+            // Taken past the source's limit: back to the queue (a stream may have one job waiting beside this active one).
+            // pg-boss's group limit holds it there until one of the source's runs ends.
+            await boss.send(RUN_QUEUE, job.data, sendOptions(job.data));
+            return;
+          }
+          try {
+            await handler(job.data);
+          } finally {
+            await slot.release();
+          }
         },
       );
     },

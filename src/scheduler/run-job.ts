@@ -1,15 +1,22 @@
 /**
  * Running one job of the run queue: the stream's run through the same path
  * `pmsync sync` takes (its stream lock, its checkpoints), then what became of
- * the fire, for the scheduler's next decisions.
+ * the fire, for the scheduler's next decisions, and of the source: a run that
+ * failed as the whole source fails (src/scheduler/source-failures.ts) pauses
+ * it, a run that reached the source ends the pause. A job of a source paused
+ * after it was queued is dropped without a request: the scheduler dispatches
+ * the stream again when the pause ends.
  */
 import type { Config } from '../config-schema.ts';
 import { QuotaExhaustedError } from '../errors.ts';
 import type { Logger } from '../log.ts';
+import type { Redactor } from '../redact.ts';
+import { recordSourceFailure, recordSourceSuccess, sourcePausedUntil } from '../state/source-health.ts';
 import { recordRunEnd, type RunEnd } from '../state/stream-schedule.ts';
 import type { SyncContext } from '../sync/context.ts';
 import { syncSource, type SourceResult } from '../sync/sync-source.ts';
 import type { RunJob } from './dispatch.ts';
+import { classifyFailure, PAUSES } from './source-failures.ts';
 
 export interface RunJobDeps {
   ctx: SyncContext;
@@ -18,6 +25,8 @@ export interface RunJobDeps {
   /** Looks at the config file for a change now (src/serve/reload.ts). */
   reload?: () => Promise<void>;
   logger: Logger;
+  /** Error messages are stored in pmsync.source_health only through it. */
+  redactor: Redactor;
   /** Reports each finished run (metrics). */
   onRun?: (job: RunJob, result: SourceResult, seconds: number) => void;
 }
@@ -35,6 +44,19 @@ export async function executeRun(deps: RunJobDeps, job: RunJob): Promise<void> {
   const firedAt = new Date(job.firedAt);
   if (!source) {
     log.warn('the source is not configured in this replica; the run is dropped');
+    return;
+  }
+  const end: RunEnd = { source: job.source, resource: job.resource, firedAt, at: ctx.now(), outcome: 'succeeded' };
+  // Its notifications were not read: they count as waiting again.
+  const handBack = () => {
+    if (job.purpose === 'webhook') end.notifiedUntil = job.notifiedBefore ? new Date(job.notifiedBefore) : null;
+  };
+  const pausedUntil = await sourcePausedUntil(ctx.pool, job.source, end.at);
+  if (pausedUntil) {
+    log.debug({ pausedUntil: pausedUntil.toISOString() }, 'the source was paused after this run was queued; the run is dropped');
+    end.outcome = 'paused';
+    handBack();
+    await recordRunEnd(ctx.pool, end);
     return;
   }
   const mustInclude = job.mustInclude ? new Date(job.mustInclude) : undefined;
@@ -55,7 +77,7 @@ export async function executeRun(deps: RunJobDeps, job: RunJob): Promise<void> {
 
   const run = result.runs.find((r) => r.resource === job.resource);
   const error = result.fatal ?? result.failures.find((f) => f.resource === job.resource)?.error;
-  const end: RunEnd = { source: job.source, resource: job.resource, firedAt, at: ctx.now(), outcome: 'succeeded' };
+  end.at = ctx.now();
   if (result.locked?.includes(job.resource)) end.outcome = 'locked';
   else if (error instanceof QuotaExhaustedError) {
     end.outcome = 'quota';
@@ -66,9 +88,23 @@ export async function executeRun(deps: RunJobDeps, job: RunJob): Promise<void> {
     );
   } else if (error || run?.status === 'failed' || run?.status === 'interrupted') {
     end.outcome = 'failed';
-    // Its notifications were not read: they count as waiting again.
-    if (job.purpose === 'webhook') end.notifiedUntil = job.notifiedBefore ? new Date(job.notifiedBefore) : null;
-    if (error) log.warn({ err: error }, 'scheduled run did not succeed');
+    handBack();
+    const failure = error ? classifyFailure(error) : null;
+    if (failure && error) {
+      const health = await recordSourceFailure(ctx.pool, {
+        source: job.source,
+        ...failure,
+        message: deps.redactor.redact(error.message),
+        at: end.at,
+        ...PAUSES[failure.kind],
+      });
+      log.warn(
+        { err: error, failure: failure.kind, failures: health.consecutiveFailures, pausedUntil: health.pausedUntil?.toISOString() },
+        'scheduled run failed as the whole source fails; the source is paused',
+      );
+    } else if (error) log.warn({ err: error }, 'scheduled run did not succeed');
+  } else if (run && run.requests > 0) {
+    await recordSourceSuccess(ctx.pool, job.source, end.at);
   }
   await recordRunEnd(ctx.pool, end);
 }

@@ -17,6 +17,11 @@
  * - One dispatch per decision: a replica claims a run with one conditional
  *   UPDATE of the stream's last_fire_at (src/state/stream-schedule.ts) before
  *   queueing it; of replicas deciding at once (a leadership handover), one wins.
+ * - A source that fails as a whole (refused credentials, a failing or
+ *   unreachable server, after the client's retries) is paused with a growing
+ *   backoff (src/scheduler/source-failures.ts): while paused nothing of it is
+ *   dispatched; its notifications and missed cron fires wait for the end of
+ *   the pause. Its failing and its recovery are logged once.
  * - Time is the injected clock: a test or benchmark calls tick() itself and
  *   plays a whole practice day in seconds. start() ticks every tickSeconds.
  * - A reloaded configuration (applyConfig) takes effect at the next tick: a
@@ -33,6 +38,7 @@ import { loadChangeModels, type StoredSlot } from '../state/change-model.ts';
 import { readCheckpoints } from '../state/checkpoints.ts';
 import type { QuotaLedger, QuotaSnapshot } from '../state/quota.ts';
 import { changesFoundSince, recentCheckCosts } from '../state/runs.ts';
+import { loadSourceHealth, markReported, readSourceHealth, type SourceHealth } from '../state/source-health.ts';
 import { claimDispatch, loadStreamSchedules, notifiedByStream, setWarning, type StreamScheduleRow } from '../state/stream-schedule.ts';
 import type { Purpose } from '../api/http.ts';
 import type { Leadership } from '../state/locks.ts';
@@ -97,6 +103,10 @@ export interface SourceView {
   cronFires: CronFire[];
   /** When each pinned stream fires next. */
   nextFires: Map<string, Date | null>;
+  /** The source's failures and pause (null: never recorded, healthy). */
+  health: SourceHealth | null;
+  /** Nothing of the source is dispatched before this (its failure backoff); null when not paused at `at`. */
+  pausedUntil: Date | null;
 }
 
 export class Scheduler {
@@ -227,7 +237,7 @@ export class Scheduler {
     if (!leading) return [];
     const started = performance.now();
     const now = this.deps.now();
-    const inFlight = await this.deps.dispatcher.inFlight(this.deps.pool);
+    const [inFlight, health] = await Promise.all([this.deps.dispatcher.inFlight(this.deps.pool), loadSourceHealth(this.deps.pool)]);
     const sources = this.config.sources;
     const limit = pLimit(SOURCES_AT_ONCE);
     const bySource = await Promise.all(
@@ -238,7 +248,7 @@ export class Scheduler {
           const source = this.config.sources === sources ? listed : this.config.sources.find((s) => s.name === listed.name);
           if (!source) return [];
           try {
-            return await this.tickSource(source, now, inFlight);
+            return await this.tickSource(source, now, inFlight, health);
           } catch (err) {
             this.deps.logger.error({ err, source: source.name }, 'could not schedule this source at this tick; the next tick tries again');
             return [];
@@ -251,15 +261,23 @@ export class Scheduler {
     return jobs;
   }
 
-  private async tickSource(source: SourceConfig, now: Date, inFlight: Set<string>): Promise<RunJob[]> {
+  private async tickSource(source: SourceConfig, now: Date, inFlight: Set<string>, health: Map<string, SourceHealth>): Promise<RunJob[]> {
     const view = await observeSource(
-      { pool: this.deps.pool, ledgerFor: this.deps.ledgerFor, settings: this.settings, slow: (name, at) => this.slowRead(name, at) },
+      {
+        pool: this.deps.pool,
+        ledgerFor: this.deps.ledgerFor,
+        settings: this.settings,
+        slow: (name, at) => this.slowRead(name, at),
+        health,
+      },
       source,
       this.streams.filter((s) => s.source === source.name),
       now,
       inFlight,
     );
     this.views.set(source.name, view);
+    await this.sayHealth(source.name, view.health);
+    if (view.pausedUntil) return [];
     const jobs: RunJob[] = [];
     const dispatch = async (s: ScheduledStream, job: Omit<RunJob, 'source' | 'resource' | 'firedAt'>, at: Date, notifiedUntil?: Date) => {
       if (this.stopped) return;
@@ -301,6 +319,32 @@ export class Scheduler {
     return jobs;
   }
 
+  /** A source's failing is logged when it starts and when it ends, by the one process that records the change. */
+  private async sayHealth(source: string, health: SourceHealth | null): Promise<void> {
+    if (!health) return;
+    const failing = health.failingSince !== null;
+    if (health.reportedFailing === failing || !(await markReported(this.deps.pool, source, failing))) return;
+    if (!failing) {
+      this.deps.logger.info({ source }, 'the source answers again: its streams are scheduled as before');
+      return;
+    }
+    const detail = {
+      source,
+      failure: health.lastFailureKind,
+      code: health.lastErrorCode,
+      error: health.lastError,
+      failures: health.consecutiveFailures,
+      failingSince: health.failingSince?.toISOString(),
+      pausedUntil: health.pausedUntil?.toISOString(),
+    };
+    this.deps.logger.warn(
+      detail,
+      health.lastFailureKind === 'auth'
+        ? 'the source refuses the credentials: nothing is sent to it until its pause ends, and the pause grows while it keeps refusing (fix its credentials)'
+        : 'the source is failing: nothing is sent to it until its pause ends, and the pause grows while it keeps failing',
+    );
+  }
+
   /** Freshness warnings are logged when they appear or change, by the one process that records the change. */
   private async sayOnce(source: string, plan: SourcePlan, rows: Map<string, StreamScheduleRow>): Promise<void> {
     for (const s of plan.streams) {
@@ -327,6 +371,8 @@ export interface ObserveDeps {
   settings: ScheduleSettings;
   /** Change models and costs, possibly cached. */
   slow?: (source: string, now: Date) => Promise<SlowRead>;
+  /** Every source's health, read once for all of them; read for the one source when absent. */
+  health?: Map<string, SourceHealth>;
 }
 
 export interface SlowRead {
@@ -353,13 +399,15 @@ export async function observeSource(
 ): Promise<SourceView> {
   const { pool, settings } = deps;
   const quota = await deps.ledgerFor(source).snapshot();
-  const [rows, states, notified, found, slow] = await Promise.all([
+  const [rows, states, notified, found, slow, health] = await Promise.all([
     loadStreamSchedules(pool, source.name),
     loadStates(pool, source.name),
     notifiedByStream(pool, source.name, now, new Date(now.getTime() - WEBHOOK_LOOKBACK_MS), quota.startsAt),
     changesFoundSince(pool, source.name, quota.startsAt),
     deps.slow ? deps.slow(source.name, now) : readSlow(pool, source.name, now),
+    deps.health ? (deps.health.get(source.name) ?? null) : readSourceHealth(pool, source.name),
   ]);
+  const pausedUntil = health?.pausedUntil && health.pausedUntil > now ? health.pausedUntil : null;
   const timeZone = sourceTimeZone(source);
 
   // Pinned streams: their cron fires, whatever the plan; and what they will spend today.
@@ -435,7 +483,7 @@ export async function observeSource(
     settings,
   };
   const plan = planSource(input);
-  return { source: source.name, at: now, quota, plan, input, streams, inputs, rows, cronFires, nextFires };
+  return { source: source.name, at: now, quota, plan, input, streams, inputs, rows, cronFires, nextFires, health, pausedUntil };
 }
 
 /** How far today's activity may scale the rest of the day's forecast, down and up. */

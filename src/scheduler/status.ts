@@ -14,6 +14,7 @@ import { streamCatalog } from './catalog.ts';
 import { slotOf } from '../time.ts';
 import { runsInFlight } from './dispatch.ts';
 import { heldStreamLocks, streamLockKey } from '../state/locks.ts';
+import { loadSourceHealth, type SourceHealth } from '../state/source-health.ts';
 import { loadStreamSchedules } from '../state/stream-schedule.ts';
 import { planStreams, sourceTimeZone } from './plan.ts';
 import { observeSource, type Scheduler, type SourceView } from './scheduler.ts';
@@ -28,6 +29,7 @@ export async function sourceViews(app: App, config: Config, scheduler?: Schedule
   const settings = config.schedules;
   const planned = planStreams(settings, config.sources, streamCatalog);
   let inFlight: Set<string> | null = null;
+  let health: Map<string, SourceHealth> | null = null;
   const out: SourceView[] = [];
   for (const source of config.sources) {
     const cached = scheduler?.view(source.name);
@@ -36,15 +38,21 @@ export async function sourceViews(app: App, config: Config, scheduler?: Schedule
       continue;
     }
     inFlight ??= await runsInFlight(app.pool);
+    health ??= await loadSourceHealth(app.pool);
     const streams = planned.streams.filter((s) => s.source === source.name);
-    out.push(await observeSource({ pool: app.pool, ledgerFor: app.ledgerFor, settings }, source, streams, now, inFlight));
+    out.push(await observeSource({ pool: app.pool, ledgerFor: app.ledgerFor, settings, health }, source, streams, now, inFlight));
   }
   return out;
 }
 
 /** The metrics' reading of every source. */
 export async function sourceReadings(app: App, config: Config, scheduler?: Scheduler): Promise<SourceReading[]> {
-  const [views, lastSuccess] = await Promise.all([sourceViews(app, config, scheduler), lastSuccesses(app.pool)]);
+  // Health is read fresh: a cached view may be a tick old.
+  const [views, lastSuccess, health] = await Promise.all([
+    sourceViews(app, config, scheduler),
+    lastSuccesses(app.pool),
+    loadSourceHealth(app.pool),
+  ]);
   return Promise.all(
     views.map(async (v) => {
       const source = config.sources.find((s) => s.name === v.source)!;
@@ -57,8 +65,14 @@ export async function sourceReadings(app: App, config: Config, scheduler?: Sched
         const minutes = stalenessBound(input, v.input.settings, v.plan.stretch, now, v.input.timeZone);
         return minutes === null ? null : minutes * 60;
       };
+      const h = health.get(v.source);
       return {
         source: v.source,
+        health: {
+          failing: Boolean(h?.failingSince),
+          paused: Boolean(h?.pausedUntil && h.pausedUntil > now),
+          consecutiveFailures: h?.consecutiveFailures ?? 0,
+        },
         quota: hasQuota
           ? {
               used: q.used,

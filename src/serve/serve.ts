@@ -34,6 +34,11 @@ import { createServeHttp } from './http.ts';
 import { readinessCheck } from './readiness.ts';
 import { collectStatusPage, renderStatusPage } from './status-page.ts';
 import { ConfigReloader } from './reload.ts';
+import { changedSettings } from '../config-diff.ts';
+import { liftSourcePause } from '../state/source-health.ts';
+
+/** Settings whose change may cure a failing source: how it is reached and who it says it is. */
+const REACHING = new Set(['baseUrl', 'apikey', 'username', 'password', 'token', 'credentialsIn', 'subsetName', 'practiceId']);
 
 /** The webhook receiver and its refresh worker, as serve mounts them. */
 export interface WebhookMount {
@@ -142,6 +147,7 @@ export async function startServe(app: App, config: Config, options: ServeOptions
           config: current,
           reload: reloadNow,
           logger: app.logger,
+          redactor: app.redactor,
           onRun: (j, result, seconds) => metrics.recordStream({ source: j.source, resource: j.resource, mode: j.purpose }, result, seconds),
         },
         job,
@@ -195,10 +201,18 @@ export async function startServe(app: App, config: Config, options: ServeOptions
         current,
         async apply(next) {
           const poll = app.config.serve.reloadSeconds;
+          const was = app.config;
           // The scheduler checks the new plan first: a refusal leaves everything as it was.
           scheduler.applyConfig(next);
           app.applyConfig(next);
           if (next.serve.reloadSeconds !== poll) reloader?.every(next.serve.reloadSeconds);
+          // New credentials or a new address are a person's fix: the source's pause ends now, not at its backoff.
+          for (const s of next.sources) {
+            const before = was.sources.find((x) => x.name === s.name);
+            if (!before || !changedSettings(before, s).some((k) => REACHING.has(k))) continue;
+            if (await liftSourcePause(app.pool, s.name))
+              log.info({ source: s.name }, 'its connection settings changed: its pause ends and its next run tries them');
+          }
           for (const [name, stop] of removal) {
             if (next.sources.some((s) => s.name === name)) continue;
             const going = [...running].filter((key) => key.startsWith(`${name}/`));

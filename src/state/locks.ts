@@ -116,6 +116,55 @@ export async function heldStreamLocks(db: Pick<Pool, 'query'>): Promise<Array<{ 
   return res.rows;
 }
 
+/** First key of the run slots of a source (see acquireSourceSlot). */
+export const SOURCE_SLOT_CLASS = 727_003;
+
+/** Second key of a source's run slot: 32 bits of a hash of "source#slot". */
+export function sourceSlotKey(source: string, slot: number): number {
+  return createHash('sha256').update(`${source}#${slot}`).digest().readInt32BE(0);
+}
+
+export interface SourceSlot {
+  slot: number;
+  release(): Promise<void>;
+}
+
+/**
+ * Takes one of a source's `slots` run slots (session advisory locks on a
+ * connection of its own, like stream locks), or returns null when every slot
+ * is held: at most `slots` runs of one source at once across every process.
+ * The run queue's group limit alone is not exact: pg-boss counts a group's
+ * running jobs in each fetch without serializing fetches, so workers fetching
+ * at the same instant can all take jobs of the same source.
+ */
+export async function acquireSourceSlot(databaseUrl: string, source: string, slots: number): Promise<SourceSlot | null> {
+  const client = new pg.Client({ connectionString: databaseUrl, application_name: `pmsync slot ${source} ${holderName()}`.slice(0, 63) });
+  client.on('error', () => undefined);
+  await client.connect();
+  try {
+    for (let slot = 0; slot < slots; slot++) {
+      const key = sourceSlotKey(source, slot);
+      const res = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1, $2) AS ok', [SOURCE_SLOT_CLASS, key]);
+      if (!res.rows[0]?.ok) continue;
+      let released = false;
+      return {
+        slot,
+        async release() {
+          if (released) return;
+          released = true;
+          await client.query('SELECT pg_advisory_unlock($1, $2)', [SOURCE_SLOT_CLASS, key]).catch(() => undefined);
+          await client.end().catch(() => undefined);
+        },
+      };
+    }
+  } catch (err) {
+    await client.end().catch(() => undefined);
+    throw err;
+  }
+  await client.end();
+  return null;
+}
+
 export type Locked<T> = { ran: true; value: T } | { ran: false };
 
 /**
@@ -140,7 +189,7 @@ export async function withStreamLock<T, C extends { pool: Pool; signal: AbortSig
 }
 
 /** The scheduling lock: its own class, so it never meets a stream's. */
-const SCHEDULER_LOCK_CLASS = 727_003;
+const SCHEDULER_LOCK_CLASS = 727_004;
 const SCHEDULER_LOCK_KEY = 0;
 
 /**

@@ -100,8 +100,8 @@ export interface RunEnd {
   /** The fire this run belongs to: a later fire's bookkeeping is left alone. */
   firedAt: Date;
   at: Date;
-  /** succeeded, failed, locked (another process had it), quota (held until pausedUntil). */
-  outcome: 'succeeded' | 'failed' | 'locked' | 'quota';
+  /** succeeded, failed, locked (another process had it), quota (held until pausedUntil), paused (its source was paused: not run). */
+  outcome: 'succeeded' | 'failed' | 'locked' | 'quota' | 'paused';
   /** Set when the run completed a window: its start. */
   checkedAt?: Date;
   pausedUntil?: Date;

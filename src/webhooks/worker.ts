@@ -14,7 +14,12 @@
  * - a failure no retry can cure (401, 400, a redirect, a source no longer
  *   configured): dead-lettered at once. A source this process does not know
  *   is looked for in the config file first (`reload`): another replica may
- *   have taken the new file, and queued the job, before this one.
+ *   have taken the new file, and queued the job, before this one;
+ * - the source is paused because its runs fail as a whole
+ *   (src/scheduler/source-failures.ts): nothing is sent; a new job for the
+ *   same record is queued to start when the pause ends, as for the quota.
+ *   A refresh's own failures do not pause the source: one record's refresh
+ *   has its retries and dead letters, and the next run decides for the source.
  */
 import type { Job, JobResult } from 'pg-boss';
 import type { Config } from '../config-schema.ts';
@@ -26,6 +31,7 @@ import type { SyncContext } from '../sync/context.ts';
 import { refreshRecord } from '../sync/refresh.ts';
 import { REST_STREAMS } from '../sync/streams/index.ts';
 import type { RestStream } from '../sync/streams/rest.ts';
+import { sourcePausedUntil } from '../state/source-health.ts';
 import { pruneEvents } from '../state/webhook-events.ts';
 import type { RefreshJobData, RefreshQueue } from './queue.ts';
 
@@ -94,6 +100,13 @@ export async function startRefreshWorker(deps: WorkerDeps): Promise<RefreshWorke
         'deadletter',
         new PmsyncError('CONFIG_INVALID', `source "${name}" is no longer a configured core source, or ${resource} cannot be refreshed`),
       );
+    }
+    const pausedUntil = await sourcePausedUntil(deps.pool, name, deps.ctx.now());
+    if (pausedUntil) {
+      await deps.queue.enqueue(job.data, { startAfter: pausedUntil });
+      counts.deferred += 1;
+      log.debug({ ...job.data, pausedUntil: pausedUntil.toISOString() }, 'source paused: refresh put off until the pause ends');
+      return { id: job.id, status: 'completed', output: { outcome: 'deferred', pausedUntil: pausedUntil.toISOString() } };
     }
     try {
       const outcome = await refreshRecord(deps.ctx, source, stream, id, 'webhook');

@@ -168,6 +168,8 @@ describe('a reloaded configuration in serve', () => {
     writeFileSync(secret, `${ONE.password}\n`);
     expect(await s.reload()).toBe('applied');
     expect(app!.logs.filter((l) => l.includes('"msg":"config reloaded: sources changed: one (password)"'))).toHaveLength(1);
+    // The refused credentials had paused the source; the new password ends that pause at once.
+    expect(app!.logs.filter((l) => l.includes('its connection settings changed: its pause ends'))).toHaveLength(1);
 
     r.write([entry('one', ONE, { password: { file: secret }, budget: 120 })]);
     expect(await s.reload()).toBe('applied');

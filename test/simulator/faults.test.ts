@@ -139,3 +139,56 @@ describe('faults', () => {
     expect((await call(`${sim.url}/practices/4242/event-types`, { headers: { authorization: 'x' } })).status).toBe(500);
   });
 });
+
+describe('faults for one apikey', () => {
+  const clock = new TestClock('2025-04-01T12:00:00Z');
+  const delays = new HeldDelays();
+  const OTHER = { ...CORE, apikey: 'other-key', username: 'carol', password: 'pa55word' };
+  let sim: Simulator;
+  beforeAll(async () => {
+    sim = await startSimulator({ seed: 21, now: clock.now, delay: delays.delay, tenants: [CORE, OTHER] });
+  });
+  afterEach(() => {
+    sim.setFaults({});
+    sim.setFaults({ apikey: CORE.apikey });
+    sim.setFaults({ apikey: OTHER.apikey });
+    delays.releaseAll();
+  });
+  afterAll(() => sim.close());
+  const statusOf = async (tenant: typeof CORE) => (await coreGet(sim.coreBaseUrl(), 'status', tenant)).status;
+  const logged = (apikey: string) => sim.stats().requests.filter((r) => r.apikey === apikey);
+
+  it('fail only the requests carrying that key, which the request log names', async () => {
+    sim.setFaults({ apikey: CORE.apikey, errorRate: 1 });
+    const before = logged(CORE.apikey).length;
+    for (let i = 0; i < 5; i++) {
+      expect([500, 502, 503]).toContain(await statusOf(CORE));
+      expect(await statusOf(OTHER)).toBe(200);
+    }
+    const mine = logged(CORE.apikey).slice(before);
+    expect(mine).toHaveLength(5);
+    expect(mine.every((r) => r.fault === 'error')).toBe(true);
+    expect(logged(OTHER.apikey).every((r) => r.fault === undefined)).toBe(true);
+  });
+
+  it('replace the global faults for that key, and `{ apikey }` alone clears them', async () => {
+    sim.setFaults({ failNext: 10 });
+    sim.setFaults({ apikey: CORE.apikey, slowMs: 50 });
+    const slow = coreGet(sim.coreBaseUrl(), 'status', CORE);
+    await waitFor(() => delays.pending.length === 1);
+    expect(delays.pending.map((d) => d.ms)).toEqual([50]);
+    delays.releaseAll();
+    expect((await slow).status).toBe(200);
+    expect(await statusOf(OTHER)).toBe(500);
+    sim.setFaults({ apikey: CORE.apikey });
+    expect(await statusOf(CORE)).toBe(500);
+  });
+
+  it('are set through the control API too, and checked like the global ones', async () => {
+    const reply = await call(`${sim.url}/__sim/faults`, { method: 'POST', body: { apikey: OTHER.apikey, failNext: 1 } });
+    expect(reply.status).toBe(200);
+    expect([await statusOf(OTHER), await statusOf(OTHER), await statusOf(CORE)]).toEqual([500, 200, 200]);
+    expect((await call(`${sim.url}/__sim/faults`, { method: 'POST', body: { apikey: OTHER.apikey, errorRate: 3 } })).status).toBe(400);
+    expect((await call(`${sim.url}/__sim/faults`, { method: 'POST', body: { apikey: 7, failNext: 1 } })).status).toBe(400);
+  });
+});

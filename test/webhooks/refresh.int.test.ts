@@ -10,6 +10,8 @@ import type { App } from '../../src/app.ts';
 import type { CoreSourceConfig } from '../../src/config-schema.ts';
 import { startSimulator, type Simulator } from '../../simulator/index.ts';
 import { keyFingerprint } from '../../src/state/quota.ts';
+import { PAUSES } from '../../src/scheduler/source-failures.ts';
+import { recordSourceFailure, recordSourceSuccess } from '../../src/state/source-health.ts';
 import { listDeadLetters, openRefreshQueue, refreshQueueCounts, REFRESH_QUEUE, type RefreshQueue } from '../../src/webhooks/queue.ts';
 import { createWebhookReceiver } from '../../src/webhooks/receiver.ts';
 import { hashToken, newToken } from '../../src/webhooks/secrets.ts';
@@ -306,6 +308,38 @@ describe('quota', () => {
       return r.rowCount;
     }, 'the deferred refresh');
     expect((await ledger().snapshot()).exhaustedUntil).not.toBeNull();
+  });
+});
+
+describe('a paused source', () => {
+  it('gets no refresh: the refresh waits for the end of the pause, and counts as deferred', async () => {
+    const id = customers()[3]!;
+    const failedAt = app.ctx.now();
+    const health = await recordSourceFailure(db.pool, {
+      source: 'gated',
+      kind: 'auth',
+      code: 'AUTH_FAILED',
+      message: 'refused',
+      at: failedAt,
+      ...PAUSES.auth,
+    });
+    try {
+      const before = (await refreshQueueCounts(db.pool)).deadLettered;
+      await startWorker();
+      await deliver('gated', `${base('gated')}/customers/${id}`);
+      const waiting = await waitFor(async () => {
+        const r = await db.pool.query<{ start_after: Date }>(
+          `SELECT start_after FROM pgboss.job WHERE name = $1 AND state = 'created' AND singleton_key = $2 AND start_after > now()`,
+          [REFRESH_QUEUE, `gated:customers:${id}`],
+        );
+        return r.rows[0];
+      }, 'the deferred refresh');
+      expect(waiting.start_after.getTime()).toBe(health.pausedUntil!.getTime());
+      expect(gateFetches(id)).toBe(0);
+      expect((await refreshQueueCounts(db.pool)).deadLettered).toBe(before);
+    } finally {
+      await recordSourceSuccess(db.pool, 'gated', app.ctx.now());
+    }
   });
 });
 
