@@ -122,7 +122,8 @@ export async function startServe(app: App, config: Config, options: ServeOptions
     accepting: () => accepting,
     readiness,
     metrics: () => metrics.render(),
-    statusPage: async () => renderStatusPage(await collectStatusPage(app, config, scheduler)),
+    statusPage: async (query) =>
+      renderStatusPage(await collectStatusPage(app, config, scheduler, { source: query.get('source') ?? undefined })),
     webhooks: webhooks ? (req, res) => webhooks.handler(req, res) : undefined,
     onError: (err) => log.error({ err }, 'request failed'),
   });
