@@ -34,10 +34,10 @@ import { ConfigError } from '../errors.ts';
 import type { Pool } from '../db/pool.ts';
 import type { Logger } from '../log.ts';
 import { pagesLeft } from '../api/pager.ts';
-import { loadChangeModels, type StoredSlot } from '../state/change-model.ts';
+import { loadChangeModels, loadChangeModelsOf, type StoredSlot } from '../state/change-model.ts';
 import { readCheckpoints } from '../state/checkpoints.ts';
 import type { QuotaLedger, QuotaSnapshot } from '../state/quota.ts';
-import { changesFoundSince, recentCheckCosts } from '../state/runs.ts';
+import { changesFoundSince, recentCheckCosts, recentCheckCostsOf } from '../state/runs.ts';
 import { loadSourceHealth, markReported, readSourceHealth, type SourceHealth } from '../state/source-health.ts';
 import { claimDispatch, loadStreamSchedules, notifiedByStream, setWarning, type StreamScheduleRow } from '../state/stream-schedule.ts';
 import type { Purpose } from '../api/http.ts';
@@ -384,6 +384,20 @@ export interface SlowRead {
 export async function readSlow(pool: Pool, source: string, now: Date): Promise<SlowRead> {
   const [models, costs] = await Promise.all([loadChangeModels(pool, source), loadCosts(pool, source)]);
   return { at: now.getTime(), models, costs };
+}
+
+/** readSlow for many sources' streams with two queries (status over a fleet): source -> its read. */
+export async function readSlowOf(pool: Pool, streams: ScheduledStream[], now: Date): Promise<Map<string, SlowRead>> {
+  const sources = [...new Set(streams.map((s) => s.source))];
+  const [models, costs] = await Promise.all([loadChangeModelsOf(pool, sources), recentCheckCostsOf(pool, streams, COST_RUNS)]);
+  const out = new Map<string, SlowRead>(
+    sources.map((s) => [s, { at: now.getTime(), models: models.get(s) ?? new Map(), costs: new Map() }]),
+  );
+  for (const s of streams) {
+    const cost = costs.get(s.key);
+    if (cost !== undefined) out.get(s.source)!.costs.set(s.resource, Math.max(1, cost));
+  }
+  return out;
 }
 
 /**

@@ -6,6 +6,7 @@
  * latest view; any other process (status) observes the same way the
  * scheduler does, without deciding anything.
  */
+import pLimit from 'p-limit';
 import type { App } from '../app.ts';
 import type { Config } from '../config-schema.ts';
 import type { Queryable } from '../db/pool.ts';
@@ -16,33 +17,60 @@ import { runsInFlight } from './dispatch.ts';
 import { heldStreamLocks, streamLockKey } from '../state/locks.ts';
 import { loadSourceHealth, type SourceHealth } from '../state/source-health.ts';
 import { loadStreamSchedules } from '../state/stream-schedule.ts';
-import { planStreams, sourceTimeZone } from './plan.ts';
-import { observeSource, type Scheduler, type SourceView } from './scheduler.ts';
+import { planStreams, sourceTimeZone, type ScheduledStream } from './plan.ts';
+import { observeSource, readSlow, readSlowOf, type Scheduler, type SlowRead, type SourceView } from './scheduler.ts';
 import { stalenessBound, type StreamInput } from './budget.ts';
 import { lastSuccesses } from '../state/runs.ts';
 
 /** A view older than this is observed again. */
 const VIEW_MAX_AGE_MS = 60_000;
+/** Sources observed at once (each observation runs a few queries in parallel on the pool). */
+const VIEW_CONCURRENCY = 4;
 
 export async function sourceViews(app: App, config: Config, scheduler?: Scheduler): Promise<SourceView[]> {
   const now = app.ctx.now();
   const settings = config.schedules;
   const planned = planStreams(settings, config.sources, streamCatalog);
-  let inFlight: Set<string> | null = null;
-  let health: Map<string, SourceHealth> | null = null;
-  const out: SourceView[] = [];
-  for (const source of config.sources) {
-    const cached = scheduler?.view(source.name);
-    if (cached && Math.abs(now.getTime() - cached.at.getTime()) < VIEW_MAX_AGE_MS) {
-      out.push(cached);
-      continue;
-    }
-    inFlight ??= await runsInFlight(app.pool);
-    health ??= await loadSourceHealth(app.pool);
-    const streams = planned.streams.filter((s) => s.source === source.name);
-    out.push(await observeSource({ pool: app.pool, ledgerFor: app.ledgerFor, settings, health }, source, streams, now, inFlight));
+  const cached = (name: string) => {
+    const view = scheduler?.view(name);
+    return view && Math.abs(now.getTime() - view.at.getTime()) < VIEW_MAX_AGE_MS ? view : undefined;
+  };
+  const stale = new Set(config.sources.filter((s) => !cached(s.name)).map((s) => s.name));
+  const [inFlight, slow, health] =
+    stale.size > 0
+      ? await Promise.all([
+          runsInFlight(app.pool),
+          readSlowOf(
+            app.pool,
+            planned.streams.filter((s) => stale.has(s.source)),
+            now,
+          ),
+          loadSourceHealth(app.pool),
+        ])
+      : [new Set<string>(), new Map<string, SlowRead>(), new Map<string, SourceHealth>()];
+  const bySource = new Map<string, ScheduledStream[]>();
+  for (const s of planned.streams) {
+    const list = bySource.get(s.source) ?? [];
+    list.push(s);
+    bySource.set(s.source, list);
   }
-  return out;
+  // A few sources at a time: each view is several queries, and a fleet has hundreds of sources.
+  const limit = pLimit(VIEW_CONCURRENCY);
+  return Promise.all(
+    config.sources.map(
+      (source) =>
+        cached(source.name) ??
+        limit(() =>
+          observeSource(
+            { pool: app.pool, ledgerFor: app.ledgerFor, settings, health, slow: async (name) => slow.get(name) ?? readSlow(app.pool, name, now) },
+            source,
+            bySource.get(source.name) ?? [],
+            now,
+            inFlight,
+          ),
+        ),
+    ),
+  );
 }
 
 /** The metrics' reading of every source. */

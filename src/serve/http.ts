@@ -13,8 +13,8 @@ export interface HttpDeps {
   accepting(): boolean;
   readiness(): Promise<Readiness>;
   metrics(): Promise<{ contentType: string; body: string }>;
-  /** The status page's HTML (src/serve/status-page.ts). */
-  statusPage?: () => Promise<string>;
+  /** The status page's HTML (src/serve/status-page.ts), given the query string (`?source=NAME`). */
+  statusPage?: (query: URLSearchParams) => Promise<string>;
   /** Handles requests under /webhooks/; absent when no receiver runs. */
   webhooks?: (req: IncomingMessage, res: ServerResponse) => void;
   onError?: (err: unknown) => void;
@@ -32,7 +32,7 @@ function json(res: ServerResponse, status: number, body: unknown): void {
 
 export function createServeHttp(deps: HttpDeps): Server {
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    const path = (req.url ?? '/').split('?')[0]!;
+    const [path, query] = (req.url ?? '/').split('?') as [string, string | undefined];
     if (path.startsWith(WEBHOOK_PREFIX)) {
       if (!deps.webhooks) return json(res, 404, { error: 'the webhook receiver is not enabled on this server' });
       // The API retries a refused delivery 30 s later, when another replica (or this one, restarted) takes it.
@@ -44,7 +44,7 @@ export function createServeHttp(deps: HttpDeps): Server {
       return json(res, 405, { error: 'method not allowed' });
     }
     if (path === '/' && deps.statusPage) {
-      const html = await deps.statusPage();
+      const html = await deps.statusPage(new URLSearchParams(query ?? ''));
       res.writeHead(200, {
         'content-type': 'text/html; charset=utf-8',
         'content-length': Buffer.byteLength(html),

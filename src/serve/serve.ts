@@ -162,7 +162,8 @@ export async function startServe(app: App, config: Config, options: ServeOptions
     accepting: () => accepting,
     readiness,
     metrics: () => metrics.render(),
-    statusPage: async () => renderStatusPage(await collectStatusPage(app, current(), scheduler)),
+    statusPage: async (query) =>
+      renderStatusPage(await collectStatusPage(app, current(), scheduler, { source: query.get('source') ?? undefined })),
     webhooks: webhooks ? (req, res) => webhooks.handler(req, res) : undefined,
     onError: (err) => log.error({ err }, 'request failed'),
   });

@@ -1,10 +1,13 @@
 /**
  * The status page `serve` answers on GET /: one read-only, server-rendered
  * HTML page (no script, no front-end build) with what an operator checks on
- * day two. Per source: requests today against the quota and the budget, the
- * last 14 quota days, when the quota day resets. Per stream: rows, freshness,
- * the next check, the latest runs. Quarantined records, the webhook backlog
- * and dead letters, schema-drift warnings.
+ * day two. On top, the fleet summary: one line per source, worst first
+ * (failing, over budget, behind, ok; src/scheduler/fleet.ts), with the
+ * totals. Then quarantined records, the webhook backlog and dead letters,
+ * schema-drift warnings. Then the detail of each source (all of them up to
+ * INLINE_DETAIL_SOURCES, else the one `?source=NAME` names): requests today
+ * against the quota and the budget, the last 14 quota days, when the quota
+ * day resets; per stream: rows, freshness, the next check, the latest runs.
  *
  * It shows counts, times and names of sources, streams and fields: never a
  * record (no quarantined record, no error message, which may quote what a
@@ -16,6 +19,9 @@ import type { Scheduler } from '../scheduler/scheduler.ts';
 import { collectStatus, type SourceStatus } from '../cli/commands/status.ts';
 import { recentRuns, requestsPerDay, type DayRequests, type RecentRun } from '../state/history.ts';
 import { UNLIMITED } from '../state/quota.ts';
+import { quarantineCounts } from '../state/quarantine.ts';
+import { driftFindings } from '../state/drift.ts';
+import { collectFleet, describeTotals, span, type FleetSummary, type SourceHealth } from '../scheduler/fleet.ts';
 import { refreshQueueCounts, type RefreshQueueCounts } from '../webhooks/queue.ts';
 
 /** Quota days shown as bars. */
@@ -24,16 +30,40 @@ export const HISTORY_DAYS = 14;
 export const RUNS_SHOWN = 5;
 /** The page reloads itself this often (seconds): it is meant to be left open. */
 const REFRESH_SECONDS = 60;
+/** Up to this many sources, every source's detail is on the page; above, the one `?source=NAME` names. */
+export const INLINE_DETAIL_SOURCES = 10;
 
 export interface StatusPageData {
   generatedAt: Date;
+  fleet: FleetSummary;
+  /** Quarantined records and schema-drift findings of every configured source. */
+  attention: { quarantined: number; drift: Array<{ source: string; table: string; kind: string; detail: string }> };
+  /** The sources shown in detail. */
   sources: Array<{ status: SourceStatus; days: DayRequests[]; runs: Map<string, RecentRun[]> }>;
+  /** `?source=NAME` named no configured source. */
+  unknownSource: string | null;
+  /** Several sources, and their detail is not inline: each is reached by its link. */
+  linkedDetail: boolean;
   /** Null when no source takes webhooks (only Core sources do). */
   webhooks: RefreshQueueCounts | null;
 }
 
-export async function collectStatusPage(app: App, config: Config, scheduler?: Scheduler): Promise<StatusPageData> {
-  const statuses = await collectStatus(app, config, { scheduler });
+export async function collectStatusPage(
+  app: App,
+  config: Config,
+  scheduler?: Scheduler,
+  options: { source?: string } = {},
+): Promise<StatusPageData> {
+  const names = config.sources.map((s) => s.name);
+  const inline = config.sources.length <= INLINE_DETAIL_SOURCES;
+  const named = options.source ? config.sources.filter((s) => s.name === options.source) : [];
+  const detailed = named.length > 0 ? named : inline ? config.sources : [];
+  const [fleet, quarantined, drift, statuses] = await Promise.all([
+    collectFleet(app, config, { scheduler }),
+    quarantineCounts(app.pool),
+    driftFindings(app.pool, names),
+    detailed.length > 0 ? collectStatus(app, { ...config, sources: detailed }, { scheduler }) : Promise.resolve([]),
+  ]);
   const sources = await Promise.all(
     statuses.map(async (status) => {
       const source = config.sources.find((s) => s.name === status.source)!;
@@ -46,18 +76,30 @@ export async function collectStatusPage(app: App, config: Config, scheduler?: Sc
     }),
   );
   const webhooks = config.sources.some((s) => s.kind === 'core') ? await refreshQueueCounts(app.pool) : null;
-  return { generatedAt: app.ctx.now(), sources, webhooks };
+  const configured = new Set(names);
+  return {
+    generatedAt: app.ctx.now(),
+    fleet,
+    attention: {
+      quarantined: quarantined.filter((q) => configured.has(q.source)).reduce((n, q) => n + q.count, 0),
+      drift: [...drift.entries()].flatMap(([key, findings]) =>
+        findings.map((f) => ({ source: key.slice(0, key.length - f.table.length - 1), table: f.table, kind: f.kind, detail: f.detail })),
+      ),
+    },
+    sources,
+    unknownSource: options.source && named.length === 0 ? options.source : null,
+    linkedDetail: !inline,
+    webhooks,
+  };
 }
 
 export function renderStatusPage(data: StatusPageData): string {
   const now = data.generatedAt;
-  const quarantined = data.sources.reduce((n, s) => n + s.status.resources.reduce((m, r) => m + r.quarantined, 0), 0);
-  const drift = data.sources.flatMap((s) =>
-    s.status.resources.flatMap((r) => (r.drift ?? []).map((f) => ({ source: s.status.source, resource: r.resource, ...f }))),
-  );
-  const warnings = drift.filter((f) => f.kind !== 'unmapped_field');
+  const quarantined = data.attention.quarantined;
+  const warnings = data.attention.drift.filter((f) => f.kind !== 'unmapped_field');
   const body = [
     `<header><h1>pmsync status</h1><p>As of ${time(now, now)}. Read-only; counts and times only. Reloads every ${REFRESH_SECONDS} s.</p></header>`,
+    data.fleet.totals.sources > 0 ? renderFleet(data.fleet, now) : '',
     `<section aria-labelledby="attention"><h2 id="attention">Needs attention</h2><dl class="summary">`,
     item('Quarantined records', num(quarantined), 'quarantined', quarantined > 0),
     data.webhooks ? item('Webhook backlog', num(data.webhooks.ready + data.webhooks.deferred + data.webhooks.retrying), 'backlog') : '',
@@ -70,8 +112,10 @@ export function renderStatusPage(data: StatusPageData): string {
           .join('')}</ul>`
       : '',
     `</section>`,
+    data.unknownSource ? `<p class="warn">No source named ${esc(data.unknownSource)} is configured.</p>` : '',
+    data.linkedDetail && data.sources.length === 0 ? '<p>Choose a source in the summary to see its detail.</p>' : '',
     ...data.sources.map((s) => renderSource(s, now)),
-    data.sources.length === 0 ? '<p>No source is configured.</p>' : '',
+    data.fleet.totals.sources === 0 ? '<p>No source is configured.</p>' : '',
   ].join('\n');
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
@@ -79,6 +123,46 @@ export function renderStatusPage(data: StatusPageData): string {
 <title>pmsync status</title><style>${CSS}</style></head>
 <body>${body}</body></html>
 `;
+}
+
+/** The fleet summary: totals, then one row per source, worst first, each linking to its detail. */
+function renderFleet(fleet: FleetSummary, now: Date): string {
+  const t = fleet.totals;
+  const rows = fleet.sources.map((h) => {
+    const href = `?source=${encodeURIComponent(h.source)}#source-${slug(h.source)}`;
+    const b = h.budget;
+    const q = h.quota;
+    return `<tr data-source="${esc(h.source)}" data-verdict="${esc(h.verdict)}">
+<th scope="row"><a href="${esc(href)}">${esc(h.source)}</a></th>
+<td class="verdict ${slug(h.verdict)}">${esc(h.verdict)}</td>
+<td class="stalest">${stalest(h)}</td>
+<td class="budget">${num(b.used)} of ${b.budget === null ? 'unlimited' : num(b.budget)}</td>
+<td class="quota">${q ? `${num(q.used)} of ${num(q.dailyLimit)}` : 'no quota'}</td>
+<td class="next">${h.nextCheck ? (Date.parse(h.nextCheck.at) <= now.getTime() ? 'due now' : time(new Date(h.nextCheck.at), now)) : '-'}</td>
+<td class="why">${why(h, now)}</td>
+</tr>`;
+  });
+  return `<section aria-labelledby="fleet"><h2 id="fleet">Sources, worst first</h2>
+<p class="totals" aria-label="Totals">${esc(describeTotals(t))}</p>
+<table class="fleet" aria-label="Sources, worst first">
+<thead><tr><th scope="col">Source</th><th scope="col">Health</th><th scope="col">Stalest stream</th><th scope="col">Budget today</th><th scope="col">Requests today</th><th scope="col">Next check</th><th scope="col">Why</th></tr></thead>
+<tbody>${rows.join('\n')}</tbody></table>
+${fleet.omitted > 0 ? `<p>${num(fleet.omitted)} more source(s) not shown.</p>` : ''}
+</section>`;
+}
+
+function stalest(h: SourceHealth): string {
+  const s = h.stalest;
+  if (!s) return '-';
+  if (s.minutes === null) return `${esc(s.resource)}: first pass`;
+  return `${esc(s.resource)}: ${span(s.minutes)}${s.targetMinutes !== null ? ` <small>(target ${span(s.targetMinutes)})</small>` : ''}`;
+}
+
+/** The reasons (with error codes), and when the last failure was: never an error message, which may quote what a server sent. */
+function why(h: SourceHealth, now: Date): string {
+  const parts = h.reasons.map(esc);
+  if (h.lastError) parts.push(`<small>last failure ${time(new Date(h.lastError.at), now)}</small>`);
+  return parts.join('<br>') || '-';
 }
 
 function renderSource(s: StatusPageData['sources'][number], now: Date): string {
@@ -221,8 +305,10 @@ ol.bars .bar{display:block;width:100%;background:#3b6fd8;border-radius:2px 2px 0
 ol.bars li:last-of-type .bar{background:#1f4fb4}
 ol.bars .count{font-size:.7rem;color:#1d2330}ol.bars .day{position:absolute;bottom:-18px;font-size:.7rem;color:#5b6473}
 ol.bars .line{position:absolute;left:0;right:0;border-top:1px dashed #b3261e}ol.bars .budget-line{border-color:#7a5af5}
-table.streams{border-collapse:collapse;width:100%;font-size:.9rem}
-table.streams th,table.streams td{border-top:1px solid #e3e6eb;padding:.35rem .5rem;text-align:left;vertical-align:top}
+table.streams,table.fleet{border-collapse:collapse;width:100%;font-size:.9rem}
+table.streams th,table.streams td,table.fleet th,table.fleet td{border-top:1px solid #e3e6eb;padding:.35rem .5rem;text-align:left;vertical-align:top}
+table.fleet{background:#fff}p.totals{font-weight:600;margin:.25rem 0 .75rem}
+td.verdict{font-weight:600}td.failing,td.over-budget{color:#b3261e}td.behind{color:#8a5a00}td.ok{color:#1e7b34}
 table.streams td.rows,table.streams td.quarantined{text-align:right;font-variant-numeric:tabular-nums}
 td.runs ol{margin:0;padding:0;list-style:none}
 .run .outcome{display:inline-block;min-width:6.5em;font-weight:600}

@@ -144,6 +144,23 @@ export async function loadChangeModels(db: Queryable, source: string): Promise<M
   return out;
 }
 
+/** Every stored slot of many sources with one query: source -> resource -> slots. */
+export async function loadChangeModelsOf(db: Queryable, sources: string[]): Promise<Map<string, Map<string, StoredSlot[]>>> {
+  const res = await db.query<{ source: string; resource: string; slot: number; changes: number; exposure_hours: number; as_of: Date }>(
+    'SELECT source, resource, slot, changes, exposure_hours, as_of FROM pmsync.change_model WHERE source = ANY($1::text[])',
+    [sources],
+  );
+  const out = new Map<string, Map<string, StoredSlot[]>>();
+  for (const r of res.rows) {
+    const models = out.get(r.source) ?? new Map<string, StoredSlot[]>();
+    const list = models.get(r.resource) ?? [];
+    list.push({ slot: r.slot, changes: r.changes, exposureHours: r.exposure_hours, asOf: r.as_of });
+    models.set(r.resource, list);
+    out.set(r.source, models);
+  }
+  return out;
+}
+
 /**
  * Adds one observation: `changes` and `exposure` are by slot. Stored values
  * decay to `at` before the new ones are added, in the same statement, so

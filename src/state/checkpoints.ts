@@ -106,14 +106,31 @@ export interface StoredCheckpoint {
   window: WindowCheckpoint | null;
 }
 
+function storedOf(r: { resource: string; cursor: Date | null; window: unknown }): StoredCheckpoint {
+  const parsed = r.window ? windowCheckpoint.safeParse(r.window) : null;
+  return { resource: r.resource, cursor: r.cursor, open: r.window !== null, window: parsed?.success ? parsed.data : null };
+}
+
 /** Every stream's cursor and open window of a source, without failing on a damaged checkpoint. */
 export async function readCheckpoints(db: Queryable, source: string): Promise<StoredCheckpoint[]> {
   const res = await db.query<{ resource: string; cursor: Date | null; window: unknown }>(
     'SELECT resource, cursor, "window" FROM pmsync.sync_state WHERE source = $1',
     [source],
   );
-  return res.rows.map((r) => {
-    const parsed = r.window ? windowCheckpoint.safeParse(r.window) : null;
-    return { resource: r.resource, cursor: r.cursor, open: r.window !== null, window: parsed?.success ? parsed.data : null };
-  });
+  return res.rows.map(storedOf);
+}
+
+/** The checkpoints of many sources with one query: source -> its streams' checkpoints. */
+export async function readCheckpointsOf(db: Queryable, sources: string[]): Promise<Map<string, StoredCheckpoint[]>> {
+  const res = await db.query<{ source: string; resource: string; cursor: Date | null; window: unknown }>(
+    'SELECT source, resource, cursor, "window" FROM pmsync.sync_state WHERE source = ANY($1::text[])',
+    [sources],
+  );
+  const out = new Map<string, StoredCheckpoint[]>();
+  for (const r of res.rows) {
+    const list = out.get(r.source) ?? [];
+    list.push(storedOf(r));
+    out.set(r.source, list);
+  }
+  return out;
 }

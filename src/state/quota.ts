@@ -183,30 +183,47 @@ export class QuotaLedger implements RequestBudget {
   }
 
   async snapshot(): Promise<QuotaSnapshot> {
-    const now = this.now();
-    const qd = quotaDayOf(now, this.settings);
-    const res = await this.db.query<SpentByPurpose & { used: number; exhausted_until: Date | null }>(
-      `SELECT used, used_check AS "check", used_backfill AS backfill, used_webhook AS webhook, used_resync AS resync, used_full AS "full", exhausted_until
-       FROM pmsync.quota_usage WHERE key_id = $1 AND quota_day = $2::date`,
-      [this.settings.keyId, qd.day],
-    );
-    const row = res.rows[0];
-    const byPurpose = noneSpent();
-    if (row) for (const p of PURPOSES) byPurpose[p] = row[p];
-    const exhaustedUntil = row?.exhausted_until && row.exhausted_until > now ? row.exhausted_until : null;
-    return {
-      day: qd.day,
-      used: row?.used ?? 0,
-      byPurpose,
-      dailyLimit: this.settings.dailyLimit,
-      allowance: allowance(this.settings),
-      budget: this.settings.budget,
-      budgetUsed: byPurpose.check + byPurpose.webhook + byPurpose.full,
-      exhaustedUntil,
-      startsAt: qd.startsAt,
-      resetsAt: qd.resetsAt,
-    };
+    return (await quotaSnapshots(this.db, [this.settings], this.now()))[0]!;
   }
+}
+
+type UsageRow = SpentByPurpose & { used: number; exhausted_until: Date | null };
+
+/** What a quota day's ledger row says, for a key's settings, at `now`. */
+function snapshotOf(settings: QuotaSettings, now: Date, row: UsageRow | undefined): QuotaSnapshot {
+  const qd = quotaDayOf(now, settings);
+  const byPurpose = noneSpent();
+  if (row) for (const p of PURPOSES) byPurpose[p] = row[p];
+  const exhaustedUntil = row?.exhausted_until && row.exhausted_until > now ? row.exhausted_until : null;
+  return {
+    day: qd.day,
+    used: row?.used ?? 0,
+    byPurpose,
+    dailyLimit: settings.dailyLimit,
+    allowance: allowance(settings),
+    budget: settings.budget,
+    budgetUsed: byPurpose.check + byPurpose.webhook + byPurpose.full,
+    exhaustedUntil,
+    startsAt: qd.startsAt,
+    resetsAt: qd.resetsAt,
+  };
+}
+
+/**
+ * The snapshots of many keys at once, in the order given, with one query: each
+ * key on its own current quota day (keys may differ in time zone and reset hour).
+ */
+export async function quotaSnapshots(db: Queryable, settings: QuotaSettings[], now: Date): Promise<QuotaSnapshot[]> {
+  if (settings.length === 0) return [];
+  const days = settings.map((s) => quotaDayOf(now, s).day);
+  const res = await db.query<UsageRow & { key_id: string; quota_day: string }>(
+    `SELECT u.key_id, to_char(u.quota_day, 'YYYY-MM-DD') AS quota_day, u.used, u.used_check AS "check", u.used_backfill AS backfill,
+            u.used_webhook AS webhook, u.used_resync AS resync, u.used_full AS "full", u.exhausted_until
+     FROM pmsync.quota_usage u JOIN unnest($1::text[], $2::date[]) AS k(key_id, quota_day) ON u.key_id = k.key_id AND u.quota_day = k.quota_day`,
+    [settings.map((s) => s.keyId), days],
+  );
+  const rows = new Map(res.rows.map((r) => [`${r.key_id} ${r.quota_day}`, r]));
+  return settings.map((s, i) => snapshotOf(s, now, rows.get(`${s.keyId} ${days[i]}`)));
 }
 
 function cap(text: string): string {

@@ -85,6 +85,30 @@ export async function recentCheckCosts(db: Queryable, source: string, runs: numb
   return new Map(res.rows.map((r) => [r.resource, r.cost]));
 }
 
+/**
+ * recentCheckCosts for many streams with one query: "source/resource" ->
+ * average requests. Each stream's latest runs are found through its index
+ * (newest start first: a stream's runs never overlap, so that is id order).
+ */
+export async function recentCheckCostsOf(
+  db: Queryable,
+  streams: Array<{ source: string; resource: string }>,
+  runs: number,
+): Promise<Map<string, number>> {
+  const res = await db.query<{ source: string; resource: string; cost: number }>(
+    `SELECT k.source, k.resource, avg(r.requests)::float8 AS cost
+     FROM unnest($1::text[], $2::text[]) AS k(source, resource)
+     CROSS JOIN LATERAL (
+       SELECT requests FROM pmsync.runs
+       WHERE source = k.source AND resource = k.resource AND status = 'succeeded' AND requests > 0 AND (purpose IN ('check', 'webhook', 'full') OR mode = 'full')
+       ORDER BY started_at DESC, id DESC LIMIT $3
+     ) r
+     GROUP BY k.source, k.resource`,
+    [streams.map((s) => s.source), streams.map((s) => s.resource), runs],
+  );
+  return new Map(res.rows.map((r) => [`${r.source}/${r.resource}`, r.cost]));
+}
+
 /** When each stream ("source/resource") last finished a run successfully. */
 export async function lastSuccesses(db: Queryable): Promise<Map<string, Date>> {
   const res = await db.query<{ key: string; at: Date }>(
@@ -105,14 +129,63 @@ export interface LastRun {
   error: string | null;
 }
 
-/** The latest run of a stream, whatever its outcome. */
+/**
+ * The latest run of a stream, whatever its outcome. Newest start first, not
+ * highest id: a stream's runs never overlap, so that is the same run, and it
+ * is found through the stream's index instead of walking the whole history
+ * backwards (160 ms a stream with 1.5 million runs recorded).
+ */
 export async function lastRun(db: Queryable, source: string, resource: string): Promise<LastRun | null> {
   const res = await db.query<LastRun>(
     `SELECT status, started_at AS "startedAt", ended_at AS "endedAt", requests, inserted, updated, unchanged, rejected, error_message AS error
-     FROM pmsync.runs WHERE source = $1 AND resource = $2 ORDER BY id DESC LIMIT 1`,
+     FROM pmsync.runs WHERE source = $1 AND resource = $2 ORDER BY started_at DESC, id DESC LIMIT 1`,
     [source, resource],
   );
   return res.rows[0] ?? null;
+}
+
+export interface RunOutcome {
+  status: RunStatus;
+  startedAt: Date;
+  endedAt: Date | null;
+  errorCode: string | null;
+  /** At most OUTCOME_MESSAGE_CHARS characters of it. */
+  errorMessage: string | null;
+}
+
+/** An error message read for a summary is cut here: the rest stays in pmsync.runs (`pmsync runs`). */
+const OUTCOME_MESSAGE_CHARS = 500;
+
+/**
+ * The latest `perStream` finished runs of each of many streams, newest first,
+ * with one query (each stream's runs are found through its index, however
+ * long the history): "source/resource" -> outcomes. Streams never run are absent.
+ */
+export async function recentOutcomes(
+  db: Queryable,
+  streams: Array<{ source: string; resource: string }>,
+  perStream: number,
+): Promise<Map<string, RunOutcome[]>> {
+  const res = await db.query<RunOutcome & { source: string; resource: string }>(
+    `SELECT k.source, k.resource, r.status, r.started_at AS "startedAt", r.ended_at AS "endedAt", r.error_code AS "errorCode",
+            left(r.error_message, $4) AS "errorMessage"
+     FROM unnest($1::text[], $2::text[]) AS k(source, resource)
+     CROSS JOIN LATERAL (
+       SELECT id, status, started_at, ended_at, error_code, error_message FROM pmsync.runs
+       WHERE source = k.source AND resource = k.resource AND status <> 'running'
+       ORDER BY started_at DESC, id DESC LIMIT $3
+     ) r
+     ORDER BY k.source, k.resource, r.started_at DESC, r.id DESC`,
+    [streams.map((s) => s.source), streams.map((s) => s.resource), perStream, OUTCOME_MESSAGE_CHARS],
+  );
+  const out = new Map<string, RunOutcome[]>();
+  for (const { source, resource, ...outcome } of res.rows) {
+    const key = `${source}/${resource}`;
+    const list = out.get(key) ?? [];
+    list.push(outcome);
+    out.set(key, list);
+  }
+  return out;
 }
 
 /** When a run started (database clock), if it exists. */

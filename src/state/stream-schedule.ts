@@ -31,38 +31,52 @@ export interface StreamScheduleRow {
   warning: string | null;
 }
 
+interface ScheduleRecord {
+  source: string;
+  resource: string;
+  last_fire_at: Date | null;
+  last_fire_purpose: string | null;
+  last_fire_reason: string | null;
+  last_fire_by: string | null;
+  last_done_at: Date | null;
+  last_check_at: Date | null;
+  last_outcome: string | null;
+  notified_until: Date | null;
+  paused_until: Date | null;
+  warning: string | null;
+}
+
+function rowOf(r: ScheduleRecord): StreamScheduleRow {
+  return {
+    resource: r.resource,
+    lastFireAt: r.last_fire_at,
+    lastFirePurpose: r.last_fire_purpose,
+    lastFireReason: r.last_fire_reason,
+    lastFireBy: r.last_fire_by,
+    lastDoneAt: r.last_done_at,
+    lastCheckAt: r.last_check_at,
+    lastOutcome: r.last_outcome,
+    notifiedUntil: r.notified_until,
+    pausedUntil: r.paused_until,
+    warning: r.warning,
+  };
+}
+
 export async function loadStreamSchedules(db: Queryable, source: string): Promise<Map<string, StreamScheduleRow>> {
-  const res = await db.query<{
-    resource: string;
-    last_fire_at: Date | null;
-    last_fire_purpose: string | null;
-    last_fire_reason: string | null;
-    last_fire_by: string | null;
-    last_done_at: Date | null;
-    last_check_at: Date | null;
-    last_outcome: string | null;
-    notified_until: Date | null;
-    paused_until: Date | null;
-    warning: string | null;
-  }>('SELECT * FROM pmsync.stream_schedule WHERE source = $1', [source]);
-  return new Map(
-    res.rows.map((r) => [
-      r.resource,
-      {
-        resource: r.resource,
-        lastFireAt: r.last_fire_at,
-        lastFirePurpose: r.last_fire_purpose,
-        lastFireReason: r.last_fire_reason,
-        lastFireBy: r.last_fire_by,
-        lastDoneAt: r.last_done_at,
-        lastCheckAt: r.last_check_at,
-        lastOutcome: r.last_outcome,
-        notifiedUntil: r.notified_until,
-        pausedUntil: r.paused_until,
-        warning: r.warning,
-      },
-    ]),
-  );
+  const res = await db.query<ScheduleRecord>('SELECT * FROM pmsync.stream_schedule WHERE source = $1', [source]);
+  return new Map(res.rows.map((r) => [r.resource, rowOf(r)]));
+}
+
+/** The rows of many sources with one query: source -> resource -> row. */
+export async function loadStreamSchedulesOf(db: Queryable, sources: string[]): Promise<Map<string, Map<string, StreamScheduleRow>>> {
+  const res = await db.query<ScheduleRecord>('SELECT * FROM pmsync.stream_schedule WHERE source = ANY($1::text[])', [sources]);
+  const out = new Map<string, Map<string, StreamScheduleRow>>();
+  for (const r of res.rows) {
+    const rows = out.get(r.source) ?? new Map<string, StreamScheduleRow>();
+    rows.set(r.resource, rowOf(r));
+    out.set(r.source, rows);
+  }
+  return out;
 }
 
 export interface Claim {

@@ -194,7 +194,7 @@ describe('pmsync sync against the Pro simulator', () => {
       outputs.push(await waitExit(child));
       const killedAfter = appointmentReads();
 
-      const status = await cli(['status']);
+      const status = await cli(['status', '--source', 'clinic-sweep']);
       expect(status.stdout).toMatch(/source clinic-sweep \(pro\)\n(.*\n)* {2}appointments .* resumes after key \d+/);
       const res = await cli(['sync', '--source', 'clinic-sweep', '--resource', 'appointments']);
       expect(res.code).toBe(0);

@@ -1,4 +1,5 @@
-import { Command } from 'commander';
+import { Command, InvalidArgumentError, Option } from 'commander';
+import pLimit from 'p-limit';
 import { quotaSettingsFor, type App } from '../../app.ts';
 import { pagesLeft } from '../../api/pager.ts';
 import type { Config } from '../../config-schema.ts';
@@ -11,9 +12,9 @@ import { describePosition } from '../../sync/readers/pro-session.ts';
 import { checkConnectivity } from '../../sync/source-kinds.ts';
 import { resourceTablesFor } from '../../sync/streams/index.ts';
 import { configFrom, fail, withApp } from '../shared.ts';
+import { findSource } from '../../config.ts';
 import type { Scheduler, SourceView } from '../../scheduler/scheduler.ts';
 import { sourceTimeZone } from '../../scheduler/plan.ts';
-import { nextCheck } from '../../scheduler/budget.ts';
 import { slotOf } from '../../time.ts';
 import type { Purpose } from '../../api/http.ts';
 import { EXIT, exitCodeOf, PmsyncError, type ErrorCode } from '../../errors.ts';
@@ -21,6 +22,7 @@ import { driftFindings, type StoredFinding } from '../../state/drift.ts';
 import { describeDrift } from './drift.ts';
 import { DEMO_SOURCE, describeNoSources } from '../no-sources.ts';
 import { storedSources } from '../../state/sources.ts';
+import { collectFleet, describeTotals, span, streamNextCheck, type FleetSummary, type SourceHealth } from '../../scheduler/fleet.ts';
 
 export interface ResourceStatus {
   resource: string;
@@ -127,6 +129,8 @@ export interface SourceStatus {
   resources: ResourceStatus[];
   /** With --check: the answer to one connectivity request; `code` is the error's stable code. */
   connectivity?: { ok: true; checked: string } | { ok: false; error: string; code: ErrorCode | 'UNEXPECTED' };
+  /** Its verdict in the fleet summary (src/scheduler/fleet.ts). */
+  health?: SourceHealth;
 }
 
 export async function collectStatus(
@@ -255,12 +259,7 @@ function scheduleStatus(
 }
 
 function nextCheckOf(view: SourceView, mode: StreamScheduleStatus['mode'], resource: string): StreamScheduleStatus['nextCheck'] {
-  if (mode === 'cron') {
-    const fire = view.nextFires.get(resource);
-    return fire ? { at: fire.toISOString(), reason: 'cron' } : null;
-  }
-  if (mode === 'off') return null;
-  const next = nextCheck(view.input, view.plan, resource);
+  const next = streamNextCheck(view, mode, resource);
   return next ? { at: next.at.toISOString(), reason: next.reason } : null;
 }
 
@@ -304,7 +303,7 @@ async function connectivityOf(app: App, source: Config['sources'][number]): Prom
  * code the worst failure would give a sync (4 credentials, 5 quota, 6
  * unreachable, 1 anything else), so it works as a pre-flight check.
  */
-export function checkExitCode(statuses: SourceStatus[]): number {
+export function checkExitCode(statuses: Array<Pick<SourceStatus, 'connectivity'>>): number {
   let code: number = EXIT.OK;
   for (const s of statuses) {
     const c = s.connectivity;
@@ -323,6 +322,7 @@ export function printStatus(statuses: SourceStatus[], now: Date): void {
           : '') +
         '\n',
     );
+    process.stdout.write(describeHealth(s.health));
     const b = s.budget;
     if (q) {
       const p = b.planned;
@@ -354,17 +354,106 @@ export function printStatus(statuses: SourceStatus[], now: Date): void {
   }
 }
 
+/** The options that ask for the summary, which --source and --detail contradict. */
+const SUMMARY_OPTIONS = ['summary', 'problems', 'limit'];
+/** Connectivity requests status --check sends at once over a fleet (each to its own source). */
+const CHECK_CONCURRENCY = 8;
+
+/** The summary's table: one line per source, worst first, totals on top. */
+export function printSummary(fleet: FleetSummary, now: Date): void {
+  const out: string[] = [describeTotals(fleet.totals), ''];
+  const rows = fleet.sources.map((h) => [
+    h.source,
+    h.verdict,
+    stalestText(h),
+    `${h.budget.used}/${h.budget.budget ?? 'unlimited'}`,
+    h.quota ? `${h.quota.used}/${h.quota.dailyLimit}` : '-',
+    nextCheckText(h, now),
+    h.reasons.join('; ') || '-',
+  ]);
+  const header = ['SOURCE', 'HEALTH', 'STALEST', 'BUDGET', 'QUOTA', 'NEXT CHECK', 'WHY'];
+  const widths = header.map((title, i) => Math.max(title.length, ...rows.map((r) => r[i]!.length)));
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!)))
+      .join('  ')
+      .trimEnd();
+  out.push(line(header));
+  fleet.sources.forEach((h, i) => {
+    out.push(line(rows[i]!));
+    const e = h.lastError;
+    if (e?.message) out.push(`  last error${e.resource ? ` of ${e.resource}` : ''} (${e.code ?? 'error'}, ${e.at}): ${e.message}`);
+  });
+  if (fleet.sources.length === 0) out.push('(none)');
+  if (fleet.omitted > 0) out.push(`${fleet.omitted} more source(s) not shown (--problems, --limit)`);
+  out.push('', 'Per-source detail: pmsync status --source NAME');
+  process.stdout.write(`${out.join('\n')}\n`);
+}
+
+function stalestText(h: SourceHealth): string {
+  const s = h.stalest;
+  if (!s) return '-';
+  if (s.minutes === null) return `${s.resource} first pass`;
+  return `${s.resource} ${span(s.minutes)}${s.targetMinutes !== null ? ` / ${span(s.targetMinutes)}` : ''}`;
+}
+
+function nextCheckText(h: SourceHealth, now: Date): string {
+  if (!h.nextCheck) return '-';
+  const minutes = Math.round((Date.parse(h.nextCheck.at) - now.getTime()) / 60_000);
+  return minutes <= 0 ? 'due now' : `in ${span(minutes)}`;
+}
+
+/** The one line the per-source detail adds: the source's verdict and why. */
+function describeHealth(h: SourceHealth | undefined): string {
+  if (!h) return '';
+  return `  health: ${h.verdict}${h.reasons.length ? ` (${h.reasons.join('; ')})` : ''}\n`;
+}
+
+/** The earliest next check of a detailed source, from its streams' schedules. */
+function earliestNextCheck(status: SourceStatus): SourceHealth['nextCheck'] {
+  let best: SourceHealth['nextCheck'] = null;
+  for (const r of status.resources) {
+    const next = r.schedule?.nextCheck;
+    if (next && (!best || Date.parse(next.at) < Date.parse(best.at))) best = { at: next.at, resource: r.resource, reason: next.reason };
+  }
+  return best;
+}
+
+interface StatusOptions {
+  json?: boolean;
+  check?: boolean;
+  source?: string;
+  summary?: boolean;
+  detail?: boolean;
+  problems?: boolean;
+  limit?: number;
+}
+
+function positive(text: string): number {
+  if (!/^\d+$/.test(text) || Number(text) < 1) throw new InvalidArgumentError('expected a positive number');
+  return Number(text);
+}
+
 export function statusCommand(): Command {
   return new Command('status')
     .description(
-      'show, per source: requests used today and the budget spent and planned by purpose; per resource: rows, cursor, last run, schedule and freshness, quarantined records',
+      'with several sources: a summary, one line per source, worst first (failing, over budget, behind, ok); ' +
+        'per source (--source NAME, --detail, or a single source): requests used today and the budget spent and planned by purpose; ' +
+        'per resource: rows, cursor, last run, schedule and freshness, quarantined records',
     )
-    .option('--json', 'print JSON')
+    .option('--json', 'print JSON (per-source detail, each with its "health"; with --summary, --problems or --limit: the summary)')
     .option('--check', 'also send each source one connectivity request (Core: GET /status; Subset: one company; Pro: one event type)')
-    .action(async (opts: { json?: boolean; check?: boolean }, cmd: Command) => {
+    .addOption(new Option('-s, --source <name>', 'the detail of this source only').conflicts(SUMMARY_OPTIONS))
+    .option('--summary', 'the summary even for a single source (with --json: the summary instead of the detail)')
+    .addOption(new Option('--detail', 'the detail of every source, as with a single source').conflicts(SUMMARY_OPTIONS))
+    .option('--problems', 'summary: only sources that are not ok')
+    .option('-n, --limit <n>', 'summary: at most N sources, worst first', positive)
+    .action(async (opts: StatusOptions, cmd: Command) => {
       try {
-        const config = configFrom(cmd);
-        await withApp(config, async (app) => {
+        const loaded = configFrom(cmd);
+        const wantsSummary = opts.summary || opts.problems || opts.limit !== undefined;
+        const config = opts.source ? { ...loaded, sources: findSource(loaded, opts.source) } : loaded;
+        await withApp(loaded, async (app) => {
           if (config.sources.length === 0) {
             // Nothing to report on: say what the database holds and what to do next (on stderr when stdout is JSON).
             const note = describeNoSources(await storedSources(app.pool), {
@@ -377,15 +466,35 @@ export function statusCommand(): Command {
             } else process.stdout.write(note);
             return;
           }
+          // JSON keeps its per-source shape unless the summary is asked for by name.
+          const summary = wantsSummary || (!opts.json && !opts.detail && !opts.source && config.sources.length > 1);
+          if (summary) {
+            const checked = opts.check ? await checkAll(app, config) : null;
+            const failed = new Map<string, { code: string; message: string }>();
+            for (const [name, c] of checked ?? []) if (!c.ok) failed.set(name, { code: c.code, message: c.error });
+            const fleet = await collectFleet(app, config, { problems: opts.problems, limit: opts.limit, connectivity: failed });
+            if (opts.json) process.stdout.write(`${JSON.stringify(fleet, null, 2)}\n`);
+            else {
+              printSummary(fleet, app.ctx.now());
+              await printRefreshQueue(app, config);
+            }
+            process.exitCode = checkExitCode([...(checked?.values() ?? [])].map((connectivity) => ({ connectivity })));
+            return;
+          }
           const statuses = await collectStatus(app, config, { check: opts.check });
+          const failed = new Map<string, { code: string; message: string }>();
+          for (const s of statuses)
+            if (s.connectivity && !s.connectivity.ok) failed.set(s.source, { code: s.connectivity.code, message: s.connectivity.error });
+          // Next checks come from the detail just read, not from a second look at every source.
+          const fleet = await collectFleet(app, config, { connectivity: failed, nextChecks: false });
+          for (const s of statuses) {
+            const health = fleet.sources.find((h) => h.source === s.source);
+            if (health) s.health = { ...health, nextCheck: earliestNextCheck(s) };
+          }
           if (opts.json) process.stdout.write(`${JSON.stringify(statuses, null, 2)}\n`);
           else {
             printStatus(statuses, app.ctx.now());
-            if (config.sources.some((s) => s.kind === 'core')) {
-              // The refresh queue's module (pg-boss) loads only when there is a queue to report (src/cli/main.ts).
-              const { describeRefreshCounts, refreshQueueCounts } = await import('../../webhooks/queue.ts');
-              process.stdout.write(`${describeRefreshCounts(await refreshQueueCounts(app.pool))}\n`);
-            }
+            await printRefreshQueue(app, config);
           }
           process.exitCode = checkExitCode(statuses);
         });
@@ -393,4 +502,18 @@ export function statusCommand(): Command {
         fail(err);
       }
     });
+}
+
+async function printRefreshQueue(app: App, config: Config): Promise<void> {
+  if (!config.sources.some((s) => s.kind === 'core')) return;
+  // The refresh queue's module (pg-boss) loads only when there is a queue to report (src/cli/main.ts).
+  const { describeRefreshCounts, refreshQueueCounts } = await import('../../webhooks/queue.ts');
+  process.stdout.write(`${describeRefreshCounts(await refreshQueueCounts(app.pool))}\n`);
+}
+
+/** status --check over every source, a few at a time. */
+async function checkAll(app: App, config: Config): Promise<Map<string, NonNullable<SourceStatus['connectivity']>>> {
+  const limit = pLimit(CHECK_CONCURRENCY);
+  const answers = await Promise.all(config.sources.map((s) => limit(async () => [s.name, await connectivityOf(app, s)] as const)));
+  return new Map(answers);
 }

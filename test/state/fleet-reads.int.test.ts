@@ -1,0 +1,162 @@
+/**
+ * The set-based reads behind the fleet summary, against PostgreSQL: each
+ * answers for many sources with one query exactly what its per-source
+ * counterpart answers for each one, and the failures read from the runs
+ * count failed runs in a row and are redacted.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { addObservation, loadChangeModels, loadChangeModelsOf } from '../../src/state/change-model.ts';
+import { completeWindow, readCheckpoints, readCheckpointsOf, saveWindow } from '../../src/state/checkpoints.ts';
+import { QuotaLedger, quotaSnapshots, type QuotaSettings } from '../../src/state/quota.ts';
+import { finishRun, recentCheckCosts, recentCheckCostsOf, recentOutcomes, startRun, type RunStatus } from '../../src/state/runs.ts';
+import { claimDispatch, loadStreamSchedules, loadStreamSchedulesOf, setWarning } from '../../src/state/stream-schedule.ts';
+import { readFailures } from '../../src/scheduler/fleet.ts';
+import { createTestDatabase, type TestDatabase } from '../support/db.ts';
+
+let db: TestDatabase;
+beforeAll(async () => {
+  db = await createTestDatabase();
+});
+afterAll(async () => {
+  await db?.drop();
+});
+
+const NOW = new Date('2026-03-12T23:30:00Z');
+
+async function run(source: string, resource: string, status: RunStatus, extra: { requests?: number; errorMessage?: string } = {}) {
+  const id = await startRun(db.pool, { source, resource, mode: 'incremental', purpose: 'check', windowStart: null, windowEnd: null });
+  if (status !== 'running') await finishRun(db.pool, id, status, { ...extra, errorCode: status === 'failed' ? 'AUTH_FAILED' : undefined });
+  return id;
+}
+
+describe('the quota snapshots of many keys', () => {
+  const key = (keyId: string, over: Partial<QuotaSettings> = {}): QuotaSettings => ({
+    keyId,
+    dailyLimit: 1000,
+    reservePercent: 10,
+    budget: 150,
+    timeZone: 'UTC',
+    resetHour: 0,
+    label: keyId,
+    ...over,
+  });
+  // At 23:30 UTC it is already the 13th in Berlin; a key resetting at 06:00 UTC is on the day that began on the 12th.
+  const keys = [key('k_utc'), key('k_berlin', { timeZone: 'Europe/Berlin' }), key('k_six', { resetHour: 6 }), key('k_none')];
+
+  it('reads each key on its own quota day, with one query, as its ledger does', async () => {
+    await db.pool.query(
+      `INSERT INTO pmsync.quota_usage (key_id, quota_day, used, used_check, used_backfill, daily_limit, budget, exhausted_until, updated_at) VALUES
+       ('k_utc', '2026-03-12', 30, 10, 20, 1000, 150, NULL, now()),
+       ('k_utc', '2026-03-11', 999, 150, 849, 1000, 150, NULL, now()),
+       ('k_berlin', '2026-03-13', 7, 7, 0, 1000, 150, '2026-03-13T23:00:00Z', now()),
+       ('k_berlin', '2026-03-12', 500, 100, 400, 1000, 150, NULL, now()),
+       ('k_six', '2026-03-12', 12, 2, 10, 1000, 150, '2026-03-12T20:00:00Z', now())`,
+    );
+    const batch = await quotaSnapshots(db.pool, keys, NOW);
+    const single = await Promise.all(keys.map((k) => new QuotaLedger(db.pool, k, () => NOW).snapshot()));
+    expect(batch).toEqual(single);
+    expect(batch.map((s) => [s.day, s.used, s.budgetUsed, s.exhaustedUntil?.toISOString() ?? null])).toEqual([
+      ['2026-03-12', 30, 10, null],
+      ['2026-03-13', 7, 7, '2026-03-13T23:00:00.000Z'],
+      // A 429 window that has passed is no longer in force.
+      ['2026-03-12', 12, 2, null],
+      ['2026-03-12', 0, 0, null],
+    ]);
+    expect(await quotaSnapshots(db.pool, [], NOW)).toEqual([]);
+  });
+});
+
+describe('stream schedules, checkpoints and change models of many sources', () => {
+  beforeAll(async () => {
+    for (const source of ['s1', 's2']) {
+      await claimDispatch(db.pool, {
+        source,
+        resource: 'customers',
+        seen: null,
+        at: NOW,
+        purpose: 'check',
+        reason: 'changes',
+        holder: 'h:1',
+      });
+      await setWarning(db.pool, source, 'orders', `${source} is late`);
+      await completeWindow(db.pool, source, 'customers', new Date('2026-03-12T22:00:00Z'));
+      await addObservation(db.pool, source, 'customers', NOW, new Map([[3, 2]]), new Map([[3, 1]]));
+    }
+    await saveWindow(db.pool, 's2', 'orders', {
+      mode: 'incremental',
+      start: null,
+      end: '2026-03-12T23:00:00.000Z',
+      nextPage: 4,
+      filters: {},
+      startedAt: '2026-03-12T23:00:00.000Z',
+      totalRows: null,
+      purpose: 'backfill',
+    });
+    await db.pool.query(`INSERT INTO pmsync.sync_state (source, resource, "window") VALUES ('s2', 'damaged', '{"mode": 1}')`);
+  });
+
+  it('answers for each source what the per-source read answers', async () => {
+    const sources = ['s1', 's2', 'nobody'];
+    const [schedules, checkpoints, models] = await Promise.all([
+      loadStreamSchedulesOf(db.pool, sources),
+      readCheckpointsOf(db.pool, sources),
+      loadChangeModelsOf(db.pool, sources),
+    ]);
+    for (const source of ['s1', 's2']) {
+      expect(schedules.get(source)).toEqual(await loadStreamSchedules(db.pool, source));
+      const sorted = (list: Awaited<ReturnType<typeof readCheckpoints>>) => [...list].sort((a, b) => a.resource.localeCompare(b.resource));
+      expect(sorted(checkpoints.get(source)!)).toEqual(sorted(await readCheckpoints(db.pool, source)));
+      expect(models.get(source)).toEqual(await loadChangeModels(db.pool, source));
+    }
+    expect(schedules.has('nobody') || checkpoints.has('nobody') || models.has('nobody')).toBe(false);
+    expect(checkpoints.get('s2')!.find((c) => c.resource === 'damaged')).toMatchObject({ open: true, window: null });
+    expect(checkpoints.get('s2')!.find((c) => c.resource === 'orders')!.window).toMatchObject({ purpose: 'backfill', nextPage: 4 });
+  });
+});
+
+describe('runs of many streams', () => {
+  beforeAll(async () => {
+    await run('r1', 'customers', 'succeeded', { requests: 4 });
+    await run('r1', 'customers', 'failed', { errorMessage: 'refused with apikey=secret-Key-77' });
+    await run('r1', 'customers', 'failed', { errorMessage: 'refused with apikey=secret-Key-77\nsecond line' });
+    await run('r1', 'customers', 'running');
+    await run('r1', 'orders', 'failed', { errorMessage: 'boom' });
+    await run('r1', 'orders', 'succeeded', { requests: 2 });
+    await run('r2', 'customers', 'quota_exhausted');
+    for (let i = 1; i <= 7; i++) await run('r2', 'orders', 'succeeded', { requests: i });
+  });
+  const streams = [
+    { source: 'r1', resource: 'customers' },
+    { source: 'r1', resource: 'orders' },
+    { source: 'r2', resource: 'customers' },
+    { source: 'r2', resource: 'orders' },
+    { source: 'r2', resource: 'never' },
+  ];
+
+  it('reads the latest finished outcomes of each stream, newest first, without the running one', async () => {
+    const outcomes = await recentOutcomes(db.pool, streams, 2);
+    expect(outcomes.get('r1/customers')!.map((o) => [o.status, o.errorCode])).toEqual([
+      ['failed', 'AUTH_FAILED'],
+      ['failed', 'AUTH_FAILED'],
+    ]);
+    expect(outcomes.get('r1/orders')!.map((o) => o.status)).toEqual(['succeeded', 'failed']);
+    expect(outcomes.get('r2/orders')).toHaveLength(2);
+    expect(outcomes.has('r2/never')).toBe(false);
+  });
+
+  it('averages the latest check costs of each stream as the per-source read does', async () => {
+    const batch = await recentCheckCostsOf(db.pool, streams, 5);
+    for (const source of ['r1', 'r2']) {
+      for (const [resource, cost] of await recentCheckCosts(db.pool, source, 5)) expect(batch.get(`${source}/${resource}`)).toBe(cost);
+    }
+    expect(batch.get('r2/orders')).toBe(5); // the last five: 3..7
+  });
+
+  it('counts a stream as failing when its latest finished run failed, with how many in a row, redacted', async () => {
+    const failures = await readFailures(db.pool, streams, (text) => text.replaceAll('secret-Key-77', '[REDACTED]'));
+    expect([...failures.keys()]).toEqual(['r1']);
+    expect(failures.get('r1')).toEqual([
+      { resource: 'customers', failedInARow: 2, code: 'AUTH_FAILED', message: 'refused with apikey=[REDACTED]', at: expect.any(String) },
+    ]);
+  });
+});
