@@ -18,7 +18,8 @@
  * - SIGINT and SIGTERM reach only the main thread: each is passed on and
  *   emitted on the thread's `process`, so the command's own handlers run
  *   (a sync stops at the next page boundary). A signal the command does not
- *   handle ends the process by that signal, as Node would.
+ *   handle ends the process by that signal, as Node would (as PID 1 of a
+ *   container, which ignores it, the process exits 128 + its number instead).
  * - stdout and stderr: Node passes the thread's writes on in order, and still
  *   delivers them when the thread calls `process.exit()`. On a terminal the
  *   thread's streams say so (isTTY, size, colours, resize), so log lines are
@@ -28,6 +29,7 @@
  * - The thread's exit code becomes the process's; an error that escapes the
  *   thread is printed on stderr and the process exits 1.
  */
+import { constants } from 'node:os';
 import { getHeapStatistics } from 'node:v8';
 import { Worker } from 'node:worker_threads';
 
@@ -105,6 +107,8 @@ export function launch(entry: URL): void {
       // Nothing in the thread handles it: the default action, which ends the process by that signal.
       for (const signal of RELAYED_SIGNALS) process.off(signal, relaySignal);
       process.kill(process.pid, message.signal);
+      // Still here: the process is PID 1 of a container, which ignores it. Exit as a shell reports a kill.
+      process.exit(128 + constants.signals[message.signal]);
     }
   });
   worker.on('error', (err: unknown) => {
