@@ -33,12 +33,10 @@ CMD ["--host", "0.0.0.0", "--port", "4010"]
 # ---- runtime: pmsync's source files and production dependencies, run as the unprivileged "node" user ----
 # The last stage, so a plain `docker build` gives this image; it copies only what pmsync runs.
 FROM ${NODE_IMAGE} AS runtime
-# --max-semi-space-size=8 keeps a 1,000,000-row sync under 256 MB of RSS at the same speed:
-# with V8's default young generation the peak is about 335-350 MB, even though a sync loads only
-# the modules it runs; the young generation alone reaches about 106 MB and only a start-up flag
-# bounds it (bench/RESULTS.md, "Memory: what a command loads").
+# No NODE_OPTIONS: bin/pmsync.js runs the command line in a worker thread with its own heap limits,
+# which keep a 1,000,000-row sync under 256 MB of RSS (src/cli/launch.ts; bench/RESULTS.md,
+# "Memory: what a command loads").
 ENV NODE_ENV=production \
-    NODE_OPTIONS=--max-semi-space-size=8 \
     PMSYNC_DATA_DIR=/home/node/.pmsync \
     PMSYNC_HOST=0.0.0.0 \
     PMSYNC_PORT=8080
@@ -53,6 +51,6 @@ EXPOSE 8080
 # Liveness only (the process answers); readiness (database, migrations) is /readyz.
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PMSYNC_PORT || 8080) + '/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
-# Node is PID 1 and handles SIGTERM itself: in-flight pages commit, then it exits (serve.shutdownTimeoutSeconds).
+# Node is PID 1 and passes SIGTERM to the command: in-flight pages commit, then it exits (serve.shutdownTimeoutSeconds).
 ENTRYPOINT ["node", "bin/pmsync.js"]
 CMD ["serve"]

@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-export const CLI = `${ROOT}src/cli/main.ts`;
+export const CLI = `${ROOT}bin/pmsync.js`;
 export const SIMULATOR = `${ROOT}simulator/main.ts`;
 
 export interface MemorySample {

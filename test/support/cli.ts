@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-export const CLI = join(ROOT, 'src/cli/main.ts');
+export const CLI = join(ROOT, 'bin/pmsync.js');
 
 export interface CliResult {
   code: number | null;

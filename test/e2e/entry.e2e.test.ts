@@ -1,0 +1,198 @@
+/**
+ * bin/pmsync.js runs the command line in a worker thread with pmsync's heap
+ * limits (src/cli/launch.ts). Seen from outside it must be the same program:
+ * the same output and exit codes as src/cli/main.ts run alone (all of it, also
+ * when the command ends with process.exit()), signals the command does not
+ * handle end the process as Node would, an escaped error is printed and exits
+ * 1, a closed stdout ends it quietly, and a terminal is still a terminal, for
+ * output and for input. Signals the command handles: shutdown.e2e.test.ts,
+ * which runs through this entry like every end-to-end test.
+ */
+import { execFileSync, spawn } from 'node:child_process';
+import { createServer, type Server, type Socket } from 'node:net';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startSimulator, type Simulator } from '../../simulator/index.ts';
+import { OLD_GENERATION_MB, YOUNG_GENERATION_MB } from '../../src/cli/launch.ts';
+import { CLI, cliEnv, ROOT, writeConfig, type CliResult } from '../support/cli.ts';
+import { createTestDatabase, type TestDatabase } from '../support/db.ts';
+
+const MAIN = join(ROOT, 'src/cli/main.ts');
+const ENTRIES = [
+  ['bin/pmsync.js', CLI],
+  ['src/cli/main.ts alone', MAIN],
+] as const;
+const TENANT = { apikey: 'entry-key-R4', username: 'entry.user', password: 'entry-pass-T8', variant: 'core' as const };
+
+let sim: Simulator;
+let db: TestDatabase;
+/** A database that accepts connections and never answers: a command waits in its first query, before its signal handlers exist. */
+let silent: Server;
+const connections: Socket[] = [];
+
+beforeAll(async () => {
+  sim = await startSimulator({ seed: 12, tenants: [{ ...TENANT, sizes: { customers: 10 } }] });
+  db = await createTestDatabase();
+  silent = createServer((socket) => connections.push(socket));
+  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+});
+afterAll(async () => {
+  for (const s of connections) s.destroy();
+  silent?.close();
+  await sim?.close();
+  await db?.drop();
+});
+
+/** `pmsync sync` against the silent database. */
+function waitingSync(): NodeJS.ProcessEnv {
+  return cliEnv({
+    DATABASE_URL: `postgres://pmsync@127.0.0.1:${(silent.address() as { port: number }).port}/pmsync`,
+    CORE_BASE_URL: sim.coreBaseUrl(),
+    CORE_APIKEY: TENANT.apikey,
+    CORE_USERNAME: TENANT.username,
+    CORE_PASSWORD: TENANT.password,
+  });
+}
+
+/** A module preloaded in every thread (`node --import`) that runs `code` in the command's thread only. */
+function inCommandThread(code: string): string[] {
+  const source = `import { isMainThread } from 'node:worker_threads'; if (!isMainThread) { ${code} }`;
+  return ['--import', `data:text/javascript,${encodeURIComponent(source)}`];
+}
+
+function run(
+  entry: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  options: { nodeArgs?: string[]; onStart?: (child: ReturnType<typeof spawn>) => void } = {},
+): Promise<CliResult> {
+  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), entry, ...args], {
+    cwd: ROOT,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d) => (stdout += String(d)));
+  child.stderr.on('data', (d) => (stderr += String(d)));
+  options.onStart?.(child);
+  return new Promise((resolve) => child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr })));
+}
+
+describe('bin/pmsync.js', () => {
+  it('answers as the command line run alone: the same output and exit codes', async () => {
+    for (const args of [
+      ['--help'],
+      ['sync', '--help'],
+      ['nosuch'],
+      ['sync', '--bogus'],
+      ['--config', '/nonexistent/pmsync.json', 'status'],
+    ]) {
+      const [viaEntry, alone] = await Promise.all(ENTRIES.map(([, entry]) => run(entry, args, cliEnv())));
+      expect(viaEntry, args.join(' ')).toEqual(alone);
+      expect(viaEntry?.code, args.join(' ')).not.toBeNull();
+    }
+  });
+
+  it('delivers all of a long output written just before process.exit()', async () => {
+    // 3,000 sources refused, four problems each: about 1 MB on stderr, then process.exit(3). Run alone,
+    // Node drops what the pipe has not taken yet when process.exit() comes (seen: all but the first 128 kB).
+    const broken = writeConfig({ sources: Array.from({ length: 3000 }, (_, i) => ({ kind: 'core', name: `s${i}` })) });
+    const res = await run(CLI, ['--config', broken, 'status'], cliEnv());
+    expect(res.code).toBe(3);
+    const lines = res.stderr.trimEnd().split('\n');
+    expect(lines[0]).toBe('Invalid configuration:');
+    expect(lines).toHaveLength(1 + 4 * 3000);
+    expect(lines.at(-1)).toMatch(/sources\[2999\]\.password: Invalid input$/);
+  });
+
+  it('a signal the running command does not handle ends the process by that signal', async () => {
+    for (const [name, entry] of ENTRIES) {
+      for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+        const before = connections.length;
+        const res = await run(entry, ['sync'], waitingSync(), {
+          onStart: (child) => {
+            const poll = setInterval(() => {
+              if (connections.length > before) {
+                clearInterval(poll);
+                child.kill(signal);
+              }
+            }, 20);
+          },
+        });
+        expect({ code: res.code, signal: res.signal }, `${name}, ${signal}`).toEqual({ code: null, signal });
+      }
+    }
+  });
+
+  it('an error that escapes the command is printed on stderr and exits 1', async () => {
+    const nodeArgs = inCommandThread(`setTimeout(() => { throw new Error('escaped from the command'); }, 100);`);
+    const res = await run(CLI, ['sync'], waitingSync(), { nodeArgs });
+    expect(res.code).toBe(1);
+    expect(res.stderr).toMatch(/^Error: escaped from the command\n {4}at /m);
+  });
+
+  it('a reader that closes stdout early ends the command quietly with exit code 0', async () => {
+    await db.pool.query(
+      `INSERT INTO pmsync.runs (source, resource, mode, status, started_at)
+       SELECT 'clinic', 'customers', 'incremental', 'succeeded', now() - g * interval '1 minute' FROM generate_series(1, 20000) g`,
+    );
+    for (const [name, entry] of ENTRIES) {
+      const res = await run(entry, ['runs', '--limit', '20000'], cliEnv({ DATABASE_URL: db.url }), {
+        onStart: (child) => child.stdout!.once('data', () => child.stdout!.destroy()),
+      });
+      expect({ code: res.code, signal: res.signal, stderr: res.stderr }, name).toEqual({ code: 0, signal: null, stderr: '' });
+    }
+  });
+
+  it('on a terminal, the command reads its answer from it (webhooks register asks before live changes)', async () => {
+    try {
+      execFileSync('script', ['--version'], { stdio: 'ignore' });
+    } catch {
+      throw new Error('script(1) from util-linux is needed to run pmsync on a pseudo-terminal');
+    }
+    const config = writeConfig({
+      sources: [
+        {
+          kind: 'core',
+          name: 'clinic',
+          baseUrl: sim.coreBaseUrl(),
+          apikey: TENANT.apikey,
+          username: TENANT.username,
+          password: TENANT.password,
+          webhook: { tenantId: 'sim01_1000' },
+        },
+      ],
+    });
+    const command = `${process.execPath} ${CLI} --config ${config} webhooks register --source clinic --url http://127.0.0.1:9`;
+    const child = spawn('script', ['-qefc', command, '/dev/null'], {
+      cwd: ROOT,
+      env: { ...cliEnv({ DATABASE_URL: db.url }), TERM: 'xterm' },
+    });
+    let screen = '';
+    child.stdout.on('data', (d) => {
+      screen += String(d);
+      if (screen.includes('[y/N]') && !child.stdin.writableEnded) child.stdin.end('y\r');
+    });
+    const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+    expect(screen).toMatch(/These are live changes to the account\. Apply them\? \[y\/N\] \S*y\s/);
+    expect(screen).toMatch(/done: \d+ created/);
+    expect(code).toBe(0);
+    expect(sim.tenant(TENANT.apikey).webhooks().length).toBeGreaterThan(0);
+  });
+
+  it(`runs the command with a ${YOUNG_GENERATION_MB} MB young generation and at most ${OLD_GENERATION_MB} MB of old generation; flags given to node win`, async () => {
+    const report = inCommandThread(
+      `process.stderr.write('heap limit ' + (await import('node:v8')).getHeapStatistics().heap_size_limit / 1048576 + ' MB\\n');`,
+    );
+    const limit = async (nodeArgs: string[]) => {
+      const res = await run(CLI, ['--help'], cliEnv(), { nodeArgs: [...report, ...nodeArgs] });
+      expect(res.code).toBe(0);
+      return Number(/heap limit (\d+) MB/.exec(res.stderr)?.[1]);
+    };
+    // The limit is the old generation plus the young one.
+    expect(await limit(['--max-old-space-size=1500'])).toBe(1500 + YOUNG_GENERATION_MB);
+    expect(await limit(['--max-old-space-size=1500', '--max-semi-space-size=16'])).toBe(1500 + 3 * 16);
+    expect(await limit([])).toBeLessThanOrEqual(OLD_GENERATION_MB + YOUNG_GENERATION_MB);
+  });
+});
