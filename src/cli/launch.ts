@@ -15,9 +15,10 @@
  * (`--max-semi-space-size`, `--max-old-space-size`) still win over these.
  *
  * What the main thread relays, so a command behaves as when it ran alone:
- * - SIGINT and SIGTERM reach only the main thread: each is passed on and
- *   emitted on the thread's `process`, so the command's own handlers run
- *   (a sync stops at the next page boundary). A signal the command does not
+ * - SIGINT, SIGTERM and SIGHUP reach only the main thread: each is passed on
+ *   and emitted on the thread's `process`, so the command's own handlers run
+ *   (a sync stops at the next page boundary; serve re-reads its config file
+ *   on SIGHUP). A signal the command does not
  *   handle ends the process by that signal, as Node would (as PID 1 of a
  *   container, which ignores it, the process exits 128 + its number instead).
  * - stdout and stderr: Node passes the thread's writes on in order, and still
@@ -26,6 +27,8 @@
  *   pretty and progress bars fit; stdin is then read by the thread itself
  *   (the prompt of `webhooks register`). A reader closing stdout (`| head`)
  *   is reported to the thread as EPIPE.
+ * - An IPC channel the process was spawned with (a parent's `fork`) is the
+ *   thread's: `process.send` and `message` events pass through.
  * - The thread's exit code becomes the process's; an error that escapes the
  *   thread is printed on stderr and the process exits 1.
  */
@@ -39,7 +42,7 @@ export const YOUNG_GENERATION_MB = 24;
 export const OLD_GENERATION_MB = 1024;
 const MB = 1024 * 1024;
 
-const RELAYED_SIGNALS = ['SIGINT', 'SIGTERM'] as const;
+const RELAYED_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
 type RelayedSignal = (typeof RELAYED_SIGNALS)[number];
 
 export interface TerminalInfo {
@@ -53,14 +56,17 @@ export interface ThreadData {
   entry: string;
   /** Set for each of stdout and stderr that is a terminal. */
   terminals: Partial<Record<'stdout' | 'stderr', TerminalInfo>>;
+  /** The process has an IPC channel to its parent, relayed to the thread. */
+  ipc: boolean;
 }
 
 export type ToThread =
   | { type: 'signal'; signal: RelayedSignal }
   | { type: 'resize'; stream: 'stdout' | 'stderr'; columns: number; rows: number }
-  | { type: 'stdout-closed' };
+  | { type: 'stdout-closed' }
+  | { type: 'ipc'; message: unknown };
 
-export type FromThread = { type: 'unhandled-signal'; signal: RelayedSignal };
+export type FromThread = { type: 'unhandled-signal'; signal: RelayedSignal } | { type: 'ipc'; message: unknown };
 
 function terminalInfo(stream: NodeJS.WriteStream): TerminalInfo | undefined {
   return stream.isTTY ? { columns: stream.columns, rows: stream.rows, colorDepth: stream.getColorDepth() } : undefined;
@@ -73,7 +79,8 @@ export function launch(entry: URL): void {
   const stderrInfo = terminalInfo(process.stderr);
   if (stdoutInfo) terminals.stdout = stdoutInfo;
   if (stderrInfo) terminals.stderr = stderrInfo;
-  const workerData: ThreadData = { entry: entry.href, terminals };
+  const ipc = typeof process.send === 'function';
+  const workerData: ThreadData = { entry: entry.href, terminals, ipc };
   // Never above what Node would give the process (a container's memory limit lowers it).
   const defaultLimitMb = Math.floor(getHeapStatistics().heap_size_limit / MB);
   const worker = new Worker(new URL('./thread.ts', import.meta.url), {
@@ -102,7 +109,18 @@ export function launch(entry: URL): void {
     if (running) send({ type: 'stdout-closed' });
   });
 
+  const fromParent = (message: unknown) => send({ type: 'ipc', message });
+  if (ipc) {
+    process.on('message', fromParent);
+    // The channel never keeps the process alive: it ends when the thread does.
+    process.channel?.unref();
+  }
+
   worker.on('message', (message: FromThread) => {
+    if (message.type === 'ipc') {
+      process.send?.(message.message as Parameters<NonNullable<typeof process.send>>[0]);
+      return;
+    }
     if (message.type === 'unhandled-signal') {
       // Nothing in the thread handles it: the default action, which ends the process by that signal.
       for (const signal of RELAYED_SIGNALS) process.off(signal, relaySignal);
@@ -117,6 +135,7 @@ export function launch(entry: URL): void {
   worker.on('exit', (code) => {
     running = false;
     for (const signal of RELAYED_SIGNALS) process.off(signal, relaySignal);
+    process.off('message', fromParent);
     for (const off of resizers) off();
     process.exitCode = code;
   });

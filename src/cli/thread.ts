@@ -28,8 +28,19 @@ if (isatty(0)) {
   Object.defineProperty(process, 'stdin', { configurable: true, enumerable: true, get: () => (stdin ??= new ReadStream(0)) });
 }
 
+// The process's IPC channel, through the main thread: process.send and 'message' events work as in a process of its own.
+if (data.ipc) {
+  process.send = (message: unknown) => {
+    port.postMessage({ type: 'ipc', message } satisfies FromThread);
+    return true;
+  };
+}
+
 port.on('message', (message: ToThread) => {
   switch (message.type) {
+    case 'ipc':
+      process.emit('message', message.message, undefined);
+      return;
     case 'signal':
       if (process.listenerCount(message.signal) > 0) process.emit(message.signal, message.signal);
       else port.postMessage({ type: 'unhandled-signal', signal: message.signal } satisfies FromThread);

@@ -103,7 +103,9 @@ describe('bin/pmsync.js', () => {
     const lines = res.stderr.trimEnd().split('\n');
     expect(lines[0]).toBe('Invalid configuration:');
     expect(lines).toHaveLength(1 + 4 * 3000);
-    expect(lines.at(-1)).toMatch(/sources\[2999\]\.password: Invalid input$/);
+    expect(lines.at(-1)).toMatch(
+      /sources\[2999\]\.password: write the value, \{ "env": "VARIABLE" \} or \{ "file": "\/path\/of\/a\/file" \}$/,
+    );
   });
 
   it('a signal the running command does not handle ends the process by that signal', async () => {
