@@ -85,6 +85,8 @@ interface DayResult {
   } | null;
   compare: { records: number; lost: number; duplicated: number; examples: string[] };
   settleExit: number | null;
+  /** `pmsync status --problems --limit 5` at the end of the day: its output and how long it took. */
+  status: { seconds: number; output: string };
   seconds: number;
 }
 
@@ -156,6 +158,9 @@ async function playDay(server: BenchServer, practices: number, replicas: number,
     const cpu = rig.live().map((r) => cpuSeconds(r));
     rig.sampleMemory();
     const peakRssBytes = rig.replicas.map((r) => r.peakRss);
+    const statusStarted = performance.now();
+    const status = await rig.cli(['status', '--problems', '--limit', '5']);
+    const statusSeconds = (performance.now() - statusStarted) / 1000;
 
     // The next quota day: every practice read once more, then compared with the simulator.
     rig.setClock(rig.dayStart + DAY + HOUR);
@@ -177,6 +182,7 @@ async function playDay(server: BenchServer, practices: number, replicas: number,
       kill: killed,
       compare,
       settleExit: settle.code,
+      status: { seconds: statusSeconds, output: status.stdout.trimEnd() },
       seconds: (performance.now() - started) / 1000,
     };
   } finally {
@@ -280,6 +286,12 @@ function report(single: DayResult, fleet: DayResult): string {
     killLine,
     '',
     `Replica CPU over the whole run (user + system, s): ${fleet.replicaCpuSeconds.map((c) => fmtNum(c, 0)).join(' / ')} (live replicas at the end).`,
+    '',
+    `\`pmsync status --problems --limit 5\` at the last tick of the day, as a process (${fmtNum(fleet.status.seconds, 1)} s including start-up):`,
+    '',
+    '```',
+    fleet.status.output,
+    '```',
     `Ticks: one every ${TICK / MINUTE} simulated minutes; the freshness target is ${TARGET_MINUTES} minutes for every stream; budget ${BUDGET} requests a day per practice.`,
   ].join('\n');
 }
