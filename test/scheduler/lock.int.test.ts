@@ -107,7 +107,7 @@ describe('scheduling leadership', () => {
     const c = schedulingLeadership(db.pool);
     expect(await c.lead()).toBe(false);
     const killed = await db.pool.query<{ n: number }>(
-      `SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity WHERE application_name LIKE 'pmsync scheduler %' AND pid <> pg_backend_pid()`,
+      `SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity WHERE application_name LIKE 'pmsync scheduler %' AND datname = current_database() AND pid <> pg_backend_pid()`,
     );
     expect(killed.rows[0]!.n).toBe(1);
     await expect.poll(() => c.lead(), { interval: 20, timeout: 10_000 }).toBe(true);
