@@ -9,8 +9,8 @@
  * After the day every practice is read once more with `pmsync sync` and
  * PostgreSQL is compared with the simulator record by record.
  *
- *   node bench/fleet.ts                           500 practices, 3 replicas, a tick every 5 simulated minutes
- *   node bench/fleet.ts --practices 50 --tick-minutes 10
+ *   npm run bench:fleet                           500 practices, 3 replicas, a tick every 5 simulated minutes
+ *   npm run bench:fleet -- --practices 50 --tick-minutes 10
  *
  * BENCH_DATABASE_URL points it at a PostgreSQL; the embedded one otherwise.
  * The report goes to stdout and bench/out/fleet-<timestamp>.md.
