@@ -187,7 +187,13 @@ export function judgeSource(f: SourceFacts, now: Date): SourceHealth {
   }
 
   const verdict: Verdict =
-    failures.length > 0 || sourcePaused ? 'failing' : over.length > 0 ? 'over budget' : backfills.length > 0 || late.length > 0 ? 'behind' : 'ok';
+    failures.length > 0 || sourcePaused
+      ? 'failing'
+      : over.length > 0
+        ? 'over budget'
+        : backfills.length > 0 || late.length > 0
+          ? 'behind'
+          : 'ok';
   return {
     source: f.source,
     kind: f.kind,

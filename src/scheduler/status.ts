@@ -62,7 +62,13 @@ export async function sourceViews(app: App, config: Config, scheduler?: Schedule
         cached(source.name) ??
         limit(() =>
           observeSource(
-            { pool: app.pool, ledgerFor: app.ledgerFor, settings, health, slow: async (name) => slow.get(name) ?? readSlow(app.pool, name, now) },
+            {
+              pool: app.pool,
+              ledgerFor: app.ledgerFor,
+              settings,
+              health,
+              slow: async (name) => slow.get(name) ?? readSlow(app.pool, name, now),
+            },
             source,
             bySource.get(source.name) ?? [],
             now,
