@@ -58,6 +58,8 @@ const DATE = '2027-11-18';
 const ZONE = 'America/New_York';
 const BUDGET = 150;
 const TARGET_MINUTES = 120;
+/** The streams given that freshness target (the reference day's busy ones); the others keep the budget's floor. */
+const BUSY = ['appointments', 'customers', 'orders'];
 const HISTORY_DAYS = 7;
 
 const log = (line: string) => process.stderr.write(`[fleet ${new Date().toISOString().slice(11, 19)}] ${line}\n`);
@@ -103,7 +105,7 @@ async function playDay(server: BenchServer, practices: number, replicas: number,
     historyDays: HISTORY_DAYS,
     historyPattern: REFERENCE_DAY,
     source: { budget: BUDGET },
-    schedules: { maxStalenessMinutes: TARGET_MINUTES },
+    schedules: { overrides: BUSY.map((resource) => ({ resource, maxStalenessMinutes: TARGET_MINUTES })) },
   });
   try {
     log(`${practices} practices: playing ${HISTORY_DAYS} days of history at the simulator`);
@@ -220,6 +222,7 @@ function cpuSeconds(r: Replica): number {
 
 function staleness(changes: TrackedChange[]): {
   visible: number;
+  busy: number;
   within: number;
   p50: number;
   p95: number;
@@ -228,18 +231,21 @@ function staleness(changes: TrackedChange[]): {
   streamsWithin: number;
 } {
   const mins = changes.filter((c) => c.visibleAt !== null).map((c) => (c.visibleAt! - c.at) / MINUTE);
+  const busy = changes.filter((c) => BUSY.includes(c.resource));
+  const busyMins = busy.filter((c) => c.visibleAt !== null).map((c) => (c.visibleAt! - c.at) / MINUTE);
   const byStream = new Map<string, number>();
-  for (const c of changes) {
+  for (const c of busy) {
     const key = `${c.source}/${c.resource}`;
     const m = c.visibleAt === null ? Infinity : (c.visibleAt - c.at) / MINUTE;
     byStream.set(key, Math.max(byStream.get(key) ?? 0, m));
   }
   return {
     visible: mins.length,
-    within: mins.filter((m) => m <= TARGET_MINUTES).length,
+    busy: busy.length,
+    within: busyMins.filter((m) => m <= TARGET_MINUTES).length,
     p50: percentile(mins, 50),
     p95: percentile(mins, 95),
-    max: Math.max(...mins),
+    max: mins.reduce((m, x) => Math.max(m, x), 0),
     streams: byStream.size,
     streamsWithin: [...byStream.values()].filter((m) => m <= TARGET_MINUTES).length,
   };
@@ -252,7 +258,7 @@ function report(single: DayResult, fleet: DayResult): string {
     return [
       `${r.practices} practice${r.practices > 1 ? 's' : ''}, ${r.replicas} replica${r.replicas > 1 ? 's' : ''}`,
       `${fmtInt(s.streamsWithin)} / ${fmtInt(s.streams)}`,
-      `${fmtNum((100 * s.within) / r.changes.length, 1)}% (${fmtInt(s.visible)} of ${fmtInt(r.changes.length)} visible by midnight)`,
+      `${fmtNum((100 * s.within) / s.busy, 1)}% of ${fmtInt(s.busy)} (all streams: ${fmtInt(s.visible)} of ${fmtInt(r.changes.length)} changes visible by midnight)`,
       `${fmtNum(s.p50, 0)} / ${fmtNum(s.p95, 0)} / ${fmtNum(s.max, 0)}`,
       `${fmtNum(sorted.reduce((a, b) => a + b, 0) / sorted.length, 1)} (${sorted[0]}-${sorted.at(-1)})`,
       String(r.requests.filter((n) => n > BUDGET).length + (r.rejected > 0 ? ` + ${r.rejected} answered 429` : '')),
@@ -270,8 +276,8 @@ function report(single: DayResult, fleet: DayResult): string {
     table(
       [
         'run',
-        'streams within target (every change)',
-        'changes visible within target',
+        `busy streams (${BUSY.join(', ')}) with every change within ${TARGET_MINUTES} min`,
+        'their changes visible within it',
         'staleness p50 / p95 / max (min)',
         'requests per source on the day (mean, range)',
         `sources over budget (${BUDGET})`,
@@ -292,7 +298,7 @@ function report(single: DayResult, fleet: DayResult): string {
     '```',
     fleet.status.output,
     '```',
-    `Ticks: one every ${TICK / MINUTE} simulated minutes; the freshness target is ${TARGET_MINUTES} minutes for every stream; budget ${BUDGET} requests a day per practice.`,
+    `Ticks: one every ${TICK / MINUTE} simulated minutes; the freshness target (maxStalenessMinutes) is ${TARGET_MINUTES} minutes for ${BUSY.join(', ')}, the budget's floor (24 h) for the other streams; staleness p50/p95/max is over every change; budget ${BUDGET} requests a day per practice.`,
   ].join('\n');
 }
 
@@ -303,6 +309,12 @@ try {
   const single = await playDay(server, 1, 1, false);
   log(`${PRACTICES} practices on ${REPLICAS} replicas`);
   const fleet = await playDay(server, PRACTICES, REPLICAS, !values['no-kill']);
+  // The raw figures first, so a report that fails to format loses nothing.
+  mkdirSync(join(ROOT, 'bench', 'out'), { recursive: true });
+  writeFileSync(
+    join(ROOT, 'bench', 'out', `fleet-raw-${Date.now()}.json`),
+    JSON.stringify({ single: { ...single, changes: staleness(single.changes) }, fleet: { ...fleet, changes: staleness(fleet.changes) } }),
+  );
   const command = `node bench/fleet.ts ${process.argv.slice(2).join(' ')}`.trim();
   const markdown = [
     '# pmsync fleet benchmark',
