@@ -201,7 +201,7 @@ describe('clear errors from the CLI', () => {
     expect(again.code).toBe(5);
     expect(again.stdout + again.stderr).toMatch(/nothing is sent until 2026-03-03T00:00:00.000Z/);
     expect(sim.stats().requests.length).toBe(before);
-    const status = await cli(['status']);
+    const status = await cli(['status', '--source', 'clinic']);
     expect(status.stdout).toMatch(/EXHAUSTED until 2026-03-03T00:00:00.000Z/);
     // companies (1 page) finished; customers read page 1 and page 9 of 9 before the 429.
     // A backfill gets the allowance (900) less the budget held for the day's checks (150).
