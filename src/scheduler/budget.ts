@@ -181,7 +181,8 @@ export function pollInterval(mu: number, perMinute: number, cost: number, target
 }
 
 /** A target applies to a polled stream in the hours it is expected to change: at least one change an hour. */
-function activeHour(perHour: number): boolean {
+/** An hour in which the stream is expected to change (its freshness target holds then; the floor outside). */
+export function activeHour(perHour: number): boolean {
   return perHour >= 1;
 }
 

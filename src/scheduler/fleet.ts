@@ -30,9 +30,12 @@ import { readCheckpointsOf, type StoredCheckpoint } from '../state/checkpoints.t
 import { quotaSnapshots, UNLIMITED, type QuotaSnapshot } from '../state/quota.ts';
 import { recentOutcomes } from '../state/runs.ts';
 import { loadStreamSchedulesOf, type StreamScheduleRow } from '../state/stream-schedule.ts';
-import { nextCheck } from './budget.ts';
+import { activeHour, nextCheck } from './budget.ts';
+import { loadChangeModelsOf } from '../state/change-model.ts';
+import { slotOf } from '../time.ts';
+import { slotRates } from './rates.ts';
 import { streamCatalog } from './catalog.ts';
-import { planStreams, type ScheduleMode, type ScheduledStream } from './plan.ts';
+import { planStreams, sourceTimeZone, type ScheduleMode, type ScheduledStream } from './plan.ts';
 import type { Scheduler, SourceView } from './scheduler.ts';
 
 export const VERDICTS = ['failing', 'over budget', 'behind', 'ok'] as const;
@@ -342,12 +345,15 @@ export async function collectFleet(app: App, config: Config, options: FleetOptio
   const now = app.ctx.now();
   const names = config.sources.map((s) => s.name);
   const planned = planStreams(config.schedules, config.sources, streamCatalog).streams;
-  const [snapshots, schedules, checkpoints, failures, health] = await Promise.all([
+  const [snapshots, schedules, checkpoints, failures, health, models] = await Promise.all([
     quotaSnapshots(app.pool, config.sources.map(quotaSettingsFor), now),
     loadStreamSchedulesOf(app.pool, names),
     readCheckpointsOf(app.pool, names),
     readFailures(app.pool, planned, (text) => app.redactor.redact(text)),
     loadSourceHealth(app.pool),
+    loadChangeModelsOf(app.pool, [
+      ...new Set(planned.filter((s) => s.schedule.mode === 'budget' && s.maxStalenessMinutes !== null).map((s) => s.source)),
+    ]),
   ]);
   const bySource = groupBy(planned, (s) => s.source);
   const judged = config.sources.map((source, i) => {
@@ -364,6 +370,11 @@ export async function collectFleet(app: App, config: Config, options: FleetOptio
           schedules.get(source.name) ?? new Map(),
           checkpoints.get(source.name) ?? [],
           config.schedules.floorHours * 60,
+          (resource) => {
+            // As the scheduler holds it: the target in the hours the stream is expected to change, the floor outside them.
+            const rates = slotRates(models.get(source.name)?.get(resource) ?? [], now);
+            return activeHour(rates[slotOf(now.getTime(), sourceTimeZone(source))]!);
+          },
         ),
         failures: [
           ...(connectivity
@@ -399,6 +410,8 @@ function streamFacts(
   rows: Map<string, StreamScheduleRow>,
   checkpoints: StoredCheckpoint[],
   floorMinutes: number,
+  /** Whether a budget stream with a freshness target is in an hour it is expected to change. */
+  busyNow: (resource: string) => boolean,
 ): StreamFacts[] {
   const states = new Map(checkpoints.map((c) => [c.resource, c]));
   return streams.map((s) => {
@@ -411,7 +424,12 @@ function streamFacts(
     return {
       resource: s.resource,
       mode: s.schedule.mode,
-      targetMinutes: s.maxStalenessMinutes ?? (s.schedule.mode === 'budget' ? floorMinutes : null),
+      targetMinutes:
+        s.schedule.mode === 'budget'
+          ? s.maxStalenessMinutes !== null && busyNow(s.resource)
+            ? s.maxStalenessMinutes
+            : floorMinutes
+          : s.maxStalenessMinutes,
       lastCheckAt: row?.lastCheckAt ?? state?.cursor ?? null,
       firstPass,
       backfill,
