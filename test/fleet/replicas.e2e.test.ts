@@ -122,12 +122,14 @@ describe('replicas on one database', () => {
     await r.kill(r.replicas[victim!.replica]!);
     r.sim.setFaults({});
     await r.drained();
-    const killed = { ...victim!, at, resumedMs: Date.now() - at };
+    const killed = { ...victim!, at };
     // The other replica finishes every first pass, then the morning is played.
     for (let i = 0; i < 20 && (await r.tick()) > 0; i++) r.setClock(r.clock.ms + 5 * MINUTE);
     await play(r, r.dayStart + 8 * HOUR, r.dayStart + 11 * HOUR, 30 * MINUTE);
-    // heartbeat 10 s + supervision 10 s + retry delay 5 s + polling 2 s, with room for a loaded machine.
-    expect(killed.resumedMs).toBeLessThan(60_000);
+    // The queue took the dead replica's jobs back (their heartbeat stopped) and another replica ran them to
+    // the end; how long that takes is measured by the fleet benchmark, not asserted here.
+    const retried = await r.retriedRuns();
+    for (const key of killed.runs) expect(retried.find((j) => j.key === key)?.completedOn, `${key} was not retried`).toBeTruthy();
     // Each stream the dead replica was running has a run that succeeded after the kill.
     const runs = await listRuns(db.pool, { limit: 1000, status: 'succeeded' });
     for (const key of killed.runs) {
