@@ -202,7 +202,9 @@ export async function runWebhooks(server: BenchServer, options: WebhookOptions):
               dailyQuota: 1_000_000_000,
             },
           ],
-          webhooks: { concurrency: round.concurrency },
+          // This part measures record refreshes: each notification fetches its record (the default, "auto",
+          // leaves notifications to the scheduler, which `webhooks receive` does not run).
+          webhooks: { concurrency: round.concurrency, refresh: 'record' },
         }),
       );
       const receiver = await startReceiver(configFile, db, round.worker);
