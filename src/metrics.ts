@@ -319,7 +319,7 @@ export class Metrics {
     const labels = { source: stream.source, resource: stream.resource };
     const run = result.runs.find((r) => r.resource === stream.resource);
     if (run?.runId === null) return; // skipped: locked elsewhere or nothing to read
-    const error = result.failures.find((f) => f.resource === stream.resource)?.error ?? result.fatal;
+    const error = result.failures.find((f) => f.resource === stream.resource)?.error ?? result.fatal ?? result.budgetSpent;
     const status = run?.status ?? statusOf(error);
     if (run) {
       this.requests.inc(labels, run.requests);

@@ -76,7 +76,7 @@ export async function executeRun(deps: RunJobDeps, job: RunJob): Promise<void> {
   deps.onRun?.(job, result, (performance.now() - started) / 1000);
 
   const run = result.runs.find((r) => r.resource === job.resource);
-  const error = result.fatal ?? result.failures.find((f) => f.resource === job.resource)?.error;
+  const error = result.fatal ?? result.budgetSpent ?? result.failures.find((f) => f.resource === job.resource)?.error;
   end.at = ctx.now();
   if (result.locked?.includes(job.resource)) end.outcome = 'locked';
   else if (error instanceof QuotaExhaustedError) {

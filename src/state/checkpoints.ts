@@ -79,22 +79,55 @@ export async function loadState(db: Queryable, source: string, resource: string)
   return { cursor: row.cursor, window: parsed.data };
 }
 
-/** Saves the position inside a window; called in the same transaction as the page's rows. */
-export async function saveWindow(db: Queryable, source: string, resource: string, window: WindowCheckpoint): Promise<void> {
+/**
+ * Saves the position inside a window; called in the same transaction as the
+ * page's rows. `at` (pmsync's clock) is when work left in the stream last moved.
+ */
+export async function saveWindow(db: Queryable, source: string, resource: string, window: WindowCheckpoint, at: Date): Promise<void> {
   await db.query(
-    `INSERT INTO pmsync.sync_state (source, resource, "window", updated_at) VALUES ($1, $2, $3, now())
-     ON CONFLICT (source, resource) DO UPDATE SET "window" = excluded."window", updated_at = now()`,
-    [source, resource, JSON.stringify(window)],
+    `INSERT INTO pmsync.sync_state (source, resource, "window", updated_at, progressed_at) VALUES ($1, $2, $3, now(), $4)
+     ON CONFLICT (source, resource) DO UPDATE SET "window" = excluded."window", updated_at = now(), progressed_at = excluded.progressed_at`,
+    [source, resource, JSON.stringify(window), at],
   );
 }
 
-/** Ends a window: the cursor moves to its end and the checkpoint is cleared. */
-export async function completeWindow(db: Queryable, source: string, resource: string, cursor: Date): Promise<void> {
+/**
+ * Ends a window: the cursor moves to its end and the checkpoint is cleared.
+ * `backfillAt` is set when the window was a backfill (it then counts as the
+ * stream's progress); a completed check leaves the progress time as it was.
+ */
+export async function completeWindow(
+  db: Queryable,
+  source: string,
+  resource: string,
+  cursor: Date,
+  backfillAt: Date | null,
+): Promise<void> {
   await db.query(
-    `INSERT INTO pmsync.sync_state (source, resource, cursor, "window", updated_at) VALUES ($1, $2, $3, NULL, now())
-     ON CONFLICT (source, resource) DO UPDATE SET cursor = excluded.cursor, "window" = NULL, updated_at = now()`,
-    [source, resource, cursor],
+    `INSERT INTO pmsync.sync_state AS s (source, resource, cursor, "window", updated_at, progressed_at) VALUES ($1, $2, $3, NULL, now(), $4)
+     ON CONFLICT (source, resource) DO UPDATE SET cursor = excluded.cursor, "window" = NULL, updated_at = now(),
+       progressed_at = coalesce(excluded.progressed_at, s.progressed_at)`,
+    [source, resource, cursor, backfillAt],
   );
+}
+
+export interface StreamProgress {
+  resource: string;
+  /** End of the last completed window: every change before it was read. */
+  cursor: Date | null;
+  /** Whether a window is open (work is left in it). */
+  open: boolean;
+  /** When a unit of an open window or a backfill was last committed (pmsync's clock); null before the first. */
+  progressedAt: Date | null;
+}
+
+/** Every stored stream of a source: its cursor, whether a window is open, and when it last moved. */
+export async function readProgress(db: Queryable, source: string): Promise<StreamProgress[]> {
+  const res = await db.query<{ resource: string; cursor: Date | null; open: boolean; progressed_at: Date | null }>(
+    'SELECT resource, cursor, "window" IS NOT NULL AS open, progressed_at FROM pmsync.sync_state WHERE source = $1',
+    [source],
+  );
+  return res.rows.map((r) => ({ resource: r.resource, cursor: r.cursor, open: r.open, progressedAt: r.progressed_at }));
 }
 
 export interface StoredCheckpoint {

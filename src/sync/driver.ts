@@ -119,7 +119,7 @@ export async function drive(ctx: SyncContext, source: SourceConfig, reader: Read
     const observer = reader.stream && settings ? run.observe(reader.stream, settings) : undefined;
     const complete = async (tx: Queryable) => {
       await reader.complete?.(tx, window, settings);
-      await completeWindow(tx, source.name, resource, new Date(window.end));
+      await completeWindow(tx, source.name, resource, new Date(window.end), purpose === 'backfill' ? ctx.now() : null);
       await learner?.complete(tx, source.name, resource);
     };
     let completed = false;
@@ -131,7 +131,7 @@ export async function drive(ctx: SyncContext, source: SourceConfig, reader: Read
         } else {
           unit.advance(window);
           if (learner) window.tally = learner.tally.toJSON();
-          await saveWindow(tx, source.name, resource, window);
+          await saveWindow(tx, source.name, resource, window, ctx.now());
         }
         return totals;
       }, unit.progress);

@@ -1,11 +1,13 @@
 /**
  * Runs the streams of one source, in order. A failed stream does not stop the
  * others, except for failures that doom them all: bad credentials, an exhausted
- * quota, or a shutdown.
+ * allowance or quota, or a shutdown. A spent scheduled-spend budget stops only
+ * what spends it: the remaining checks are deferred to the next run (which
+ * takes the stalest first) and backfills go on from the allowance.
  */
 import type { ProSourceConfig, RestSourceConfig, SourceConfig } from '../config-schema.ts';
 import { databaseLost, isConnectionError } from '../db/pool.ts';
-import { PmsyncError } from '../errors.ts';
+import { PmsyncError, QuotaExhaustedError } from '../errors.ts';
 import type { SyncContext } from './context.ts';
 import { newProSession } from './readers/pro-session.ts';
 import type { RunOptions, RunSummary } from './run-scope.ts';
@@ -32,6 +34,10 @@ export interface SourceResult {
   failures: Array<{ resource: string; error: Error }>;
   /** Resources skipped because another process was running them. */
   locked?: string[];
+  /** The refusal that spent the day's scheduled-spend budget: the checks after it were deferred. */
+  budgetSpent?: QuotaExhaustedError;
+  /** Checks not run because the budget was spent: the next run takes them, stalest first. */
+  deferred?: string[];
 }
 
 const FATAL_CODES = new Set(['AUTH_FAILED', 'QUOTA_EXHAUSTED', 'SHUTDOWN', 'DB_UNREACHABLE', 'API_UNREACHABLE', 'REDIS_UNREACHABLE']);
@@ -46,6 +52,10 @@ export async function syncSource(
   const ordered = source.kind === 'pro' ? proPlan(source, resources, options) : await restPlan(ctx, source, resources, options);
   for (const stream of ordered) {
     if (ctx.signal.aborted) break;
+    if (result.budgetSpent && stream.budgeted) {
+      (result.deferred ??= []).push(stream.resource);
+      continue;
+    }
     try {
       const locked = await withStreamLock(ctx, source.name, stream.resource, { waitMs: options.lockWaitMs ?? 0 }, stream.run);
       if (locked.ran) {
@@ -77,6 +87,10 @@ export async function syncSource(
       // A lost database fails every stream after it the same way: say so once, naming it, and stop.
       const err = isConnectionError(thrown) ? databaseLost(thrown, ctx.databaseUrl) : thrown;
       const code = err instanceof PmsyncError ? err.code : undefined;
+      if (err instanceof QuotaExhaustedError && err.scope === 'budget') {
+        result.budgetSpent = err;
+        continue;
+      }
       if (code && FATAL_CODES.has(code)) {
         result.fatal = withAuthAdvice(source, err) as PmsyncError;
         break;
@@ -91,6 +105,8 @@ export async function syncSource(
 interface PlannedRun {
   resource: string;
   mode: string;
+  /** Whether its run spends the scheduled-spend budget (a check or full refresh of a caught-up stream). */
+  budgeted: boolean;
   run: (runCtx: SyncContext) => Promise<RunSummary>;
 }
 
@@ -101,12 +117,14 @@ async function restPlan(
   options: RunOptions,
 ): Promise<PlannedRun[]> {
   const streams = selectRestStreams(source, resources);
-  // Caught-up incremental streams first, backfills after (see planner.ts).
+  // Caught-up streams first, stalest first; backfills after (see planner.ts).
   const ordered = await planOrder(ctx, source, streams);
-  return ordered.map((stream): PlannedRun => ({
-    resource: stream.resource,
-    mode: stream.mode,
-    run: (runCtx) => runStream(runCtx, source, stream, options),
+  const explicit = options.purpose !== undefined && options.purpose !== 'check' && options.purpose !== 'full';
+  return ordered.map((plan): PlannedRun => ({
+    resource: plan.stream.resource,
+    mode: plan.stream.mode,
+    budgeted: plan.phase === 'check' && !explicit,
+    run: (runCtx) => runStream(runCtx, source, plan.stream, options),
   }));
 }
 
@@ -116,6 +134,8 @@ function proPlan(source: ProSourceConfig, resources: string[] | undefined, optio
   return selectProStreams(source, resources).map((stream) => ({
     resource: stream.resource,
     mode: stream.kind === 'pro-snapshot' ? 'snapshot' : 'full',
+    // Never deferred: each asks the ledger itself (a first pass is a backfill), and a refusal costs no request.
+    budgeted: false,
     run: (runCtx) => runStream(runCtx, source, stream, { ...options, session }),
   }));
 }

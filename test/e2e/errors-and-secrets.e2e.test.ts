@@ -189,16 +189,16 @@ describe('clear errors from the CLI', () => {
     );
   });
 
-  it('a spent quota exits 5 and says when requests resume; the next run sends nothing', async () => {
+  it('a 429 stops the run and says when requests resume; the next run sends nothing; both moved today, so exit 0', async () => {
     sim.setFaults({ quotaExhaustAfter: 3 });
     const res = await cli(['sync', '--source', 'clinic']);
-    expect(res.code).toBe(5);
+    expect(res.code).toBe(0);
     expect(res.stdout + res.stderr).toMatch(
       /answered 429 for source "clinic".*checkpoint saved; requests resume after 2026-03-03T00:00:00.000Z/,
     );
     const before = sim.stats().requests.length;
     const again = await cli(['sync', '--source', 'clinic']);
-    expect(again.code).toBe(5);
+    expect(again.code).toBe(0);
     expect(again.stdout + again.stderr).toMatch(/nothing is sent until 2026-03-03T00:00:00.000Z/);
     expect(sim.stats().requests.length).toBe(before);
     const status = await cli(['status', '--source', 'clinic']);

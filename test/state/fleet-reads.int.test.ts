@@ -79,19 +79,25 @@ describe('stream schedules, checkpoints and change models of many sources', () =
         holder: 'h:1',
       });
       await setWarning(db.pool, source, 'orders', `${source} is late`);
-      await completeWindow(db.pool, source, 'customers', new Date('2026-03-12T22:00:00Z'));
+      await completeWindow(db.pool, source, 'customers', new Date('2026-03-12T22:00:00Z'), null);
       await addObservation(db.pool, source, 'customers', NOW, new Map([[3, 2]]), new Map([[3, 1]]));
     }
-    await saveWindow(db.pool, 's2', 'orders', {
-      mode: 'incremental',
-      start: null,
-      end: '2026-03-12T23:00:00.000Z',
-      nextPage: 4,
-      filters: {},
-      startedAt: '2026-03-12T23:00:00.000Z',
-      totalRows: null,
-      purpose: 'backfill',
-    });
+    await saveWindow(
+      db.pool,
+      's2',
+      'orders',
+      {
+        mode: 'incremental',
+        start: null,
+        end: '2026-03-12T23:00:00.000Z',
+        nextPage: 4,
+        filters: {},
+        startedAt: '2026-03-12T23:00:00.000Z',
+        totalRows: null,
+        purpose: 'backfill',
+      },
+      NOW,
+    );
     await db.pool.query(`INSERT INTO pmsync.sync_state (source, resource, "window") VALUES ('s2', 'damaged', '{"mode": 1}')`);
   });
 

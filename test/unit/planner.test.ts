@@ -6,7 +6,6 @@ import { REST_STREAMS } from '../../src/sync/streams/index.ts';
 import { estimateWindow } from '../../src/cli/commands/status.ts';
 
 const stream = (resource: string) => REST_STREAMS.find((s) => s.resource === resource)!;
-const source = { fullRefresh: [] as string[] };
 
 function window(paging: PagingState): WindowCheckpoint {
   return {
@@ -31,30 +30,41 @@ const backward = (nextPage: number, totalPages: number): PagingState => ({
 });
 
 describe('planner', () => {
-  it('runs caught-up incremental streams before backfills, whatever the catalog order', () => {
+  it('checks caught-up streams (incremental or full refresh) before backfills, whatever the catalog order', () => {
     const plans = [
-      planStream(stream('customers'), source, { cursor: null, window: window(backward(400, 1000)) }),
-      planStream(stream('orders'), source, { cursor: new Date('2026-03-01T00:00:00Z'), window: null }),
-      planStream(stream('giftcertificates'), source, { cursor: new Date('2026-03-01T00:00:00Z'), window: null }),
-      planStream(stream('employees'), source, { cursor: new Date('2026-03-01T00:00:00Z'), window: null }),
+      planStream(stream('customers'), { cursor: null, window: window(backward(400, 1000)) }),
+      planStream(stream('orders'), { cursor: new Date('2026-03-01T00:00:00Z'), window: null }),
+      planStream(stream('giftcertificates'), { cursor: new Date('2026-03-01T00:00:00Z'), window: null }),
+      planStream(stream('employees'), { cursor: new Date('2026-03-01T00:00:00Z'), window: null }),
     ];
-    expect(plans.map((p) => p.phase)).toEqual(['backfill', 'incremental', 'backfill', 'incremental']);
-    expect(orderPlans(plans).map((s) => s.resource)).toEqual(['orders', 'employees', 'giftcertificates', 'customers']);
+    expect(plans.map((p) => p.phase)).toEqual(['backfill', 'check', 'check', 'check']);
+    expect(orderPlans(plans).map((p) => p.stream.resource)).toEqual(['orders', 'giftcertificates', 'employees', 'customers']);
+  });
+
+  it('checks the stalest first, so a budget too small for every check reaches each in turn', () => {
+    const at = (iso: string) => ({ cursor: new Date(iso), window: null });
+    const plans = [
+      planStream(stream('customers'), at('2026-03-03T02:00:00Z')),
+      planStream(stream('orders'), at('2026-03-01T02:00:00Z')),
+      planStream(stream('giftcertificates'), at('2026-03-02T02:00:00Z')),
+      planStream(stream('employees'), at('2026-03-01T02:00:00Z')),
+    ];
+    expect(orderPlans(plans).map((p) => p.stream.resource)).toEqual(['orders', 'employees', 'giftcertificates', 'customers']);
   });
 
   it('orders backfills by pages left: not started (0) first, unknown sizes last', () => {
     const plans = [
-      planStream(stream('customers'), source, { cursor: null, window: window(backward(300, 1000)) }),
-      planStream(stream('appointments'), source, { cursor: null, window: window(backward(20, 50)) }),
-      planStream(stream('orders'), source, { cursor: null, window: null }),
-      planStream(stream('memberships'), source, { cursor: null, window: window({ ...initialPaging(3), order: 'forward' }) }),
+      planStream(stream('customers'), { cursor: null, window: window(backward(300, 1000)) }),
+      planStream(stream('appointments'), { cursor: null, window: window(backward(20, 50)) }),
+      planStream(stream('orders'), { cursor: null, window: null }),
+      planStream(stream('memberships'), { cursor: null, window: window({ ...initialPaging(3), order: 'forward' }) }),
     ];
     expect(plans.map((p) => p.pagesLeft)).toEqual([299, 19, 0, null]);
-    expect(orderPlans(plans).map((s) => s.resource)).toEqual(['orders', 'appointments', 'customers', 'memberships']);
+    expect(orderPlans(plans).map((p) => p.stream.resource)).toEqual(['orders', 'appointments', 'customers', 'memberships']);
   });
 
-  it('treats a stream switched to full refresh as a backfill even with a cursor', () => {
-    const p = planStream(stream('customers'), { fullRefresh: ['customers'] }, { cursor: new Date(), window: null });
+  it('reads a window left unfinished as a backfill even with a cursor', () => {
+    const p = planStream(stream('customers'), { cursor: new Date(), window: window(backward(3, 10)) });
     expect(p.phase).toBe('backfill');
   });
 });

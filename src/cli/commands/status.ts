@@ -11,6 +11,7 @@ import { allowance } from '../../state/quota.ts';
 import { describePosition } from '../../sync/readers/pro-session.ts';
 import { checkConnectivity } from '../../sync/source-kinds.ts';
 import { resourceTablesFor } from '../../sync/streams/index.ts';
+import { readBound, type CheckBound } from '../../sync/coverage.ts';
 import { configFrom, fail, withApp } from '../shared.ts';
 import { findSource } from '../../config.ts';
 import type { Scheduler, SourceView } from '../../scheduler/scheduler.ts';
@@ -90,6 +91,13 @@ export interface BudgetStatus {
   planned: { check: number; webhook: number; full: number; backfill: number };
   /** Change-minutes of staleness a request must clear to be sent now (null: only floors and targets). */
   exchangeRate: number | null;
+  /**
+   * What `pmsync sync` (a cron) reaches with this budget: checking every
+   * stream once costs `needed` requests, so one sync a quota day checks each
+   * at least every `boundDays` quota days, stalest first (null: never, the
+   * budget is 0). See src/sync/coverage.ts.
+   */
+  syncChecks: { needed: number; streams: number; boundDays: number | null };
 }
 
 /**
@@ -216,6 +224,14 @@ export async function collectStatus(
         spent: snap.byPurpose,
         planned: view.plan.planned,
         exchangeRate: Number.isFinite(view.plan.mu) ? Math.round(view.plan.mu * 10) / 10 : null,
+        syncChecks: syncChecksOf(
+          await readBound(
+            app.ctx,
+            source.name,
+            streams.map((s) => s.resource),
+            source.budget,
+          ),
+        ),
       },
       resources,
       ...(options.check ? { connectivity: await connectivityOf(app, source) } : {}),
@@ -312,6 +328,21 @@ export function checkExitCode(statuses: Array<Pick<SourceStatus, 'connectivity'>
   return code;
 }
 
+function syncChecksOf(bound: CheckBound): BudgetStatus['syncChecks'] {
+  return { needed: bound.needed, streams: bound.streams, boundDays: Number.isFinite(bound.days) ? bound.days : null };
+}
+
+function describeSyncChecks(b: BudgetStatus): string {
+  const c = b.syncChecks;
+  if (c.boundDays === 1) return `  pmsync sync checks every stream each run (${c.streams} streams, about ${c.needed} requests)\n`;
+  if (c.boundDays === null)
+    return `  pmsync sync checks no caught-up stream: the budget is 0 (checking all ${c.streams} takes about ${c.needed} requests)\n`;
+  return (
+    `  pmsync sync checks the stalest first: with one sync a quota day, every stream is checked at least every ${c.boundDays} quota days ` +
+    `(checking all ${c.streams} takes about ${c.needed} requests; a budget of ${c.needed} would check each daily)\n`
+  );
+}
+
 export function printStatus(statuses: SourceStatus[], now: Date): void {
   for (const s of statuses) {
     const q = s.quota;
@@ -331,6 +362,7 @@ export function printStatus(statuses: SourceStatus[], now: Date): void {
           `${p.check + p.webhook + p.full} planned for the rest of the day (check ${p.check}, webhook ${p.webhook}, full ${p.full})\n` +
           `  outside the budget: backfill ${b.spent.backfill} spent, ${p.backfill} planned; resync ${b.spent.resync} spent\n`,
       );
+      process.stdout.write(describeSyncChecks(b));
     }
     const c = s.connectivity;
     if (c) process.stdout.write(c.ok ? `  connectivity ok (${c.checked})\n` : `  connectivity FAILED: ${c.error}\n`);
