@@ -92,12 +92,14 @@ export function printResults(results: SourceResult[], options: { quiet?: boolean
       );
     }
     for (const f of r.failures) process.stdout.write(`${r.source}/${f.resource}: failed: ${f.error.message}\n`);
-    if (r.deferred?.length) {
+    if (r.deferred?.length && !options.quiet) {
       process.stdout.write(
         `${r.source}: checks deferred to the next run (the day's scheduled-spend budget is spent; the stalest go first): ${r.deferred.join(', ')}\n`,
       );
     }
-    if (r.fatal) process.stdout.write(`${r.source}: stopped: ${r.fatal.message}\n`);
+    // A quota stop is planned (the next run resumes): a problem only when something stalled, which says so.
+    if (r.fatal && !(options.quiet && r.fatal instanceof QuotaExhaustedError))
+      process.stdout.write(`${r.source}: stopped: ${r.fatal.message}\n`);
     for (const stall of options.stalls?.get(r.source) ?? [])
       process.stdout.write(`${r.source}/${stall.resource}: stalled: ${stall.reason}\n`);
   }
