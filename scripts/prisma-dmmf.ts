@@ -10,6 +10,8 @@ export interface DmmfField {
   kind: string;
   type: string;
   isRequired: boolean;
+  /** A scalar list (`String[]`). */
+  isList?: boolean;
   isId: boolean;
   hasDefaultValue?: boolean;
   default?: unknown;

@@ -13,12 +13,15 @@ import { createHash } from 'node:crypto';
 import { basicValue, HttpClient, proAuth, restAuth } from './api/http.ts';
 import { LimiterRegistry } from './api/limiter.ts';
 import type { Config, SourceConfig } from './config-schema.ts';
+import { applyStatements, existingRelations, grantStatements, roleInfo } from './db/access.ts';
 import { startEmbedded, type EmbeddedDatabase } from './db/embedded.ts';
 import { migrate } from './db/migrate.ts';
 import { checkConnection, createPool, type Pool } from './db/pool.ts';
 import { createLogger, type LogDestination, type Logger } from './log.ts';
 import { Redactor } from './redact.ts';
+import { listGrants, type AccessGrant } from './state/access-grants.ts';
 import { keyFingerprint, QuotaLedger, UNLIMITED, type QuotaSettings } from './state/quota.ts';
+import { allResourceTables } from './sync/streams/index.ts';
 import type { SyncContext } from './sync/context.ts';
 import type { RetryPolicy } from './api/http.ts';
 
@@ -102,6 +105,23 @@ export function quotaSettingsFor(source: SourceConfig): QuotaSettings {
   };
 }
 
+/**
+ * Re-applies every `pmsync grant` (src/db/access.ts), so tables a migration
+ * added get the same privileges and row-level policies at once.
+ */
+export async function reapplyGrants(pool: Pool): Promise<number> {
+  const grants = await listGrants(pool);
+  if (grants.length === 0) return 0;
+  const relations = await existingRelations(pool, allResourceTables());
+  const present: AccessGrant[] = [];
+  for (const g of grants) if ((await roleInfo(pool, g.role)).exists) present.push(g);
+  await applyStatements(
+    pool,
+    present.flatMap((g) => grantStatements(g.role, g.sources, relations)),
+  );
+  return present.length;
+}
+
 export async function openApp(config: Config, options: OpenOptions = {}): Promise<App> {
   const redactor = redactorFor(config);
   const color =
@@ -124,7 +144,11 @@ export async function openApp(config: Config, options: OpenOptions = {}): Promis
     await checkConnection(pool, databaseUrl);
     if (options.migrate !== false) {
       const result = await migrate(pool);
-      if (result.applied.length > 0) logger.info({ applied: result.applied }, 'migrations applied');
+      if (result.applied.length > 0) {
+        logger.info({ applied: result.applied }, 'migrations applied');
+        const regranted = await reapplyGrants(pool);
+        if (regranted > 0) logger.info({ roles: regranted }, 'read grants re-applied to the migrated tables');
+      }
     }
   } catch (err) {
     await pool.end().catch(() => undefined);

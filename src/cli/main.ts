@@ -12,6 +12,7 @@ import { Command, Option } from 'commander';
 import { EXIT } from '../errors.ts';
 import { dbCommand } from './commands/db.ts';
 import { driftCommand } from './commands/drift.ts';
+import { grantCommand } from './commands/grant.ts';
 import { migrateCommand } from './commands/migrate.ts';
 import { repopulateCommand } from './commands/repopulate.ts';
 import { resyncCommand } from './commands/resync.ts';
@@ -38,6 +39,7 @@ const program = new Command('pmsync')
   .addCommand(statusCommand())
   .addCommand(driftCommand())
   .addCommand(repopulateCommand())
+  .addCommand(grantCommand())
   .addCommand(migrateCommand())
   .addCommand(dbCommand())
   .addCommand(webhooksCommand());

@@ -1,6 +1,7 @@
 import { Command } from 'commander';
 import { configFrom, fail, withApp } from '../shared.ts';
 import { migrate } from '../../db/migrate.ts';
+import { reapplyGrants } from '../../app.ts';
 
 export function migrateCommand(): Command {
   return new Command('migrate')
@@ -12,6 +13,7 @@ export function migrateCommand(): Command {
           config,
           async (app) => {
             const result = await migrate(app.pool);
+            if (result.applied.length > 0) await reapplyGrants(app.pool);
             process.stdout.write(
               result.applied.length > 0
                 ? `Applied ${result.applied.length} migration(s): ${result.applied.join(', ')}\n`

@@ -66,6 +66,11 @@ export function resourceNames(kind: SourceConfig['kind']): string[] {
   return REST_STREAMS.filter((s) => s.variants.includes(kind)).map((s) => s.resource);
 }
 
+/** Every table a stream writes, whatever the source (each has a `<table>_history` beside it). */
+export function allResourceTables(): string[] {
+  return [...new Set([...REST_STREAMS, ...PRO_STREAMS].map((s) => s.table.name))];
+}
+
 /** Every resource of a source with the table it lands in (for status). */
 export function resourceTablesFor(source: SourceConfig): Array<{ resource: string; table: { name: string } }> {
   return source.kind === 'pro' ? PRO_STREAMS : restStreamsFor(source);
