@@ -31,7 +31,11 @@ export function memoFires(): CronFires {
   };
 }
 
-/** A pinned stream's fires left before the quota day resets, and their cost; null for a stream that is not pinned. */
+/**
+ * A pinned stream's fires left before the quota day resets (a fire at the
+ * reset itself spends the next day's quota), and their cost; null for a
+ * stream that is not pinned.
+ */
 export function pinnedInput(
   stream: Pick<ScheduledStream, 'resource' | 'kind' | 'schedule'>,
   cost: number,
@@ -44,7 +48,7 @@ export function pinnedInput(
     resource: stream.resource,
     purpose: stream.kind === 'full' ? 'full' : 'check',
     cost,
-    firesLeft: fires(stream.schedule.cron, stream.schedule.timeZone, now, resetsAt),
+    firesLeft: fires(stream.schedule.cron, stream.schedule.timeZone, now, new Date(resetsAt.getTime() - 1)),
   };
 }
 
