@@ -55,7 +55,7 @@ export function pinnedInput(
 export interface PinnedSpend {
   /** Requests the pinned streams plan for the rest of the quota day. */
   planned: number;
-  /** The pinned streams. */
+  /** The pinned streams that plan requests, the most first. */
   resources: string[];
   /**
    * What they must fit: what is left of the budget, or of the allowance when
@@ -76,7 +76,10 @@ export function pinnedSpend(pinned: PinnedInput[], quota: QuotaSnapshot, hasQuot
   const limit = limits.reduce<PinnedSpend['limit']>((m, l) => (!m || l.left < m.left ? l : m), null);
   return {
     planned,
-    resources: pinned.map((p) => p.resource),
+    resources: pinned
+      .filter((p) => p.firesLeft > 0)
+      .sort((a, b) => b.firesLeft * b.cost - a.firesLeft * a.cost)
+      .map((p) => p.resource),
     limit,
     over: limit ? Math.max(0, planned - limit.left) : 0,
   };

@@ -3,7 +3,8 @@
  * expressions and a clock.
  */
 import { describe, expect, it } from 'vitest';
-import { countFires, memoFires, pinnedInput } from '../../src/scheduler/pinned.ts';
+import { countFires, memoFires, pinnedInput, pinnedSpend } from '../../src/scheduler/pinned.ts';
+import type { QuotaSnapshot } from '../../src/state/quota.ts';
 
 const NOW = new Date('2026-03-12T09:45:00Z');
 const RESET = new Date('2026-03-13T00:00:00Z');
@@ -36,5 +37,42 @@ describe('a pinned stream', () => {
     // One remembered count per zone: 10:00-19:00 UTC, and 10:00-18:00 UTC for Berlin's 07:00-19:00.
     expect(fires('0 7-19 * * *', 'UTC', NOW, until)).toBe(10);
     expect(fires('0 7-19 * * *', 'Europe/Berlin', NOW, until)).toBe(9);
+  });
+});
+
+describe('what the pins of a source spend', () => {
+  const quota: QuotaSnapshot = {
+    day: '2026-03-12',
+    used: 300,
+    byPurpose: { check: 40, backfill: 260, webhook: 0, resync: 0, full: 0 },
+    dailyLimit: 1000,
+    allowance: 900,
+    budget: 150,
+    budgetUsed: 40,
+    exhaustedUntil: null,
+    startsAt: new Date('2026-03-12T00:00:00Z'),
+    resetsAt: RESET,
+  };
+
+  it('adds fires times cost, names the streams that plan requests, the most first, and measures them against the budget left', () => {
+    const spend = pinnedSpend(
+      [
+        { resource: 'companies', purpose: 'full', cost: 4, firesLeft: 0 },
+        { resource: 'customers', purpose: 'check', cost: 1, firesLeft: 56 },
+        { resource: 'orders', purpose: 'check', cost: 1.5, firesLeft: 56 },
+      ],
+      quota,
+      true,
+    );
+    expect(spend).toEqual({
+      planned: 140,
+      resources: ['orders', 'customers'],
+      limit: { kind: 'budget', left: 110, perDay: 150 },
+      over: 30,
+    });
+  });
+
+  it('is null without pins', () => {
+    expect(pinnedSpend([], quota, true)).toBeNull();
   });
 });
