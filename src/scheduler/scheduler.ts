@@ -438,9 +438,8 @@ export async function observeSource(
   const cronFires: CronFire[] = [];
   const nextFires = new Map<string, Date | null>();
   for (const s of streams) {
-    const pin = pinnedInput(s, slow.costs.get(s.resource) ?? 1, now, quota.resetsAt);
-    if (!pin || s.schedule.mode !== 'cron') continue;
-    pinned.push(pin);
+    if (s.schedule.mode !== 'cron') continue;
+    pinned.push(pinnedInput(s, slow.costs.get(s.resource) ?? 1, now, quota.resetsAt)!);
     nextFires.set(s.resource, nextFire(s.schedule.cron, s.schedule.timeZone, now));
     if (inFlight.has(s.key)) continue;
     const fire = previousFire(s.schedule.cron, s.schedule.timeZone, now);
