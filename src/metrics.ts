@@ -28,6 +28,11 @@ export interface SourceReading {
   health?: { failing: boolean; paused: boolean; consecutiveFailures: number };
   /** Requests planned for the rest of the quota day, by purpose. */
   planned: { check: number; webhook: number; full: number; backfill: number } | null;
+  /**
+   * Of those, what the pinned (cron) streams plan, and how many of them go
+   * beyond what is left of the budget or the allowance (src/scheduler/pinned.ts).
+   */
+  pinned?: { planned: number; over: number };
   streams: Array<{
     resource: string;
     lastSuccess: Date | null;
@@ -172,6 +177,22 @@ export class Metrics {
       ['source', 'purpose'],
       (g, rs) => {
         for (const r of rs) if (r.planned) for (const [purpose, n] of Object.entries(r.planned)) g.set({ source: r.source, purpose }, n);
+      },
+    );
+    gauge(
+      'pmsync_requests_planned_pinned',
+      'Requests the pinned (cron) streams plan to send for the rest of the quota day, whatever the budget (part of pmsync_requests_planned)',
+      ['source'],
+      (g, rs) => {
+        for (const r of rs) if (r.pinned) g.set({ source: r.source }, r.pinned.planned);
+      },
+    );
+    gauge(
+      'pmsync_pinned_over_budget',
+      'Requests the pinned (cron) streams plan for the rest of the quota day beyond what is left of the budget, or of the allowance when less; 0 when they fit',
+      ['source'],
+      (g, rs) => {
+        for (const r of rs) if (r.pinned) g.set({ source: r.source }, r.pinned.over);
       },
     );
     gauge(

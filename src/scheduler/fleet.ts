@@ -12,8 +12,10 @@
  *   (pmsync.source_health), or a stream's latest finished run failed (or,
  *   with --check, the source did not answer its connectivity request);
  * - over budget: the quota is exhausted (a 429, or every request of the day
- *   used), the scheduled-spend budget is used up, or a stream is held until
- *   the quota day resets;
+ *   used), the scheduled-spend budget is used up, a stream is held until
+ *   the quota day resets, or its pinned (cron) streams plan more requests for
+ *   the rest of the quota day than the budget or the allowance has left
+ *   (src/scheduler/pinned.ts);
  * - behind: a stream is staler than its freshness target (maxStalenessMinutes,
  *   or the floor when it has none), or its first pass or a backfill is still open;
  * - ok.
@@ -28,7 +30,7 @@ import type { Queryable } from '../db/pool.ts';
 import { pagesLeft } from '../api/pager.ts';
 import { readCheckpointsOf, type StoredCheckpoint } from '../state/checkpoints.ts';
 import { quotaSnapshots, UNLIMITED, type QuotaSnapshot } from '../state/quota.ts';
-import { recentOutcomes } from '../state/runs.ts';
+import { recentCheckCostsOf, recentOutcomes } from '../state/runs.ts';
 import { loadStreamSchedulesOf, type StreamScheduleRow } from '../state/stream-schedule.ts';
 import { activeHour, nextCheck } from './budget.ts';
 import { loadChangeModelsOf } from '../state/change-model.ts';
@@ -36,6 +38,8 @@ import { slotOf } from '../time.ts';
 import { slotRates } from './rates.ts';
 import { streamCatalog } from './catalog.ts';
 import { planStreams, sourceTimeZone, type ScheduleMode, type ScheduledStream } from './plan.ts';
+import type { PinnedInput } from './budget.ts';
+import { COST_RUNS, memoFires, pinnedInput, pinnedSpend, type PinnedSpend } from './pinned.ts';
 import type { Scheduler, SourceView } from './scheduler.ts';
 
 export const VERDICTS = ['failing', 'over budget', 'behind', 'ok'] as const;
@@ -76,6 +80,8 @@ export interface SourceHealth {
   backfills: Array<{ resource: string; firstPass: boolean; pagesLeft: number | null }>;
   /** Scheduled spend today; budget null when unlimited. */
   budget: { used: number; budget: number | null };
+  /** What its pinned (cron) streams plan for the rest of the quota day, against what is left; null when none is pinned. */
+  pinned: PinnedSpend | null;
   /** Requests today against the daily quota; null for Pro (no quota). */
   quota: { used: number; dailyLimit: number; exhaustedUntil: string | null; resetsAt: string } | null;
   /** The latest time a stream of it is held until (its share of the quota used up). */
@@ -115,6 +121,8 @@ export interface SourceFacts {
   failures: Failure[];
   /** serve's pause of the whole source after it failed as a whole (pmsync.source_health). */
   sourcePause?: { until: Date; kind: string | null; failures: number } | null;
+  /** Its pinned streams' fires left today and their cost. */
+  pinned?: PinnedInput[];
 }
 
 export interface StreamFacts {
@@ -164,6 +172,8 @@ export function judgeSource(f: SourceFacts, now: Date): SourceHealth {
   const paused = scheduled.filter((s) => s.pausedUntil && s.pausedUntil.getTime() > t);
   const pausedUntil = paused.reduce<Date | null>((m, s) => (!m || s.pausedUntil! > m ? s.pausedUntil : m), null);
   if (paused.length > 0) over.push(`${listed(paused.map((s) => s.resource))} held until ${minute(pausedUntil!)}`);
+  const pinned = pinnedSpend(f.pinned ?? [], q, f.hasQuota);
+  if (pinned && pinned.over > 0) over.push(describePinnedOver(pinned));
   reasons.push(...over);
 
   // behind
@@ -205,6 +215,7 @@ export function judgeSource(f: SourceFacts, now: Date): SourceHealth {
     stalest: staleness.reduce<SourceHealth['stalest']>((w, s) => (!w || worse(s, w) ? s : w), null),
     backfills,
     budget: { used: q.budgetUsed, budget },
+    pinned,
     quota: f.hasQuota
       ? {
           used: q.used,
@@ -218,6 +229,22 @@ export function judgeSource(f: SourceFacts, now: Date): SourceHealth {
     lastError: newest ? { resource: newest.resource, code: newest.code, message: newest.message, at: newest.at } : null,
     nextCheck: null,
   };
+}
+
+/**
+ * What the pins plan against what is left, and what to do: a budget too small
+ * for them is raised; more than the allowance, no budget can carry.
+ */
+function describePinnedOver(p: PinnedSpend): string {
+  const limit = p.limit!;
+  const fix =
+    limit.kind === 'budget'
+      ? 'schedule them by budget (remove the cron pins) or raise the budget'
+      : 'schedule them by budget (remove the cron pins) or pin them less often';
+  return (
+    `pinned schedules of ${listed(p.resources)} plan ${p.planned} requests for the rest of the quota day, ` +
+    `more than the ${limit.left} left of the ${limit.kind} of ${limit.perDay} a day: ${fix}`
+  );
 }
 
 type Stalest = NonNullable<SourceHealth['stalest']>;
@@ -238,7 +265,10 @@ export function badness(h: SourceHealth): number {
     case 'over budget': {
       if (h.quota?.exhaustedUntil || (h.quota && h.quota.used >= h.quota.dailyLimit)) return 3;
       if (h.pausedUntil) return 2;
-      return h.budget.budget ? h.budget.used / h.budget.budget : 1;
+      if (h.budget.budget && h.budget.used >= h.budget.budget) return h.budget.used / h.budget.budget;
+      // Pins that will use the budget up: below a budget already used up, more of it planned away first.
+      const p = h.pinned;
+      return p?.limit && p.over > 0 ? p.over / (p.over + p.limit.perDay) : 0;
     }
     case 'behind':
       return h.backfills.some((b) => b.firstPass)
@@ -345,7 +375,8 @@ export async function collectFleet(app: App, config: Config, options: FleetOptio
   const now = app.ctx.now();
   const names = config.sources.map((s) => s.name);
   const planned = planStreams(config.schedules, config.sources, streamCatalog).streams;
-  const [snapshots, schedules, checkpoints, failures, health, models] = await Promise.all([
+  const pinnedStreams = planned.filter((s) => s.schedule.mode === 'cron');
+  const [snapshots, schedules, checkpoints, failures, health, models, costs] = await Promise.all([
     quotaSnapshots(app.pool, config.sources.map(quotaSettingsFor), now),
     loadStreamSchedulesOf(app.pool, names),
     readCheckpointsOf(app.pool, names),
@@ -354,10 +385,16 @@ export async function collectFleet(app: App, config: Config, options: FleetOptio
     loadChangeModelsOf(app.pool, [
       ...new Set(planned.filter((s) => s.schedule.mode === 'budget' && s.maxStalenessMinutes !== null).map((s) => s.source)),
     ]),
+    pinnedStreams.length > 0 ? recentCheckCostsOf(app.pool, pinnedStreams, COST_RUNS) : new Map<string, number>(),
   ]);
   const bySource = groupBy(planned, (s) => s.source);
+  const fires = memoFires();
   const judged = config.sources.map((source, i) => {
     const connectivity = options.connectivity?.get(source.name);
+    // As the scheduler counts them: a stream's recent cost per check, 1 before it has one.
+    const pinned = (bySource.get(source.name) ?? []).flatMap(
+      (s) => pinnedInput(s, Math.max(1, costs.get(s.key) ?? 1), now, snapshots[i]!.resetsAt, fires) ?? [],
+    );
     return judgeSource(
       {
         source: source.name,
@@ -365,6 +402,7 @@ export async function collectFleet(app: App, config: Config, options: FleetOptio
         sourcePause: pauseOf(health.get(source.name)),
         quota: snapshots[i]!,
         hasQuota: source.kind !== 'pro',
+        pinned,
         streams: streamFacts(
           bySource.get(source.name) ?? [],
           schedules.get(source.name) ?? new Map(),

@@ -42,19 +42,18 @@ import { loadSourceHealth, markReported, readSourceHealth, type SourceHealth } f
 import { claimDispatch, loadStreamSchedules, notifiedByStream, setWarning, type StreamScheduleRow } from '../state/stream-schedule.ts';
 import type { Purpose } from '../api/http.ts';
 import type { Leadership } from '../state/locks.ts';
-import { firesBetween, nextFire, previousFire } from './cron.ts';
+import { nextFire, previousFire } from './cron.ts';
 import { runKey, type Dispatcher, type RunJob } from './dispatch.ts';
 import { NO_NOTIFICATIONS, planSource, type PinnedInput, type SourceInput, type SourcePlan, type StreamInput } from './budget.ts';
 import { planStreams, sourceTimeZone, type ScheduledStream, type StreamEntry } from './plan.ts';
 import { expectedSince, slotRates } from './rates.ts';
+import { COST_RUNS, pinnedInput } from './pinned.ts';
 import type { ScheduleSettings } from './settings.ts';
 
 /** A stream fed by webhooks is one that received a notification within this long. */
 const WEBHOOK_LOOKBACK_MS = 24 * 3_600_000;
 /** Change models and check costs change slowly: they are re-read at most this often. */
 const SLOW_READ_MS = 60_000;
-/** Recent runs a stream's cost per check is averaged over. */
-const COST_RUNS = 5;
 /**
  * Sources decided at once within a tick. A source's decision is a handful of
  * short queries; overlapping two halves a tick's wall time over hundreds of
@@ -440,13 +439,7 @@ export async function observeSource(
   const nextFires = new Map<string, Date | null>();
   for (const s of streams) {
     if (s.schedule.mode !== 'cron') continue;
-    const cost = slow.costs.get(s.resource) ?? 1;
-    pinned.push({
-      resource: s.resource,
-      purpose: s.kind === 'full' ? 'full' : 'check',
-      cost,
-      firesLeft: firesBetween(s.schedule.cron, s.schedule.timeZone, now, quota.resetsAt).length,
-    });
+    pinned.push(pinnedInput(s, slow.costs.get(s.resource) ?? 1, now, quota.resetsAt)!);
     nextFires.set(s.resource, nextFire(s.schedule.cron, s.schedule.timeZone, now));
     if (inFlight.has(s.key)) continue;
     const fire = previousFire(s.schedule.cron, s.schedule.timeZone, now);

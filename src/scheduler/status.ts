@@ -21,6 +21,7 @@ import { planStreams, sourceTimeZone, type ScheduledStream } from './plan.ts';
 import { observeSource, readSlow, readSlowOf, type Scheduler, type SlowRead, type SourceView } from './scheduler.ts';
 import { stalenessBound, type StreamInput } from './budget.ts';
 import { lastSuccesses } from '../state/runs.ts';
+import { pinnedSpend } from './pinned.ts';
 
 /** A view older than this is observed again. */
 const VIEW_MAX_AGE_MS = 60_000;
@@ -100,6 +101,7 @@ export async function sourceReadings(app: App, config: Config, scheduler?: Sched
         return minutes === null ? null : minutes * 60;
       };
       const h = health.get(v.source);
+      const pinned = pinnedSpend(v.input.pinned, q, hasQuota);
       return {
         source: v.source,
         health: {
@@ -118,6 +120,7 @@ export async function sourceReadings(app: App, config: Config, scheduler?: Sched
             }
           : null,
         planned: v.plan.planned,
+        pinned: { planned: pinned?.planned ?? 0, over: pinned?.over ?? 0 },
         streams: v.streams.map((s) => {
           const input = v.inputs.get(s.resource);
           const lastCheck = rows.get(s.resource)?.lastCheckAt ?? input?.lastCheckAt ?? null;

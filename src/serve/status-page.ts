@@ -114,7 +114,13 @@ export function renderStatusPage(data: StatusPageData): string {
     `</section>`,
     data.unknownSource ? `<p class="warn">No source named ${esc(data.unknownSource)} is configured.</p>` : '',
     data.linkedDetail && data.sources.length === 0 ? '<p>Choose a source in the summary to see its detail.</p>' : '',
-    ...data.sources.map((s) => renderSource(s, now)),
+    ...data.sources.map((s) =>
+      renderSource(
+        s,
+        data.fleet.sources.find((h) => h.source === s.status.source),
+        now,
+      ),
+    ),
     data.fleet.totals.sources === 0 ? '<p>No source is configured.</p>' : '',
   ].join('\n');
   return `<!doctype html>
@@ -165,12 +171,17 @@ function why(h: SourceHealth, now: Date): string {
   return parts.join('<br>') || '-';
 }
 
-function renderSource(s: StatusPageData['sources'][number], now: Date): string {
+function renderSource(s: StatusPageData['sources'][number], health: SourceHealth | undefined, now: Date): string {
   const st = s.status;
   const id = `source-${slug(st.source)}`;
   const b = st.budget;
   const q = st.quota;
   const planned = b.planned.check + b.planned.webhook + b.planned.full;
+  const pinned = health?.pinned;
+  const pinnedOver = pinned?.limit && pinned.over > 0 ? pinned.limit : null;
+  const pinnedText = pinned
+    ? ` (${num(pinned.planned)} by pinned streams${pinnedOver ? `, more than the ${num(pinnedOver.left)} left of the ${pinnedOver.kind}` : ''})`
+    : '';
   const facts = [
     q
       ? item('Requests today', `${num(q.used)} of ${num(q.dailyLimit)}`, 'quota', q.used >= q.dailyLimit || q.exhaustedUntil !== null)
@@ -182,7 +193,12 @@ function renderSource(s: StatusPageData['sources'][number], now: Date): string {
       'budget',
     ),
     item('Outside the budget today', `backfill ${num(b.spent.backfill)}, resync ${num(b.spent.resync)}`, 'outside-budget'),
-    item('Planned for the rest of the day', `${num(planned)} requests of the budget, ${num(b.planned.backfill)} for backfills`, 'planned'),
+    item(
+      'Planned for the rest of the day',
+      `${num(planned)} requests of the budget${pinnedText}, ${num(b.planned.backfill)} for backfills`,
+      'planned',
+      pinnedOver !== null,
+    ),
     q ? item('Quota day resets', time(new Date(q.resetsAt), now), 'resets') : '',
   ];
   return `<section class="source" aria-labelledby="${id}">

@@ -113,6 +113,45 @@ describe('a source verdict', () => {
     expect(judge(facts('a', { streams: [stream('customers', { pausedUntil: ago(1) })] })).verdict).toBe('ok');
   });
 
+  it('is over budget when its pinned streams plan more than the budget has left, saying what, against what, and what to do', () => {
+    // 24 fires of two streams checked in 2 requests each: 96 requests against the 130 the budget has left.
+    const pins = (firesLeft: number) => [
+      { resource: 'customers', purpose: 'check' as const, cost: 2, firesLeft },
+      { resource: 'orders', purpose: 'check' as const, cost: 2, firesLeft },
+    ];
+    const fits = judge(facts('a', { pinned: pins(24) }));
+    expect(fits).toMatchObject({
+      verdict: 'ok',
+      reasons: [],
+      pinned: { planned: 96, resources: ['customers', 'orders'], limit: { kind: 'budget', left: 130, perDay: 150 }, over: 0 },
+    });
+    const over = judge(facts('a', { pinned: pins(56) }));
+    expect(over.verdict).toBe('over budget');
+    expect(over.pinned).toMatchObject({ planned: 224, over: 94 });
+    expect(over.reasons).toEqual([
+      'pinned schedules of customers and orders plan 224 requests for the rest of the quota day, more than the 130 left of the budget of 150 a day: ' +
+        'schedule them by budget (remove the cron pins) or raise the budget',
+    ]);
+    // Exactly what is left still fits.
+    expect(judge(facts('a', { pinned: pins(32.5) })).verdict).toBe('ok');
+    expect(judge(facts('a')).pinned).toBeNull();
+  });
+
+  it('holds pins to the allowance left when resyncs have eaten into it, and a Pro source without a budget to nothing', () => {
+    const pins = [{ resource: 'customers', purpose: 'check' as const, cost: 1, firesLeft: 96 }];
+    // 900 allowed, 850 used (resyncs): 50 left, less than the budget's 130.
+    const h = judge(facts('a', { quota: quota({ used: 850 }), pinned: pins }));
+    expect(h.verdict).toBe('over budget');
+    expect(h.reasons).toEqual([
+      'pinned schedules of customers plan 96 requests for the rest of the quota day, more than the 50 left of the allowance of 900 a day: ' +
+        'schedule them by budget (remove the cron pins) or pin them less often',
+    ]);
+    const pro = judge(
+      facts('a', { kind: 'pro', hasQuota: false, quota: quota({ budget: UNLIMITED, dailyLimit: UNLIMITED }), pinned: pins }),
+    );
+    expect(pro).toMatchObject({ verdict: 'ok', pinned: { planned: 96, limit: null, over: 0 } });
+  });
+
   it('is behind with a first pass or a backfill open, or a stream past its target, saying how far', () => {
     const first = judge(facts('a', { streams: [stream('customers', { firstPass: true, lastCheckAt: null }), stream('orders')] }));
     expect(first).toMatchObject({ verdict: 'behind', reasons: ['first pass open: customers'] });
@@ -157,6 +196,8 @@ describe('the fleet order', () => {
       judge(facts('exhausted', { quota: quota({ exhaustedUntil: new Date('2026-11-24T00:00:00Z'), budgetUsed: 150 }) })),
       judge(facts('fail-2', { failures: [failure('customers'), failure('orders')] })),
       judge(facts('ok-a')),
+      judge(facts('pins-far-over', { pinned: [{ resource: 'orders', purpose: 'check', cost: 1, firesLeft: 900 }] })),
+      judge(facts('pins-over', { pinned: [{ resource: 'orders', purpose: 'check', cost: 1, firesLeft: 200 }] })),
       judge(facts('backfill', { streams: [stream('customers', { backfill: true, pagesLeft: 7 })] })),
     ];
     expect(sortFleet(list).map((h) => h.source)).toEqual([
@@ -164,6 +205,8 @@ describe('the fleet order', () => {
       'fail-1',
       'exhausted',
       'budget-half',
+      'pins-far-over',
+      'pins-over',
       'first-pass',
       'backfill',
       'late-90',
@@ -172,8 +215,8 @@ describe('the fleet order', () => {
       'ok-b',
     ]);
     const totals = fleetTotals(list);
-    expect(totals).toEqual({ sources: 10, failing: 2, overBudget: 2, behind: 4, ok: 2 });
-    expect(describeTotals(totals)).toBe('10 sources: 2 failing, 2 over budget, 4 behind, 2 ok');
+    expect(totals).toEqual({ sources: 12, failing: 2, overBudget: 4, behind: 4, ok: 2 });
+    expect(describeTotals(totals)).toBe('12 sources: 2 failing, 4 over budget, 4 behind, 2 ok');
   });
 
   it('cuts an error to its first line and ERROR_CHARS', () => {

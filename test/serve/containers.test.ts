@@ -147,7 +147,8 @@ describe('.env.example', () => {
     };
     const config = loadConfig({ env });
     expect(config.sources.map((x) => [x.name, x.kind])).toEqual([['core', 'core']]);
-    expect(config.schedules).toMatchObject({ incremental: '*/15 * * * *', full: '0 2 * * *', catchUp: true });
+    // Every stream by budget: pins are commented examples only (they would replace the budget).
+    expect(config.schedules).toMatchObject({ incremental: 'budget', full: 'budget', budget: '15%', catchUp: true });
     expect(config.serve).toMatchObject({ shutdownTimeoutSeconds: 30, lockWaitSeconds: 120 });
   });
 });

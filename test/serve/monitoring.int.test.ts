@@ -93,6 +93,7 @@ describe('Prometheus alert rules', () => {
     const byMetric = (name: string) => rules.filter((r) => metricsOf(r.expr as string).includes(name)).map((r) => r.alert);
     expect(byMetric('pmsync_quota_remaining')).toEqual(['PmsyncQuotaNearlyExhausted', 'PmsyncQuotaExhausted']);
     expect(byMetric('pmsync_stream_staleness_target_seconds')).toEqual(['PmsyncStreamStale']);
+    expect(byMetric('pmsync_pinned_over_budget')).toEqual(['PmsyncPinnedOverBudget']);
     expect(byMetric('pmsync_webhook_dead_letters')).toEqual(['PmsyncDeadLetters']);
     expect(byMetric('pmsync_quarantined_records')).toEqual(['PmsyncQuarantineGrowing']);
     expect(byMetric('pmsync_ready')).toEqual(['PmsyncReplicaNotReady']);

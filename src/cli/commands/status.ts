@@ -317,7 +317,10 @@ async function connectivityOf(app: App, source: Config['sources'][number]): Prom
 /**
  * The exit code of `status --check`: 0 when every source answered, else the
  * code the worst failure would give a sync (4 credentials, 5 quota, 6
- * unreachable, 1 anything else), so it works as a pre-flight check.
+ * unreachable, 1 anything else), so it works as a pre-flight check. It says
+ * whether each source answered, nothing more: a verdict such as behind or
+ * over budget (pins planning more than the budget) is for reading, in the
+ * text, --json, the status page and the metrics.
  */
 export function checkExitCode(statuses: Array<Pick<SourceStatus, 'connectivity'>>): number {
   let code: number = EXIT.OK;
@@ -357,9 +360,10 @@ export function printStatus(statuses: SourceStatus[], now: Date): void {
     const b = s.budget;
     if (q) {
       const p = b.planned;
+      const pinned = s.health?.pinned ? `; ${s.health.pinned.planned} of them by pinned streams` : '';
       process.stdout.write(
         `  budget ${b.budget} a day for checks, webhook-triggered checks and full refreshes: ${b.used} spent (check ${b.spent.check}, webhook ${b.spent.webhook}, full ${b.spent.full}), ` +
-          `${p.check + p.webhook + p.full} planned for the rest of the day (check ${p.check}, webhook ${p.webhook}, full ${p.full})\n` +
+          `${p.check + p.webhook + p.full} planned for the rest of the day (check ${p.check}, webhook ${p.webhook}, full ${p.full}${pinned})\n` +
           `  outside the budget: backfill ${b.spent.backfill} spent, ${p.backfill} planned; resync ${b.spent.resync} spent\n`,
       );
       process.stdout.write(describeSyncChecks(b));
