@@ -30,7 +30,7 @@ import type { Logger } from '../log.ts';
 import type { Redactor } from '../redact.ts';
 import { streamCatalog } from '../scheduler/catalog.ts';
 import { runsInFlight, type RunJob } from '../scheduler/dispatch.ts';
-import { planStreams } from '../scheduler/plan.ts';
+import { planStreams, type ScheduledStream } from '../scheduler/plan.ts';
 import { executeRun } from '../scheduler/run-job.ts';
 import { observeSource } from '../scheduler/scheduler.ts';
 import { holderName, serveSchedules, trySchedulingPass } from '../state/locks.ts';
@@ -80,12 +80,17 @@ export async function startNotifiedChecks(deps: NotifiedChecksDeps): Promise<Not
     log.info(describeWebhookMode(deps.config(), { worker: true, serve: next === 'serve' }));
   };
 
-  const observeAndClaim = async (config: Config, source: SourceConfig, now: Date, inFlight: Set<string>): Promise<RunJob[]> => {
-    const planned = planStreams(config.schedules, [source], streamCatalog).streams;
+  const observeAndClaim = async (
+    config: Config,
+    source: SourceConfig,
+    streams: ScheduledStream[],
+    now: Date,
+    inFlight: Set<string>,
+  ): Promise<RunJob[]> => {
     const view = await observeSource(
       { pool: deps.pool, ledgerFor: deps.ledgerFor, settings: config.schedules },
       source,
-      planned,
+      streams.filter((s) => s.source === source.name),
       now,
       inFlight,
     );
@@ -133,11 +138,12 @@ export async function startNotifiedChecks(deps: NotifiedChecksDeps): Promise<Not
       become('here');
       const now = deps.ctx.now();
       const inFlight = await runsInFlight(deps.pool);
+      const streams = planStreams(config.schedules, config.sources, streamCatalog).streams;
       const jobs: RunJob[] = [];
       for (const source of sources) {
         if (stopped) break;
         try {
-          jobs.push(...(await observeAndClaim(config, source, now, inFlight)));
+          jobs.push(...(await observeAndClaim(config, source, streams, now, inFlight)));
         } catch (err) {
           log.error({ err, source: source.name }, 'could not plan the notified checks of this source; the next tick tries again');
         }
