@@ -2,8 +2,9 @@
  * `pmsync webhooks receive`: the webhook receiver and the refresh worker in
  * one process, until SIGTERM/SIGINT. With its worker it also checks the
  * streams notifications mark while no serve replica schedules them
- * (src/webhooks/notified-checks.ts), and says at start which it does. Put it behind a TLS-terminating reverse
- * proxy (docs/webhooks.md); it listens on loopback unless told otherwise.
+ * (src/webhooks/notified-checks.ts), and says at start which it does. Put it
+ * behind a TLS-terminating reverse proxy (docs/webhooks.md); it listens on
+ * loopback unless told otherwise.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
