@@ -78,8 +78,11 @@ export async function executeRun(deps: RunJobDeps, job: RunJob): Promise<void> {
   const run = result.runs.find((r) => r.resource === job.resource);
   const error = result.fatal ?? result.budgetSpent ?? result.failures.find((f) => f.resource === job.resource)?.error;
   end.at = ctx.now();
-  if (result.locked?.includes(job.resource)) end.outcome = 'locked';
-  else if (error instanceof QuotaExhaustedError) {
+  if (result.locked?.includes(job.resource)) {
+    // Another process's run of the stream (a cron `pmsync sync`) may have started before the notified changes.
+    end.outcome = 'locked';
+    handBack();
+  } else if (error instanceof QuotaExhaustedError) {
     end.outcome = 'quota';
     end.pausedUntil = error.resumeAt;
     log.info(

@@ -191,6 +191,8 @@ export async function withStreamLock<T, C extends { pool: Pool; signal: AbortSig
 /** The scheduling lock: its own class, so it never meets a stream's. */
 const SCHEDULER_LOCK_CLASS = 727_004;
 const SCHEDULER_LOCK_KEY = 0;
+/** application_name prefix of a serve replica's scheduling-lock connection. */
+const SERVE_SCHEDULER_NAME = 'pmsync scheduler';
 
 /**
  * Scheduling leadership: of the serve replicas on one database, the one holding
@@ -218,7 +220,7 @@ export function schedulingLeadership(pool: Pool): Leadership {
     async lead() {
       if (released) return false;
       if (client) return true;
-      const c = new pg.Client({ ...pool.options, application_name: `pmsync scheduler ${holderName()}`.slice(0, 63) });
+      const c = new pg.Client({ ...pool.options, application_name: `${SERVE_SCHEDULER_NAME} ${holderName()}`.slice(0, 63) });
       c.on('error', () => {
         if (client === c) drop();
       });
@@ -248,4 +250,49 @@ export function schedulingLeadership(pool: Pool): Leadership {
       await c.end().catch(() => undefined);
     },
   };
+}
+
+/**
+ * The scheduling lock for one pass of a process that is not serve (`pmsync
+ * webhooks receive` checking notified streams): taken only when free, and
+ * released by the caller at the end of its pass, so a serve replica that
+ * starts later takes it at its next tick and keeps it. Null when it is held.
+ */
+export async function trySchedulingPass(pool: Pool, what: string): Promise<{ release(): Promise<void> } | null> {
+  const client = new pg.Client({ ...pool.options, application_name: `pmsync ${what} ${holderName()}`.slice(0, 63) });
+  client.on('error', () => undefined);
+  await client.connect();
+  try {
+    const res = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1, $2) AS ok', [
+      SCHEDULER_LOCK_CLASS,
+      SCHEDULER_LOCK_KEY,
+    ]);
+    if (!res.rows[0]?.ok) {
+      await client.end();
+      return null;
+    }
+  } catch (err) {
+    await client.end().catch(() => undefined);
+    throw err;
+  }
+  let released = false;
+  return {
+    async release() {
+      if (released) return;
+      released = true;
+      await client.query('SELECT pg_advisory_unlock($1, $2)', [SCHEDULER_LOCK_CLASS, SCHEDULER_LOCK_KEY]).catch(() => undefined);
+      await client.end().catch(() => undefined);
+    },
+  };
+}
+
+/** Whether a serve replica holds the scheduling lock now (it decides every source's runs). */
+export async function serveSchedules(db: Pick<Pool, 'query'>): Promise<boolean> {
+  const res = await db.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+     WHERE l.locktype = 'advisory' AND l.granted AND l.classid = $1::oid AND l.objid = $2::oid AND l.objsubid = 2
+       AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) AND a.application_name LIKE $3`,
+    [SCHEDULER_LOCK_CLASS, SCHEDULER_LOCK_KEY, `${SERVE_SCHEDULER_NAME} %`],
+  );
+  return (res.rows[0]?.n ?? 0) > 0;
 }

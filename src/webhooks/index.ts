@@ -1,17 +1,20 @@
 /**
  * Webhook-triggered refresh, assembled for a process: the refresh queue, the
  * receiver (a request handler to mount under /webhooks/) and the worker.
- * `pmsync webhooks receive` runs this alone; `pmsync serve` mounts it next to
- * its own endpoints.
+ * `pmsync webhooks receive` runs this alone, with the notified checks no serve
+ * runs (src/webhooks/notified-checks.ts); `pmsync serve` mounts it next to its
+ * own endpoints and its scheduler.
  */
 import type { App } from '../app.ts';
 import { openRefreshQueue, refreshQueueCounts, type RefreshQueue, type RefreshQueueCounts } from './queue.ts';
 import { createWebhookReceiver, type WebhookReceiver } from './receiver.ts';
 import { startRefreshWorker, type RefreshWorker } from './worker.ts';
+import { startNotifiedChecks, type NotifiedChecks } from './notified-checks.ts';
 
 export { WEBHOOK_PATH_PREFIX } from './events.ts';
 export { createWebhookReceiver, type ReceiverDeps, type ReceiverStats, type WebhookReceiver } from './receiver.ts';
 export { startRefreshWorker, type RefreshWorker, type WorkerDeps, type WorkerStats } from './worker.ts';
+export { describeWebhookMode, startNotifiedChecks, type CheckMode, type NotifiedChecks } from './notified-checks.ts';
 export { listDeadLetters, openRefreshQueue, refreshQueueCounts, type RefreshQueue, type RefreshQueueCounts } from './queue.ts';
 
 export interface Webhooks {
@@ -19,15 +22,21 @@ export interface Webhooks {
   receiver: WebhookReceiver;
   /** Null when started with `worker: false` (a receive-only replica). */
   worker: RefreshWorker | null;
+  /** Null unless started with `checkNotified` and a worker. */
+  checks: NotifiedChecks | null;
   /** Backlog and dead letters, for status and metrics. */
   counts(): Promise<RefreshQueueCounts>;
-  /** Stops the worker (after its running refreshes) and the queue. Close the HTTP server first. */
+  /** Stops the notified checks and the worker (after their running work) and the queue. Close the HTTP server first. */
   stop(): Promise<void>;
 }
 
 export interface WebhooksOptions {
   /** False: a receive-only replica. */
   worker?: boolean;
+  /** Check notified streams while no serve replica schedules them (`webhooks receive`; serve has its scheduler). */
+  checkNotified?: boolean;
+  /** Do not tick on the real clock: the caller calls checks.tick() (tests). */
+  manualTicks?: boolean;
   /** Looks at the config file for a change now, for a refresh of a source this process does not know. */
   reload?: () => Promise<void>;
 }
@@ -35,19 +44,25 @@ export interface WebhooksOptions {
 export async function startWebhooks(app: App, options: WebhooksOptions = {}): Promise<Webhooks> {
   const queue = await openRefreshQueue({ databaseUrl: app.databaseUrl, logger: app.logger, settings: app.config.webhooks });
   let worker: RefreshWorker | null = null;
+  let checks: NotifiedChecks | null = null;
+  const deps = {
+    config: () => app.config,
+    reload: options.reload,
+    ctx: app.ctx,
+    pool: app.pool,
+    logger: app.logger,
+    redactor: app.redactor,
+  };
   try {
     if (options.worker !== false) {
-      worker = await startRefreshWorker({
-        config: () => app.config,
-        reload: options.reload,
-        ctx: app.ctx,
-        pool: app.pool,
-        logger: app.logger,
-        redactor: app.redactor,
-        queue,
-      });
+      worker = await startRefreshWorker({ ...deps, queue });
+      if (options.checkNotified) {
+        checks = await startNotifiedChecks({ ...deps, ledgerFor: app.ledgerFor });
+        if (!options.manualTicks) checks.startTimer();
+      }
     }
   } catch (err) {
+    await worker?.stop().catch(() => undefined);
     await queue.stop().catch(() => undefined);
     throw err;
   }
@@ -56,8 +71,10 @@ export async function startWebhooks(app: App, options: WebhooksOptions = {}): Pr
     queue,
     receiver,
     worker,
+    checks,
     counts: () => refreshQueueCounts(app.pool),
     async stop() {
+      await checks?.stop();
       await worker?.stop();
       await queue.stop();
     },

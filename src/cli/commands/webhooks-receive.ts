@@ -1,7 +1,10 @@
 /**
  * `pmsync webhooks receive`: the webhook receiver and the refresh worker in
- * one process, until SIGTERM/SIGINT. Put it behind a TLS-terminating reverse
- * proxy (docs/webhooks.md); it listens on loopback unless told otherwise.
+ * one process, until SIGTERM/SIGINT. With its worker it also checks the
+ * streams notifications mark while no serve replica schedules them
+ * (src/webhooks/notified-checks.ts), and says at start which it does. Put it
+ * behind a TLS-terminating reverse proxy (docs/webhooks.md); it listens on
+ * loopback unless told otherwise.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -46,9 +49,9 @@ export function receiveCommand(): Command {
         if (!config.sources.some((s) => s.kind === 'core'))
           throw new ConfigError(['no core source is configured: only the Core API sends webhooks']);
         // The receiver, the worker and their queue (pg-boss) load only when this command runs (src/cli/main.ts).
-        const { startWebhooks } = await import('../../webhooks/index.ts');
+        const { describeWebhookMode, startWebhooks } = await import('../../webhooks/index.ts');
         await withApp(config, async (app) => {
-          const webhooks = await startWebhooks(app, { worker: opts.worker });
+          const webhooks = await startWebhooks(app, { worker: opts.worker, checkNotified: true });
           const server = createServer((req, res) => {
             if ((req.url ?? '').startsWith(WEBHOOK_PATH_PREFIX)) return webhooks.receiver.handler(req, res);
             res.writeHead(404, { 'content-type': 'application/json; charset=utf-8' }).end('{"error":"not found"}');
@@ -66,6 +69,8 @@ export function receiveCommand(): Command {
           process.stdout.write(
             `webhook receiver listening on http://${shown}:${address.port}${WEBHOOK_PATH_PREFIX}<source>/<token>${webhooks.worker ? ', refresh worker running' : ''}\n`,
           );
+          const mode = describeWebhookMode(app.config, { worker: webhooks.worker !== null, serve: webhooks.checks?.mode() === 'serve' });
+          process.stdout.write(`${mode}\n`);
           app.logger.info({ host: address.address, port: address.port, worker: webhooks.worker !== null }, 'webhook receiver listening');
           await untilAborted(app.abort.signal);
           await new Promise<void>((resolve) => {
