@@ -88,7 +88,9 @@ export async function syncSource(
       const err = isConnectionError(thrown) ? databaseLost(thrown, ctx.databaseUrl) : thrown;
       const code = err instanceof PmsyncError ? err.code : undefined;
       if (err instanceof QuotaExhaustedError && err.scope === 'budget') {
+        // The refused check read nothing (a page it did read stays, and the rest resumes as a backfill): it waits too.
         result.budgetSpent = err;
+        (result.deferred ??= []).push(stream.resource);
         continue;
       }
       if (code && FATAL_CODES.has(code)) {
