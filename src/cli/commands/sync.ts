@@ -3,7 +3,7 @@ import { findSource } from '../../config.ts';
 import { type Config } from '../../config-schema.ts';
 import { EXIT, exitCodeFor, PmsyncError } from '../../errors.ts';
 import { syncSource, type SourceResult } from '../../sync/sync-source.ts';
-import { selectProStreams, selectRestStreams } from '../../sync/streams/index.ts';
+import { unknownResources } from '../../sync/streams/index.ts';
 import { attachProgress } from '../progress.ts';
 import { configFrom, fail, requireSources, withApp } from '../shared.ts';
 import type { App } from '../../app.ts';
@@ -31,12 +31,10 @@ export async function runSync(app: App, config: Config, opts: SyncCliOptions): P
   return { results, exitCode };
 }
 
-/** --source and --resource name things that exist: refused before the database is opened or migrated. */
+/** --source and --resource name things that exist: refused (exit 2, every name at once) before the database is opened or migrated. */
 function checkSelection(config: Config, opts: SyncCliOptions): void {
-  for (const source of findSource(config, opts.source)) {
-    if (source.kind === 'pro') selectProStreams(source, opts.resource);
-    else selectRestStreams(source, opts.resource);
-  }
+  const problems = findSource(config, opts.source).flatMap((source) => unknownResources(source, opts.resource ?? []));
+  if (problems.length > 0) throw new PmsyncError('USAGE', problems.join('\n'));
 }
 
 /** One line per stream run, to stdout; with `quiet`, only the runs that did not succeed. */
