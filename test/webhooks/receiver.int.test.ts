@@ -144,6 +144,9 @@ describe('webhook receiver', () => {
     const { Url: _u, ...noUrl } = body;
     expect((await post(url, noUrl)).status).toBe(400);
     expect((await post(url, { ...body, EventType: 'Customer.Created' })).status).toBe(400);
+    // Date.parse reads "1" as the year 2001; a date-time is what the spec sends.
+    for (const EventTimestamp of ['1', '2026', '2026-03-02', 'yesterday'])
+      expect((await post(url, { ...body, EventTimestamp })).status).toBe(400);
     expect((await post(url, { ...body, TenantId: 'sim01_78' })).status).toBe(403);
     expect(await stored(body.EventId)).toBeUndefined();
     expect(await jobsFor('abc')).toBe(0);
