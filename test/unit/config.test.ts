@@ -330,7 +330,7 @@ describe('where sources come from', () => {
 
   it('without a config file, the CORE_* source is named by its variables in messages', () => {
     const list = problems(() => loadConfig({ env: { ...goodEnv, CORE_BASE_URL: 'https://api.example.com/CustomAPI/X/api/v1' } }));
-    expect(list).toEqual([expect.stringMatching(/^source "core" \(CORE_\* environment variables\): a core baseUrl ends in \/api\/v1/)]);
+    expect(list).toEqual([expect.stringMatching(/^source "core" \(CORE_\* environment variables\): this baseUrl is a Subset API path/)]);
   });
 });
 
