@@ -80,7 +80,7 @@ export function fail(thrown: unknown): never {
 export function requireSources(config: Config): void {
   if (config.sources.length === 0) {
     throw new ConfigError([
-      'no sources configured: set CORE_BASE_URL, CORE_APIKEY, CORE_USERNAME and CORE_PASSWORD, or pass --config FILE (or PMSYNC_CONFIG) with a "sources" list. Try "npm run demo" to see pmsync against the local simulator.',
+      'no sources configured: set CORE_BASE_URL, CORE_APIKEY, CORE_USERNAME and CORE_PASSWORD (read only when no config file is given), or pass --config FILE (or PMSYNC_CONFIG) with a "sources" list. Try "npm run demo" to see pmsync against the local simulator.',
     ]);
   }
 }
