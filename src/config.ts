@@ -3,21 +3,23 @@
  * config file) against the schema in config-schema.ts. Every problem is
  * collected and reported together in one ConfigError.
  *
- * Sources come from a JSON config file (`--config` or PMSYNC_CONFIG), or, for a
- * single Core account, from CORE_* environment variables. Secret values in the
- * file may be written as `{ "env": "NAME" }` or `{ "file": "/path" }` so the
- * file itself holds none; a secret file is read at every load (`serve` reloads
- * the configuration while it runs, see src/serve/reload.ts).
+ * Sources come from one place: the JSON config file (`--config` or
+ * PMSYNC_CONFIG) when one is given, else the CORE_* environment variables,
+ * which describe a single Core account. With a file, CORE_* variables are only
+ * what the file reads by name. Secret values in the file may be written as
+ * `{ "env": "NAME" }` or `{ "file": "/path" }` so the file itself holds none; a
+ * secret file is read at every load (`serve` reloads the configuration while
+ * it runs, see src/serve/reload.ts).
  */
 import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type { z } from 'zod';
-import { ConfigError } from './errors.ts';
+import { ConfigError, PmsyncError } from './errors.ts';
 import type { CredentialNames } from './api/http.ts';
 import { checkTableSettings } from './sync/table-settings.ts';
 import { parseServeSettings, resolveBudget } from './scheduler/settings.ts';
 import { parseWebhookSettings } from './webhooks/settings.ts';
-import { suggestion } from './strict-schema.ts';
+import { suggestion, validNames } from './strict-schema.ts';
 import {
   coreSource,
   DEFAULT_PROGRESS_SECONDS,
@@ -80,7 +82,8 @@ export function loadConfig(options: LoadOptions = {}): Config {
 
   const { schedules, serve } = parseServeSettings(fileInput, env, configFile ?? 'config', problems);
 
-  if (env.CORE_BASE_URL || env.CORE_APIKEY || env.CORE_USERNAME) {
+  // A file names every source, so leftover CORE_* variables never add one beside it.
+  if (!configFile && (env.CORE_BASE_URL || env.CORE_APIKEY || env.CORE_USERNAME)) {
     const fromEnv = coreSource.safeParse({
       kind: 'core',
       name: env.CORE_SOURCE_NAME ?? 'core',
@@ -101,26 +104,38 @@ export function loadConfig(options: LoadOptions = {}): Config {
 
   const declared = declaredSources(fileInput, sources);
   problems.push(...resourceProblems(declared, configFile ?? 'config'));
-  problems.push(...overrideProblems(schedules.overrides, declared, configFile ?? 'config'));
+  problems.push(...overrideProblems(rawOverrides(fileInput), declared, configFile ?? 'config'));
 
+  const whereOf = (s: SourceConfig) => {
+    const entry = entryOf.get(s);
+    return `source "${s.name}" (${entry === undefined ? 'CORE_* environment variables' : `sources[${entry}]`})`;
+  };
   const seen = new Set<string>();
-  sources.forEach((s, i) => {
-    const where = `source "${s.name}" (sources[${entryOf.get(s) ?? i}])`;
+  sources.forEach((s) => {
+    const where = whereOf(s);
     if (seen.has(s.name)) problems.push(`${where}: the name is used twice`);
     seen.add(s.name);
     resolveSourceBudget(s, schedules.budget);
     problems.push(...checkSource(s).map((p) => `${where}: ${p}`));
     problems.push(...checkTableSettings(s).map((p) => `${where}: ${p}`));
   });
-  problems.push(...checkSharedKeys(sources));
+  const sameAccount = sameAccountPairs(sources);
+  problems.push(...sameAccount.map((pair) => describeSameAccount(pair, whereOf)));
+  problems.push(...checkSharedKeys(sources, sameAccount));
 
   if (databaseUrl) {
     try {
       const u = new URL(databaseUrl);
       if (!/^postgres(ql)?:$/.test(u.protocol)) problems.push('DATABASE_URL: must start with postgres:// or postgresql://');
+      else databaseUrl = withLibpqSslModes(databaseUrl, u);
     } catch {
       problems.push('DATABASE_URL: not a valid URL (expected postgres://user:password@host:5432/db)');
     }
+  }
+
+  const logLevel = env.LOG_LEVEL || 'info';
+  if (!LOG_LEVELS.includes(logLevel)) {
+    problems.push(`LOG_LEVEL: "${env.LOG_LEVEL}" is not a log level: use one of ${LOG_LEVELS.join(', ')}`);
   }
 
   const progressSeconds = env.PMSYNC_PROGRESS_SECONDS === undefined ? DEFAULT_PROGRESS_SECONDS : Number(env.PMSYNC_PROGRESS_SECONDS);
@@ -134,7 +149,7 @@ export function loadConfig(options: LoadOptions = {}): Config {
   return {
     databaseUrl,
     dataDir: env.PMSYNC_DATA_DIR ?? '.pmsync',
-    logLevel: env.LOG_LEVEL ?? 'info',
+    logLevel,
     progressSeconds,
     redisUrl: env.REDIS_URL || undefined,
     sources,
@@ -150,14 +165,83 @@ function resolveSourceBudget(s: SourceConfig, fallback: number | string): void {
     s.kind === 'pro' ? (raw === undefined ? UNLIMITED : Number(raw)) : resolveBudget(raw ?? fallback, s.dailyQuota);
 }
 
+/** pino's levels, the values LOG_LEVEL may take. */
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+/**
+ * node-postgres 8 reads `sslmode=prefer`, `require` and `verify-ca` as
+ * `verify-full` and prints a multi-line warning that this will change. pmsync
+ * gives them libpq's meaning now (the meaning psql and node-postgres 9 give
+ * them; docs/operations.md, "Database connection"), which also keeps the
+ * warning out of every command's output. `verify-full`, `disable` and
+ * node-postgres' own `no-verify` mean the same either way and are left as
+ * written, as is a URL that already says `uselibpqcompat`.
+ */
+function withLibpqSslModes(written: string, url: URL): string {
+  const mode = url.searchParams.get('sslmode');
+  if (mode === null || !['prefer', 'require', 'verify-ca'].includes(mode) || url.searchParams.has('uselibpqcompat')) return written;
+  url.searchParams.set('uselibpqcompat', 'true');
+  return url.href;
+}
+
+/** Two Core or Subset sources reading one account: the same base URL with the same gateway key. */
+interface SameAccount {
+  a: SourceConfig;
+  b: SourceConfig;
+  /** Resources both would read. */
+  common: string[];
+}
+
+function accountOf(s: SourceConfig): string | undefined {
+  if (s.kind === 'pro' || !s.apikey) return undefined;
+  let url: URL;
+  try {
+    url = new URL(s.baseUrl);
+  } catch {
+    return undefined;
+  }
+  return `${url.origin}${url.pathname.replace(/\/+$/, '')} ${s.apikey}`;
+}
+
+/**
+ * Pairs of sources that read the same account and at least one same resource:
+ * every such record would be fetched and stored twice, under both names, and
+ * each source would spend the other's requests. Sources that split the
+ * account's resources between them (disjoint `streams`) are fine.
+ */
+function sameAccountPairs(sources: SourceConfig[]): SameAccount[] {
+  const pairs: SameAccount[] = [];
+  sources.forEach((a, i) => {
+    const account = accountOf(a);
+    if (account === undefined) return;
+    for (const b of sources.slice(i + 1)) {
+      if (accountOf(b) !== account) continue;
+      const read = (s: SourceConfig) => s.streams ?? resourceNames(s.kind);
+      const common = read(a).filter((r) => read(b).includes(r));
+      if (common.length > 0) pairs.push({ a, b, common });
+    }
+  });
+  return pairs;
+}
+
+function describeSameAccount({ a, b, common }: SameAccount, whereOf: (s: SourceConfig) => string): string {
+  return (
+    `${whereOf(a)} and ${whereOf(b)} read the same account (${a.baseUrl} with the same gateway key): both would fetch and store ${common.join(', ')}, ` +
+    'each record twice under two names, each spending the requests of the other. Keep one of them, ' +
+    'or give both a "streams" list with no resource in common'
+  );
+}
+
 /** Sources sharing a gateway key share its ledger, so they must agree on its quota and budget. */
-function checkSharedKeys(sources: SourceConfig[]): string[] {
+function checkSharedKeys(sources: SourceConfig[], sameAccount: SameAccount[]): string[] {
   const byKey = new Map<string, RestSourceConfig[]>();
   for (const s of sources) if (s.kind !== 'pro' && s.apikey) byKey.set(s.apikey, [...(byKey.get(s.apikey) ?? []), s]);
   const problems: string[] = [];
   for (const group of byKey.values()) {
     const [first, ...rest] = group;
     for (const other of rest) {
+      // A pair refused as one account is told to keep one source, not to align two.
+      if (sameAccount.some((p) => p.a === first && p.b === other)) continue;
       const differs = (['dailyQuota', 'budget'] as const).filter((k) => other[k] !== first![k]);
       if (other.quota.reservePercent !== first!.quota.reservePercent) differs.push('quota.reservePercent' as never);
       if (differs.length > 0) {
@@ -168,6 +252,23 @@ function checkSharedKeys(sources: SourceConfig[]): string[] {
     }
   }
   return problems;
+}
+
+/**
+ * The schedule overrides as written, so their sources and resources are checked
+ * even when another schedules setting fails its schema.
+ */
+function rawOverrides(fileInput: unknown): Array<{ source?: string; resource?: string }> {
+  const schedules = (fileInput as { schedules?: unknown } | null)?.schedules;
+  const overrides = schedules !== null && typeof schedules === 'object' ? (schedules as { overrides?: unknown }).overrides : undefined;
+  if (!Array.isArray(overrides)) return [];
+  return overrides.map((o) => {
+    const e = o !== null && typeof o === 'object' ? (o as Record<string, unknown>) : {};
+    return {
+      ...(typeof e.source === 'string' ? { source: e.source } : {}),
+      ...(typeof e.resource === 'string' ? { resource: e.resource } : {}),
+    };
+  });
 }
 
 /** What each source entry declares, read from the raw input so entries with other problems are checked too. */
@@ -473,12 +574,13 @@ function envProblems(issues: z.core.$ZodIssue[], env: NodeJS.ProcessEnv): string
   return problems;
 }
 
+/** The sources `--source NAME` selects (all without it); a name that matches none is a usage error (exit 2). */
 export function findSource(config: Config, name: string | undefined): SourceConfig[] {
-  if (!name) return config.sources;
+  if (name === undefined) return config.sources;
   const s = config.sources.find((x) => x.name === name);
   if (!s) {
     const known = config.sources.map((x) => x.name);
-    throw new ConfigError([`--source ${name}: no such source${known.length > 0 ? suggestion(name, known) : ' (none configured)'}`]);
+    throw new PmsyncError('USAGE', `--source ${name}: no such source${validNames(name, known, 'sources')}`);
   }
   return [s];
 }

@@ -47,6 +47,16 @@ export function suggestion(word: string, candidates: readonly string[]): string 
   return candidates.length > 0 ? ` (known: ${candidates.join(', ')})` : '';
 }
 
+/**
+ * For a name given on the command line that matches nothing: the likely typo,
+ * and always every valid name, so the answer is on screen.
+ */
+export function validNames(word: string, candidates: readonly string[], what: string): string {
+  const near = closest(word, candidates);
+  const mean = near ? ` (did you mean "${near}"?)` : '';
+  return `${mean}; ${candidates.length > 0 ? `${what}: ${candidates.join(', ')}` : `no ${what} configured`}`;
+}
+
 export function unknownKeysMessage(keys: readonly string[], known: readonly string[]): string {
   return keys.map((k) => `unknown key "${k}"${suggestion(k, known)}`).join('; ');
 }

@@ -7,7 +7,8 @@ import { openApp, type App, type OpenOptions } from '../app.ts';
 import { loadConfig } from '../config.ts';
 import type { Config, SourceConfig } from '../config-schema.ts';
 import { databaseLost, isConnectionError } from '../db/pool.ts';
-import { ConfigError, EXIT, exitCodeFor } from '../errors.ts';
+import { ConfigError, EXIT, exitCodeFor, PmsyncError } from '../errors.ts';
+import { validNames } from '../strict-schema.ts';
 import { tableStreams } from '../sync/table-settings.ts';
 import { resolveOutput, Terminal, type OutputOptions } from './output.ts';
 
@@ -79,19 +80,19 @@ export function fail(thrown: unknown): never {
 export function requireSources(config: Config): void {
   if (config.sources.length === 0) {
     throw new ConfigError([
-      'no sources configured: set CORE_BASE_URL, CORE_APIKEY, CORE_USERNAME and CORE_PASSWORD, or pass --config FILE (or PMSYNC_CONFIG) with a "sources" list. Try "npm run demo" to see pmsync against the local simulator.',
+      'no sources configured: set CORE_BASE_URL, CORE_APIKEY, CORE_USERNAME and CORE_PASSWORD (read only when no config file is given), or pass --config FILE (or PMSYNC_CONFIG) with a "sources" list. Try "npm run demo" to see pmsync against the local simulator.',
     ]);
   }
 }
 
-/** Refuses `--table` names that a source has no table of, every one listed with the tables it has. */
+/** Refuses `--table` names that a source has no table of (exit 2), every one listed with the tables it has. */
 export function checkTableNames(sources: SourceConfig[], tables: string[] | undefined): void {
   const problems: string[] = [];
   for (const source of sources) {
     const known = tableStreams(source).map((s) => s.table.name);
     for (const t of tables ?? [])
       if (!known.includes(t))
-        problems.push(`--table ${t}: source "${source.name}" (${source.kind}) has no such table; tables: ${known.join(', ')}`);
+        problems.push(`--table ${t}: source "${source.name}" (${source.kind}) has no such table${validNames(t, known, 'tables')}`);
   }
-  if (problems.length > 0) throw new ConfigError(problems);
+  if (problems.length > 0) throw new PmsyncError('USAGE', problems.join('\n'));
 }

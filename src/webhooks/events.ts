@@ -73,7 +73,13 @@ export const deliverySchema = z.object({
     }
     return name;
   }),
-  EventTimestamp: storable.max(64).refine((v) => !Number.isNaN(Date.parse(v)), 'must be an ISO 8601 date-time'),
+  /**
+   * A full ISO 8601 date-time (Date.parse alone takes "1" for the year 2001).
+   * The spec says UTC, so one written without a zone is read as UTC.
+   */
+  EventTimestamp: z.iso
+    .datetime({ offset: true, local: true, error: 'must be an ISO 8601 date-time, e.g. 2026-03-02T09:59:00Z' })
+    .transform((v) => (/(?:Z|[+-]\d{2}(?::?\d{2})?)$/i.test(v) ? v : `${v}Z`)),
   Url: text(2048),
 });
 

@@ -41,7 +41,8 @@ beforeAll(async () => {
   config = writeConfig({
     sources: [
       coreEntry(sim, 'clinic', TENANT, { retry: RETRY, streams: ['customers', 'orders', 'companies'] }),
-      coreEntry(sim, 'wrongpw', { ...TENANT, password: WRONG_PASSWORD }, { retry: RETRY }),
+      // The same account as clinic: it reads other resources, so the two are not refused as one account read twice.
+      coreEntry(sim, 'wrongpw', { ...TENANT, password: WRONG_PASSWORD }, { retry: RETRY, streams: ['appointments'] }),
       { ...coreEntry(sim, 'down', { ...TENANT, apikey: DOWN_APIKEY }, { retry: RETRY }), baseUrl: 'http://127.0.0.1:1/api/v1' },
       { name: 'pro', kind: 'pro', baseUrl: sim.proBaseUrl(), practiceId: PRO.practiceId, token: PRO.token },
     ],

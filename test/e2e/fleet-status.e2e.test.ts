@@ -179,8 +179,8 @@ describe('pmsync status over several sources', () => {
     expect(res.stdout).toMatch(/^ {2}customers\s+30 rows/m);
     expect(res.stdout).not.toMatch(/source alder/);
     const unknown = await cli('status', '--source', 'oak');
-    expect(unknown.code).toBe(3);
-    expect(unknown.stderr).toMatch(/--source oak: no such source/);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toMatch(/--source oak: no such source; sources: \w+/);
   });
 });
 

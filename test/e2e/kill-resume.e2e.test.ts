@@ -24,14 +24,16 @@ const NOW = '2026-03-02T10:00:00.000Z';
 
 let sim: Simulator;
 let db: TestDatabase;
-let config: string;
+/** Each source has a file of its own: they read one account on purpose, which one configuration refuses. */
+let configOf: (source: string) => string;
 
 beforeAll(async () => {
   const clock = new TestClock(NOW);
   sim = await startSimulator({ seed: 11, now: clock.now, tenants: [{ ...TENANT, dailyQuota: 0, sizes: { customers: ROWS } }] });
   db = await createTestDatabase();
   const entry = (name: string) => coreEntry(sim, name, TENANT, { dailyQuota: 10_000_000, streams: ['customers'] });
-  config = writeConfig({ sources: [entry('base'), entry('killed')] });
+  const files = new Map(['base', 'killed'].map((name) => [name, writeConfig({ sources: [entry(name)] })]));
+  configOf = (source) => files.get(source)!;
 });
 afterAll(async () => {
   await sim?.close();
@@ -74,7 +76,7 @@ async function state(source: string) {
 
 describe('kill -9 and resume', () => {
   it(`${KILLS} seeded kills in a ${ROWS.toLocaleString('en')}-row sync lose and double nothing, and end as an uninterrupted run`, async () => {
-    const base = await runCli(['--config', config, 'sync', '--source', 'base'], env());
+    const base = await runCli(['--config', configOf('base'), 'sync', '--source', 'base'], env());
     expect(base.code, base.stderr).toBe(0);
     const baseline = await state('base');
     expect(baseline).toMatchObject({ rows: ROWS, inserted: ROWS, updated: 0, window: null });
@@ -85,7 +87,7 @@ describe('kill -9 and resume', () => {
       // On average each run gets a twentieth of the sync's pages before it is killed.
       const afterRequests = Math.floor((random() * 2 * (ROWS / 100)) / KILLS);
       const from = sim.stats().requests.length;
-      const child = spawnCli(['--config', config, 'sync', '--source', 'killed'], env());
+      const child = spawnCli(['--config', configOf('killed'), 'sync', '--source', 'killed'], env());
       let ended = false;
       const exited = waitExit(child).finally(() => (ended = true));
       // Bounded: a run that ends first (the last pages were fewer) is not killed.
@@ -106,7 +108,7 @@ describe('kill -9 and resume', () => {
     }
     expect(kills.filter((k) => k.rows > 0 && k.rows < ROWS).length).toBeGreaterThanOrEqual(KILLS / 2);
 
-    const resumed = await runCli(['--config', config, 'sync', '--source', 'killed'], env());
+    const resumed = await runCli(['--config', configOf('killed'), 'sync', '--source', 'killed'], env());
     expect(resumed.code, resumed.stderr).toBe(0);
     const final = await state('killed');
     expect(final).toMatchObject({ rows: ROWS, inserted: ROWS, updated: 0, window: null });

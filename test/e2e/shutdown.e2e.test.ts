@@ -19,7 +19,8 @@ let hangsStarted = 0;
 
 let sim: Simulator;
 let db: TestDatabase;
-let config: string;
+/** Each source has a file of its own: they read one account on purpose, which one configuration refuses. */
+let configOf: (source: string) => string;
 
 beforeAll(async () => {
   sim = await startSimulator({
@@ -32,7 +33,8 @@ beforeAll(async () => {
   });
   db = await createTestDatabase();
   const entry = (name: string) => coreEntry(sim, name, TENANT, { streams: ['customers'], lagSeconds: 0 });
-  config = writeConfig({ sources: [entry('term'), entry('int'), entry('hung')] });
+  const files = new Map(['term', 'int', 'hung'].map((name) => [name, writeConfig({ sources: [entry(name)] })]));
+  configOf = (source) => files.get(source)!;
 });
 afterAll(async () => {
   await sim?.close();
@@ -66,7 +68,7 @@ describe('shutdown signals', () => {
   ] as const) {
     it(`${signal} stops at a page boundary with the checkpoint committed, exits 130, and the next run resumes`, async () => {
       sim.setFaults({ slowMs: 25 });
-      const child = spawnCli(['--config', config, 'sync', '--source', source], env());
+      const child = spawnCli(['--config', configOf(source), 'sync', '--source', source], env());
       const exited = waitExit(child);
       await until(async () => ((await progress(source)).pagesRead ?? 0) >= 3, 'three committed pages');
       child.kill(signal);
@@ -84,7 +86,7 @@ describe('shutdown signals', () => {
       expect(stopped.runs).toEqual(['interrupted']);
 
       sim.setFaults({});
-      const resumed = await runCli(['--config', config, 'sync', '--source', source], env());
+      const resumed = await runCli(['--config', configOf(source), 'sync', '--source', source], env());
       expect(resumed.code).toBe(0);
       const done = await progress(source);
       expect(done).toMatchObject({ rows: ROWS, pagesRead: null, runs: ['interrupted', 'succeeded'] });
@@ -95,7 +97,7 @@ describe('shutdown signals', () => {
   }
 
   it('a signal during a hanging request ends that request instead of waiting for its timeout', async () => {
-    const child = spawnCli(['--config', config, 'sync', '--source', 'hung'], env());
+    const child = spawnCli(['--config', configOf('hung'), 'sync', '--source', 'hung'], env());
     const exited = waitExit(child);
     await until(async () => ((await progress('hung')).pagesRead ?? 0) >= 2, 'two committed pages');
     sim.setFaults({ slowMs: 5, timeoutRate: 1, hangMs: HANG_MS });

@@ -77,16 +77,18 @@ describe('a configuration with typos', () => {
     },
   );
 
-  it('a --resource or --source typo is refused with a suggestion before the database is migrated', async () => {
+  it('a --resource or --source typo is a usage error with a suggestion and the valid names, before the database is migrated', async () => {
     const file = writeConfig({
       sources: [{ name: 'clinic', kind: 'core', baseUrl: server.baseUrl, apikey: 'k', username: 'u', password: 'p' }],
     });
     const resource = await runCli(['--config', file, 'sync', '--resource', 'custmers'], cliEnv({ DATABASE_URL: db.url }));
-    expect(resource.code).toBe(3);
-    expect(resource.stderr).toMatch(/source "clinic" \(core\) has no resource "custmers" \(did you mean "customers"\?\)/);
+    expect(resource.code).toBe(2);
+    expect(resource.stderr).toMatch(
+      /--resource custmers: source "clinic" \(core\) has no resource "custmers" \(did you mean "customers"\?\); resources: companies, .*customers/,
+    );
     const source = await runCli(['--config', file, 'sync', '--source', 'clinc'], cliEnv({ DATABASE_URL: db.url }));
-    expect(source.code).toBe(3);
-    expect(source.stderr).toMatch(/--source clinc: no such source \(did you mean "clinic"\?\)/);
+    expect(source.code).toBe(2);
+    expect(source.stderr).toMatch(/--source clinc: no such source \(did you mean "clinic"\?\); sources: clinic$/m);
     const tables = await db.pool.query<{ n: number }>(
       "SELECT count(*)::int AS n FROM information_schema.tables WHERE table_schema NOT IN ('pg_catalog', 'information_schema')",
     );

@@ -21,11 +21,12 @@ function folder(): string {
   return mkdtempSync(join(tmpdir(), 'pmsync-reload-'));
 }
 
+/** A Core source of an account of its own (two sources reading one account are refused). */
 function core(name: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
   return {
     name,
     kind: 'core',
-    baseUrl: 'https://api.example.com/api/v1',
+    baseUrl: `https://${name}.example.com/api/v1`,
     apikey: 'k-inline',
     username: 'u',
     password: 'p-inline',

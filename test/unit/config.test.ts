@@ -255,3 +255,128 @@ describe('strict configuration', () => {
     expect(c.sources.map((s) => s.name)).toEqual(['clinic', 'pro-1']);
   });
 });
+
+describe('where sources come from', () => {
+  function file(config: unknown): string {
+    const dir = mkdtempSync(join(tmpdir(), 'pmsync-cfg-'));
+    const path = join(dir, 'c.json');
+    writeFileSync(path, JSON.stringify(config));
+    return path;
+  }
+  const clinic = {
+    name: 'clinic',
+    kind: 'core',
+    baseUrl: 'https://api.example.com/api/v1',
+    apikey: 'key-abc',
+    username: 'u',
+    password: 'p',
+  };
+
+  it('with a config file, CORE_* variables add no source, even with another dailyQuota or the same name', () => {
+    for (const extra of [{}, { CORE_DAILY_QUOTA: '5000' }, { CORE_SOURCE_NAME: 'clinic' }]) {
+      const c = loadConfig({ configFile: file({ sources: [clinic] }), env: { ...goodEnv, ...extra } });
+      expect(c.sources.map((s) => s.name)).toEqual(['clinic']);
+    }
+    expect(loadConfig({ env: { ...goodEnv, PMSYNC_CONFIG: file({ sources: [clinic] }) } }).sources.map((s) => s.name)).toEqual(['clinic']);
+  });
+
+  it('a config file may read CORE_* variables by name without the others being set', () => {
+    const c = loadConfig({
+      configFile: file({ sources: [{ ...clinic, apikey: { env: 'CORE_APIKEY' }, password: { env: 'CORE_PASSWORD' } }] }),
+      env: { CORE_APIKEY: 'key-from-env', CORE_PASSWORD: 'pw-from-env' },
+    });
+    expect(c.sources[0]).toMatchObject({ name: 'clinic', apikey: 'key-from-env', password: 'pw-from-env' });
+  });
+
+  it('refuses two sources reading the same account, naming both, unless their streams are disjoint', () => {
+    const same = problems(() =>
+      loadConfig({
+        configFile: file({
+          sources: [clinic, { ...clinic, name: 'again', baseUrl: 'https://API.example.com/api/v1/', username: 'other' }],
+        }),
+        env: {},
+      }),
+    );
+    expect(same).toEqual([
+      expect.stringMatching(
+        /^source "clinic" \(sources\[0\]\) and source "again" \(sources\[1\]\) read the same account \(https:\/\/api\.example\.com\/api\/v1 with the same gateway key\): both would fetch and store companies, .*Keep one of them, or give both a "streams" list with no resource in common$/,
+      ),
+    ]);
+    const overlapping = problems(() =>
+      loadConfig({
+        configFile: file({
+          sources: [
+            { ...clinic, streams: ['customers', 'orders'] },
+            { ...clinic, name: 'again', streams: ['orders', 'appointments'] },
+          ],
+        }),
+        env: {},
+      }),
+    );
+    expect(overlapping).toEqual([expect.stringMatching(/read the same account .*both would fetch and store orders, each record twice/)]);
+    const split = loadConfig({
+      configFile: file({
+        sources: [
+          { ...clinic, streams: ['customers'] },
+          { ...clinic, name: 'again', streams: ['orders'] },
+        ],
+      }),
+      env: {},
+    });
+    expect(split.sources.map((s) => s.name)).toEqual(['clinic', 'again']);
+    const otherKey = loadConfig({ configFile: file({ sources: [clinic, { ...clinic, name: 'other', apikey: 'key-xyz' }] }), env: {} });
+    expect(otherKey.sources).toHaveLength(2);
+  });
+
+  it('without a config file, the CORE_* source is named by its variables in messages', () => {
+    const list = problems(() => loadConfig({ env: { ...goodEnv, CORE_BASE_URL: 'https://api.example.com/CustomAPI/X/api/v1' } }));
+    expect(list).toEqual([expect.stringMatching(/^source "core" \(CORE_\* environment variables\): this baseUrl is a Subset API path/)]);
+  });
+});
+
+describe('every problem at once', () => {
+  function file(config: unknown): string {
+    const dir = mkdtempSync(join(tmpdir(), 'pmsync-cfg-'));
+    const path = join(dir, 'c.json');
+    writeFileSync(path, JSON.stringify(config));
+    return path;
+  }
+
+  it('lists problems of the top level, the sources, schedules, overrides, webhooks and the environment together', () => {
+    const list = problems(() =>
+      loadConfig({
+        configFile: file({
+          colour: 'blue',
+          sources: [
+            { name: 'clinic', kind: 'core', baseUrl: 'https://h/api/v1', apikey: 'k', username: 'u', password: 'p', lagSeconds: -1 },
+          ],
+          schedules: { budget: 'lots', overrides: [{ source: 'clinik', cron: 'off' }] },
+          webhooks: { concurrency: 0 },
+        }),
+        env: { LOG_LEVEL: 'verbose', DATABASE_URL: 'mysql://x' },
+      }),
+    );
+    expect(list).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/\(root\): unknown key "colour"/),
+        expect.stringMatching(/sources\[0\]\.lagSeconds: Too small/),
+        expect.stringMatching(/schedules\.budget: /),
+        expect.stringMatching(/schedules\.overrides\[0\]\.source: no source named "clinik" \(did you mean "clinic"\?\)$/),
+        expect.stringMatching(/webhooks\.concurrency: /),
+        expect.stringMatching(/^LOG_LEVEL: "verbose" is not a log level: use one of fatal, error, warn, info, debug, trace, silent$/),
+        expect.stringMatching(/^DATABASE_URL: must start with postgres:\/\//),
+      ]),
+    );
+    expect(list).toHaveLength(7);
+  });
+});
+
+describe('DATABASE_URL sslmode', () => {
+  it('gives prefer, require and verify-ca libpq meaning; leaves verify-full, disable, no-verify and an explicit choice as written', () => {
+    const url = (query: string) => loadConfig({ env: { DATABASE_URL: `postgres://u:p@db.internal:5432/practice${query}` } }).databaseUrl;
+    for (const mode of ['prefer', 'require', 'verify-ca'])
+      expect(url(`?sslmode=${mode}`)).toBe(`postgres://u:p@db.internal:5432/practice?sslmode=${mode}&uselibpqcompat=true`);
+    for (const query of ['', '?sslmode=verify-full', '?sslmode=disable', '?sslmode=no-verify', '?sslmode=require&uselibpqcompat=false'])
+      expect(url(query)).toBe(`postgres://u:p@db.internal:5432/practice${query}`);
+  });
+});

@@ -16,6 +16,8 @@ import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { coreSourceEntry, logSink, openTestApp, post, startListener, testConfig, waitFor, type TestServer } from './support.ts';
 
 const TENANT = { apikey: 'wh-recv-key-Q1', username: 'wh.user', password: 'wh-pass-R7', variant: 'core' as const, tenantId: '77' };
+/** An account of its own: one configuration refuses two sources reading the same account. */
+const ROTATING = { apikey: 'wh-recv-key-Q3', username: 'wh.rot', password: 'wh-pass-T9', variant: 'core' as const };
 const SUBSET = { apikey: 'wh-recv-sub-Q2', username: 'wh.sub', password: 'wh-pass-S8', variant: 'subset' as const, subsetName: 'Sub' };
 
 let db: TestDatabase;
@@ -67,13 +69,16 @@ async function issue(source: string, t: string): Promise<void> {
 
 beforeAll(async () => {
   db = await createTestDatabase();
-  sim = await startSimulator({ seed: 11, tenants: [{ ...TENANT, sizes: { customers: 30 } }, SUBSET] });
+  sim = await startSimulator({
+    seed: 11,
+    tenants: [{ ...TENANT, sizes: { customers: 30 } }, SUBSET, { ...ROTATING, sizes: { customers: 5 } }],
+  });
   foreign = await startListener();
   const simPort = new URL(sim.url).port;
   const config = testConfig(db.url, [
     coreSourceEntry('clinic', sim.coreBaseUrl(), TENANT, { webhook: { tenantId: 'sim01_77' } }),
     coreSourceEntry('named', `http://localhost:${simPort}/api/v1`, TENANT),
-    coreSourceEntry('rotating', sim.coreBaseUrl(), TENANT),
+    coreSourceEntry('rotating', sim.coreBaseUrl(), ROTATING),
     { ...coreSourceEntry('sub', sim.subsetBaseUrl('Sub'), SUBSET), kind: 'subset' },
   ]);
   app = await openTestApp(config, { logs: logs.stream, now });
@@ -144,6 +149,9 @@ describe('webhook receiver', () => {
     const { Url: _u, ...noUrl } = body;
     expect((await post(url, noUrl)).status).toBe(400);
     expect((await post(url, { ...body, EventType: 'Customer.Created' })).status).toBe(400);
+    // Date.parse reads "1" as the year 2001; a date-time is what the spec sends.
+    for (const EventTimestamp of ['1', '2026', '2026-03-02', 'yesterday'])
+      expect((await post(url, { ...body, EventTimestamp })).status).toBe(400);
     expect((await post(url, { ...body, TenantId: 'sim01_78' })).status).toBe(403);
     expect(await stored(body.EventId)).toBeUndefined();
     expect(await jobsFor('abc')).toBe(0);
@@ -153,7 +161,7 @@ describe('webhook receiver', () => {
     const [before, after] = [newToken(), newToken()];
     await issue('rotating', before);
     await issue('rotating', after);
-    const id = sim.tenant(TENANT.apikey).list('customers')[1]!.CustomerId as string;
+    const id = sim.tenant(ROTATING.apikey).list('customers')[1]!.CustomerId as string;
     const send = (t: string) => post(`${receiver}/webhooks/rotating/${t}`, delivery(`${sim.coreBaseUrl()}/customers/${id}`));
     expect((await send(after)).status).toBe(200);
     expect((await send(before)).status).toBe(200);

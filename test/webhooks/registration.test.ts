@@ -129,4 +129,12 @@ describe('deliverySchema', () => {
     expect(deliverySchema.safeParse({ ...body, EventTimestamp: 'yesterday' }).success).toBe(false);
     expect(deliverySchema.safeParse({ ...body, EventId: 'has space' }).success).toBe(false);
   });
+  it('takes EventTimestamp only as an ISO 8601 date-time, one without a zone as UTC', () => {
+    for (const EventTimestamp of ['1', '2026', '2026-11-22', '22/11/2026 08:00'])
+      expect(deliverySchema.safeParse({ ...body, EventTimestamp }).success, EventTimestamp).toBe(false);
+    expect(deliverySchema.parse({ ...body, EventTimestamp: '2026-11-22T08:00:00.5+01:00' }).EventTimestamp).toBe(
+      '2026-11-22T08:00:00.5+01:00',
+    );
+    expect(deliverySchema.parse({ ...body, EventTimestamp: '2026-11-22T08:00:00' }).EventTimestamp).toBe('2026-11-22T08:00:00Z');
+  });
 });

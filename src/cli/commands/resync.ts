@@ -5,6 +5,7 @@ import { type Config, type SourceConfig } from '../../config-schema.ts';
 import { EXIT, PmsyncError } from '../../errors.ts';
 import { LockedError } from '../../state/locks.ts';
 import { loadState } from '../../state/checkpoints.ts';
+import { validNames } from '../../strict-schema.ts';
 import { zonedToUtc } from '../../time.ts';
 import { refreshRecord } from '../../sync/refresh.ts';
 import type { RunSummary } from '../../sync/run-scope.ts';
@@ -73,10 +74,10 @@ function sourcesFor(config: Config, resource: string, name: string | undefined):
   const candidates = findSource(config, name);
   const having = candidates.filter((s) => resourcesOf(s).includes(resource));
   if (having.length === 0) {
-    const known = [...new Set(candidates.flatMap(resourcesOf))].join(', ');
+    const known = [...new Set(candidates.flatMap(resourcesOf))];
     throw new PmsyncError(
       'USAGE',
-      `${name ? `source "${name}"` : 'no configured source'} has ${name ? 'no ' : 'a '}resource "${resource}" (known: ${known || 'none'})`,
+      `${name ? `source "${name}" has no` : 'no configured source has a'} resource "${resource}"${validNames(resource, known, 'resources')}`,
     );
   }
   return having;
@@ -167,6 +168,9 @@ a date later than the cursor reads from the cursor. Exit codes as for "pmsync sy
       try {
         const chosen = [opts.id !== undefined, opts.since !== undefined, opts.full === true].filter(Boolean).length;
         if (chosen !== 1) throw new PmsyncError('USAGE', 'give exactly one of --id ID, --since DATE or --full');
+        // An empty id would turn the record's URL into the list's: a request spent on the wrong thing.
+        if (opts.id !== undefined && opts.id.trim() === '')
+          throw new PmsyncError('USAGE', '--id: empty; give the id of one record, e.g. --id 42');
         const config = configFrom(cmd);
         requireSources(config);
         const sources = sourcesFor(config, resource, opts.source);

@@ -12,7 +12,7 @@ import { describePosition } from '../../sync/readers/pro-session.ts';
 import { checkConnectivity } from '../../sync/source-kinds.ts';
 import { resourceTablesFor } from '../../sync/streams/index.ts';
 import { readBound, type CheckBound } from '../../sync/coverage.ts';
-import { configFrom, fail, withApp } from '../shared.ts';
+import { configFrom, fail, requireSources, withApp } from '../shared.ts';
 import { findSource } from '../../config.ts';
 import type { Scheduler, SourceView } from '../../scheduler/scheduler.ts';
 import { sourceTimeZone } from '../../scheduler/plan.ts';
@@ -487,6 +487,8 @@ export function statusCommand(): Command {
     .action(async (opts: StatusOptions, cmd: Command) => {
       try {
         const loaded = configFrom(cmd);
+        // A pre-flight check of a deployment with no source has nothing to pass.
+        if (opts.check) requireSources(loaded);
         const wantsSummary = opts.summary || opts.problems || opts.limit !== undefined;
         const config = opts.source ? { ...loaded, sources: findSource(loaded, opts.source) } : loaded;
         await withApp(loaded, async (app) => {

@@ -4,7 +4,7 @@ import { type Config, type SourceConfig } from '../../config-schema.ts';
 import { EXIT, exitCodeFor, PmsyncError, QuotaExhaustedError } from '../../errors.ts';
 import { boundWarning, readBound, readStalls, type Stall } from '../../sync/coverage.ts';
 import { syncSource, type SourceResult } from '../../sync/sync-source.ts';
-import { selectProStreams, selectRestStreams } from '../../sync/streams/index.ts';
+import { selectProStreams, selectRestStreams, unknownResources } from '../../sync/streams/index.ts';
 import { attachProgress } from '../progress.ts';
 import { configFrom, fail, requireSources, withApp } from '../shared.ts';
 import type { App } from '../../app.ts';
@@ -73,12 +73,10 @@ function selectedResources(source: SourceConfig, resources: string[] | undefined
   return (source.kind === 'pro' ? selectProStreams(source, resources) : selectRestStreams(source, resources)).map((s) => s.resource);
 }
 
-/** --source and --resource name things that exist: refused before the database is opened or migrated. */
+/** --source and --resource name things that exist: refused (exit 2, every name at once) before the database is opened or migrated. */
 function checkSelection(config: Config, opts: SyncCliOptions): void {
-  for (const source of findSource(config, opts.source)) {
-    if (source.kind === 'pro') selectProStreams(source, opts.resource);
-    else selectRestStreams(source, opts.resource);
-  }
+  const problems = findSource(config, opts.source).flatMap((source) => unknownResources(source, opts.resource ?? []));
+  if (problems.length > 0) throw new PmsyncError('USAGE', problems.join('\n'));
 }
 
 /** One line per stream run, to stdout; with `quiet`, only the runs that did not succeed. */

@@ -3,8 +3,8 @@
  * under streams/<kind>/ and one line here.
  */
 import type { ProSourceConfig, SourceConfig } from '../../config-schema.ts';
-import { ConfigError } from '../../errors.ts';
-import { suggestion } from '../../strict-schema.ts';
+import { ConfigError, PmsyncError } from '../../errors.ts';
+import { validNames } from '../../strict-schema.ts';
 import type { RestStream } from './rest.ts';
 import type { ProStream } from './pro/stream.ts';
 import proEventTypes from './pro/event-types.ts';
@@ -88,9 +88,15 @@ function select<S extends { resource: string }>(source: SourceConfig, available:
   }
   const configured = source.streams ? available.filter((s) => source.streams!.includes(s.resource)) : available;
   if (!resources || resources.length === 0) return configured;
-  const unknown = unknownIn(resources);
-  if (unknown.length > 0) {
-    throw new ConfigError(unknown.map((u) => `source "${source.name}" (${source.kind}) has no resource "${u}"${suggestion(u, names)}`));
-  }
+  const unknown = unknownResources(source, resources);
+  if (unknown.length > 0) throw new PmsyncError('USAGE', unknown.join('\n'));
   return available.filter((s) => resources.includes(s.resource));
+}
+
+/** Names given with `--resource` that the source's API kind does not serve: usage errors, each with the valid names. */
+export function unknownResources(source: SourceConfig, resources: readonly string[]): string[] {
+  const names = resourceTablesFor(source).map((s) => s.resource);
+  return resources
+    .filter((r) => !names.includes(r))
+    .map((r) => `--resource ${r}: source "${source.name}" (${source.kind}) has no resource "${r}"${validNames(r, names, 'resources')}`);
 }
