@@ -184,8 +184,23 @@ const proSource = strictObject({
 
 export const sourceSchema = z.discriminatedUnion('kind', [coreSource, subsetSource, proSource]);
 
+/**
+ * How long pmsync keeps copies of patient data it holds besides the tables:
+ * quarantined payloads (days since last seen), schema-drift findings (days
+ * since last updated), and, when set, closed versions in the history tables
+ * (days since they stopped being current). Webhook events follow
+ * webhooks.eventRetentionDays. Purged after every sync and hourly under serve.
+ */
+export const retentionSchema = strictObject({
+  quarantineDays: z.number().int().min(1).max(3650).default(30),
+  driftDays: z.number().int().min(1).max(3650).default(90),
+  historyDays: z.number().int().min(1).max(36_500).nullable().default(null),
+}).prefault({});
+export type RetentionSettings = z.infer<typeof retentionSchema>;
+
 export const fileSchema = strictObject({
   databaseUrl: z.string().optional(),
+  retention: retentionSchema,
   sources: z.array(sourceSchema).default([]),
   // Parsed by their own modules (src/scheduler/settings.ts, src/webhooks/settings.ts), strictly too.
   schedules: z.unknown().optional(),
@@ -227,4 +242,6 @@ export interface Config {
   serve: ServeSettings;
   /** Webhook receiver and refresh queue settings. */
   webhooks: WebhookSettings;
+  /** How long quarantined payloads, drift findings and closed history versions are kept. */
+  retention: RetentionSettings;
 }

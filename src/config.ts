@@ -24,6 +24,7 @@ import {
   coreSource,
   DEFAULT_PROGRESS_SECONDS,
   fileSchema,
+  retentionSchema,
   sourceSchema,
   type Config,
   type CoreSourceConfig,
@@ -156,6 +157,7 @@ export function loadConfig(options: LoadOptions = {}): Config {
     schedules,
     serve,
     webhooks,
+    retention: parsed.success ? parsed.data.retention : retentionSchema.parse(undefined),
   };
 }
 

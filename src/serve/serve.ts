@@ -16,6 +16,7 @@
  * the settings it started with; one of a removed source stops at its next
  * page boundary, its checkpoint saved.
  */
+import { describePurge, purgeRetention } from '../sync/retention.ts';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { App } from '../app.ts';
@@ -77,6 +78,8 @@ export interface RunningServe {
   /** Stops everything; true when every run ended within the shutdown timeout. */
   stop(): Promise<boolean>;
 }
+
+const PURGE_INTERVAL_MS = 3_600_000;
 
 export async function startServe(app: App, config: Config, options: ServeOptions = {}): Promise<RunningServe> {
   // What is built once here (the queue worker's concurrency, the HTTP server, the shutdown timeout) keeps these values.
@@ -232,11 +235,25 @@ export async function startServe(app: App, config: Config, options: ServeOptions
     : null;
   reloader?.every(serveSettings.reloadSeconds);
 
+  // Retention (src/state/retention.ts): hourly, by the replica that decides, so a fleet purges once.
+  const purge = setInterval(() => {
+    if (!scheduler.leading) return;
+    purgeRetention(app.pool, current()).then(
+      (counts) => {
+        const line = describePurge(counts);
+        if (line) log.info({ ...counts }, line);
+      },
+      (err: unknown) => log.warn({ err }, 'the retention purge failed; it is tried again in an hour'),
+    );
+  }, PURGE_INTERVAL_MS);
+  purge.unref();
+
   let stopping: Promise<boolean> | undefined;
   const stop = () =>
     (stopping ??= (async () => {
       accepting = false;
       reloader?.stop();
+      clearInterval(purge);
       const deadline = Date.now() + serveSettings.shutdownTimeoutSeconds * 1000;
       log.info({ timeoutSeconds: serveSettings.shutdownTimeoutSeconds, running: [...running] }, 'stopping: letting in-flight pages commit');
       const schedulerStopped = scheduler.stop();

@@ -12,6 +12,7 @@ import { describePosition } from '../../sync/readers/pro-session.ts';
 import { checkConnectivity } from '../../sync/source-kinds.ts';
 import { resourceTablesFor } from '../../sync/streams/index.ts';
 import { readBound, type CheckBound } from '../../sync/coverage.ts';
+import { lastPurge } from '../../state/retention.ts';
 import { configFrom, fail, requireSources, withApp } from '../shared.ts';
 import { findSource } from '../../config.ts';
 import type { Scheduler, SourceView } from '../../scheduler/scheduler.ts';
@@ -533,6 +534,7 @@ export function statusCommand(): Command {
           else {
             printStatus(statuses, app.ctx.now());
             await printRefreshQueue(app, config);
+            await printRetention(app, config);
           }
           process.exitCode = checkExitCode(statuses);
         });
@@ -547,6 +549,19 @@ async function printRefreshQueue(app: App, config: Config): Promise<void> {
   // The refresh queue's module (pg-boss) loads only when there is a queue to report (src/cli/main.ts).
   const { describeRefreshCounts, refreshQueueCounts } = await import('../../webhooks/queue.ts');
   process.stdout.write(`${describeRefreshCounts(await refreshQueueCounts(app.pool))}\n`);
+}
+
+/** The retention in force and what its last purge removed (src/state/retention.ts). */
+async function printRetention(app: App, config: Config): Promise<void> {
+  const r = config.retention;
+  const kept =
+    `quarantined payloads ${r.quarantineDays} days, drift findings ${r.driftDays} days, webhook events ${config.webhooks.eventRetentionDays} days, ` +
+    `closed history versions ${r.historyDays === null ? 'for good' : `${r.historyDays} days`}`;
+  const last = await lastPurge(app.pool);
+  const removed = last
+    ? `; last purge ${last.at.toISOString()} removed ${last.quarantine} quarantined, ${last.drift} drift, ${last.webhookEvents} webhook event, ${last.history} history row(s)`
+    : '; nothing purged yet';
+  process.stdout.write(`retention: ${kept}${removed}\n`);
 }
 
 /** status --check over every source, a few at a time. */

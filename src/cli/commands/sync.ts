@@ -3,6 +3,7 @@ import { findSource } from '../../config.ts';
 import { type Config, type SourceConfig } from '../../config-schema.ts';
 import { EXIT, exitCodeFor, PmsyncError, QuotaExhaustedError } from '../../errors.ts';
 import { boundWarning, readBound, readStalls, type Stall } from '../../sync/coverage.ts';
+import { describePurge, purgeRetention } from '../../sync/retention.ts';
 import { syncSource, type SourceResult } from '../../sync/sync-source.ts';
 import { selectProStreams, selectRestStreams, unknownResources } from '../../sync/streams/index.ts';
 import { attachProgress } from '../progress.ts';
@@ -79,6 +80,17 @@ function checkSelection(config: Config, opts: SyncCliOptions): void {
   if (problems.length > 0) throw new PmsyncError('USAGE', problems.join('\n'));
 }
 
+/** Deletes what is past its retention; a failed purge is logged, never failing the sync it follows. */
+async function purgeAfterSync(app: App, config: Config): Promise<void> {
+  try {
+    const counts = await purgeRetention(app.pool, config);
+    const line = describePurge(counts);
+    if (line) app.logger.info({ ...counts }, line);
+  } catch (err) {
+    app.logger.warn({ err }, 'the retention purge failed; it is tried again after the next sync');
+  }
+}
+
 /** One line per stream run, to stdout; with `quiet`, only the runs that did not succeed. */
 export function printResults(results: SourceResult[], options: { quiet?: boolean; stalls?: Map<string, Stall[]> } = {}): void {
   for (const r of results) {
@@ -127,6 +139,7 @@ within the bound the budget allows (a line names it), 6 API or database unreacha
           try {
             const { results, stalls, exitCode } = await runSync(app, config, opts);
             detach();
+            await purgeAfterSync(app, config);
             printResults(results, { quiet: config.quiet, stalls });
             return exitCode;
           } finally {
