@@ -44,6 +44,22 @@ export const REFERENCE_DAY: DayPattern = {
 /** A day when nothing changes at the source. */
 export const QUIET_DAY: DayPattern = { ...REFERENCE_DAY, changes: {} };
 
+/** The reference day's changes in an evening rush, 18:00-21:00, instead of 8-19. */
+export const EVENING_DAY: DayPattern = { ...REFERENCE_DAY, openHour: 18, closeHour: 21, shape: [1, 1, 1] };
+
+/** A pattern with every resource's changes (and new records) multiplied by `factor`. */
+export function scaledDay(pattern: DayPattern, factor: number): DayPattern {
+  const changes: DayPattern['changes'] = {};
+  for (const [resource, c] of Object.entries(pattern.changes) as Array<[CoreResource, { total: number; created: number }]>)
+    changes[resource] = { total: Math.round(c.total * factor), created: Math.round(c.created * factor) };
+  return { ...pattern, changes };
+}
+
+/** `total` changes of one resource within the hour starting at `hour` (local), none of them new records. */
+export function burstDay(resource: CoreResource, total: number, hour: number): DayPattern {
+  return { openHour: hour, closeHour: hour + 1, shape: [1], changes: { [resource]: { total, created: 0 } } };
+}
+
 export interface DayChange {
   /** Instant of the change. */
   at: number;
@@ -73,6 +89,11 @@ export function planDay(pattern: DayPattern, date: string, timeZone: string, see
     }
   }
   return out.sort((a, b) => a.at - b.at);
+}
+
+/** The changes of several patterns played on one day (a usual day and a burst on top of it), in time order. */
+export function planLayers(layers: readonly DayPattern[], date: string, timeZone: string, seed = 1): DayChange[] {
+  return layers.flatMap((pattern, i) => planDay(pattern, date, timeZone, seed + i * 7919)).sort((a, b) => a.at - b.at);
 }
 
 /** One change applied to the tenant: the record as it is now served. */

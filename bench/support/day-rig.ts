@@ -67,9 +67,11 @@ export interface RigOptions {
   /** webhooks.refresh: auto (notifications trigger checks) or record (each fetches its record). */
   webhookRefresh?: 'auto' | 'record';
   sizes?: Partial<Record<CoreResource, number>>;
-  /** Days of history played before the first pass, so the model can learn from it. */
+  /** Days of history played before the first pass, so the model can learn from it (Sundays closed). */
   historyDays?: number;
   historyPattern?: DayPattern;
+  /** The history day by day instead, oldest first, ending the day before the measured one (null: closed). */
+  history?: ReadonlyArray<DayPattern | null>;
   tickSeconds?: number;
   lagSeconds?: number;
   seed?: number;
@@ -91,6 +93,8 @@ export interface DayReport {
   requests: number;
   /** The same, by stream (list path, or the record endpoint of a resource). */
   requestsByStream: Record<string, number>;
+  /** The instant of each of them, in time order. */
+  requestTimes: number[];
   /** pmsync's own ledger for the day, by purpose (cross-checked against the simulator's total). */
   ledger: { used: number; byPurpose: Record<Purpose, number>; budget: number };
   changes: TrackedChange[];
@@ -106,7 +110,14 @@ export class DayRig {
   readonly app: App;
   readonly serve: RunningServe;
   readonly dayStart: number;
+  /** Local midnight after the measured day: 23 or 25 hours after dayStart on a daylight-saving change. */
+  readonly dayEnd: number;
   readonly logs: string[];
+  /**
+   * Runs a tick adds after the scheduler's own (an outside trigger, such as a
+   * baseline's webhook-triggered checks), dispatched to the same run queue.
+   */
+  extraRuns?: (now: Date, scheduled: RunJob[]) => Promise<RunJob[]>;
   private readonly tz: TenantClock;
 
   private constructor(o: RigOptions, clock: RigClock, sim: Simulator, config: Config, app: App, serve: RunningServe, logs: string[]) {
@@ -120,11 +131,12 @@ export class DayRig {
     this.logs = logs;
     this.tz = new TenantClock(o.timeZone);
     this.dayStart = localMidnight(o.date, o.timeZone);
+    this.dayEnd = localMidnight(this.tz.date(this.dayStart + DAY + 2 * HOUR), o.timeZone);
   }
 
   static async start(o: RigOptions): Promise<DayRig> {
     const dayStart = localMidnight(o.date, o.timeZone);
-    const historyDays = o.historyDays ?? 0;
+    const historyDays = o.history?.length ?? o.historyDays ?? 0;
     // The simulator's seeded data ends where the played history begins.
     const clock = new RigClock(dayStart - (historyDays + 1) * DAY);
     const offsetHours = -Math.round(new TenantClock(o.timeZone).offset(dayStart) / HOUR);
@@ -177,10 +189,11 @@ export class DayRig {
    */
   async prepare(): Promise<void> {
     const o = this.options;
-    for (let d = o.historyDays ?? 0; d >= 1; d--) {
+    const days = o.history?.length ?? o.historyDays ?? 0;
+    for (let d = days; d >= 1; d--) {
       const date = new Date(this.dayStart - d * DAY + 12 * HOUR);
-      const pattern = o.historyPattern;
-      if (!pattern || date.getUTCDay() === 0) continue; // closed on Sundays
+      const pattern = o.history ? o.history[days - d] : date.getUTCDay() === 0 ? null : o.historyPattern; // closed on Sundays
+      if (!pattern) continue;
       for (const change of planDay(pattern, localDate(date.getTime(), o.timeZone), o.timeZone, (o.seed ?? 7) * 1000 + d)) {
         this.clock.set(change.at);
         applyChange(this.tenant, change);
@@ -219,7 +232,10 @@ export class DayRig {
     const jobs = await this.serve.scheduler.tick();
     await this.serve.dispatcher.drained(this.app.pool, 2);
     if (this.options.webhooks) await this.refreshesDone();
-    return jobs;
+    if (!this.extraRuns) return jobs;
+    const extra = await this.extraRuns(this.clock.now(), jobs);
+    if (extra.length > 0) await this.serve.dispatcher.drained(this.app.pool, 2);
+    return [...jobs, ...extra];
   }
 
   /** Waits until no record refresh is ready, running or retrying (those put off until a quota reset wait). */
@@ -296,25 +312,27 @@ export class DayRig {
     }
   }
 
-  /** Plays one whole quota day of `pattern` and reports it. */
-  async playDay(pattern: DayPattern, onTick?: (t: number, jobs: RunJob[]) => void | Promise<void>): Promise<DayReport> {
-    const changes = planDay(pattern, this.options.date, this.options.timeZone, this.options.seed ?? 7);
-    const played = await this.play(changes, this.dayStart, this.dayStart + DAY, onTick);
-    return { ...this.requestsOn(this.dayStart, this.dayStart + DAY), ledger: await this.ledger(), ...played };
+  /** Plays one whole quota day of `day` (a pattern, or changes already planned) and reports it. */
+  async playDay(day: DayPattern | DayChange[], onTick?: (t: number, jobs: RunJob[]) => void | Promise<void>): Promise<DayReport> {
+    const changes = Array.isArray(day) ? day : planDay(day, this.options.date, this.options.timeZone, this.options.seed ?? 7);
+    const played = await this.play(changes, this.dayStart, this.dayEnd, onTick);
+    return { ...this.requestsOn(this.dayStart, this.dayEnd), ledger: await this.ledger(), ...played };
   }
 
   /** The simulator's own count of the source key's requests in [from, to), in total and by stream. */
-  requestsOn(from: number, to: number): { requests: number; requestsByStream: Record<string, number> } {
+  requestsOn(from: number, to: number): { requests: number; requestsByStream: Record<string, number>; requestTimes: number[] } {
     const byStream: Record<string, number> = {};
+    const times: number[] = [];
     let total = 0;
     for (const r of this.sim.stats().requests) {
       if (r.apikey !== CREDS.apikey || r.at.getTime() < from || r.at.getTime() >= to) continue;
       total++;
+      times.push(r.at.getTime());
       const parts = r.path.split('/').filter(Boolean).slice(2);
       const key = parts.length > 1 ? `${parts[0]} (record)` : (parts[0] ?? '?');
       byStream[key] = (byStream[key] ?? 0) + 1;
     }
-    return { requests: total, requestsByStream: byStream };
+    return { requests: total, requestsByStream: byStream, requestTimes: times.sort((a, b) => a - b) };
   }
 
   private async ledger(): Promise<DayReport['ledger']> {
