@@ -69,7 +69,7 @@ async function ledgerUsed(day: string): Promise<number> {
  * after it show any difference that remains.
  */
 async function settle(): Promise<void> {
-  const deadline = Date.now() + scaled(2_000);
+  const deadline = Date.now() + scaled(5_000);
   while (Date.now() < deadline) {
     let behind = false;
     for (const [day, n] of requestsPerDay(sim, TENANT.apikey)) if ((await ledgerUsed(day)) !== n) behind = true;

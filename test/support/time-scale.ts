@@ -6,7 +6,7 @@
  * larger scale makes a slow run slow, not red. Guards are written for an
  * unloaded machine and go through `scaled` (or `waitUntil`, which applies it).
  */
-export const TIME_SCALE_VARIABLE = 'PMSYNC_TEST_TIME_SCALE';
+const TIME_SCALE_VARIABLE = 'PMSYNC_TEST_TIME_SCALE';
 
 /** The scale a value of the variable sets; throws saying what to write. */
 export function parseTimeScale(text: string | undefined): number {
@@ -18,7 +18,7 @@ export function parseTimeScale(text: string | undefined): number {
   return scale;
 }
 
-export const TIME_SCALE = parseTimeScale(process.env[TIME_SCALE_VARIABLE]);
+const TIME_SCALE = parseTimeScale(process.env[TIME_SCALE_VARIABLE]);
 
 /** A hang guard written for an unloaded machine, stretched for this one. */
 export function scaled(ms: number): number {
