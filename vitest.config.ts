@@ -1,4 +1,5 @@
 import { configDefaults, defineConfig } from 'vitest/config';
+import { scaled } from './test/support/time-scale.ts';
 
 /**
  * Three projects, chosen by file name: `*.test.ts` needs nothing but Node
@@ -11,8 +12,9 @@ const SERVICE_GLOBAL_SETUP = ['test/support/global-setup.ts'];
 
 export default defineConfig({
   test: {
-    testTimeout: 60_000,
-    hookTimeout: 120_000,
+    // Hang guards: PMSYNC_TEST_TIME_SCALE stretches them on a slow machine (test/support/time-scale.ts).
+    testTimeout: scaled(60_000),
+    hookTimeout: scaled(120_000),
     pool: 'forks',
     projects: [
       {

@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { pino } from 'pino';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
+import { waitUntil } from '../support/time-scale.ts';
 import { withTransaction } from '../../src/db/pool.ts';
 import { prepareTable, writePage, idReader, type WriteOptions } from '../../src/sync/page.ts';
 import { dbNow as passStartNow, markNotSeen } from '../../src/db/rows.ts';
@@ -64,12 +65,9 @@ async function dbNow(): Promise<string> {
 
 /** Until the backend waits for a lock another transaction holds. */
 async function waitUntilBlocked(pid: number): Promise<void> {
-  for (let i = 0; i < 500; i++) {
-    const res = await db.pool.query("SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND wait_event_type = 'Lock'", [pid]);
-    if (res.rows.length > 0) return;
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  throw new Error(`backend ${pid} never waited for the lock`);
+  const blocked = async () =>
+    (await db.pool.query("SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND wait_event_type = 'Lock'", [pid])).rows.length > 0;
+  await waitUntil(blocked, `backend ${pid} to wait for the lock`, { timeoutMs: 5_000, everyMs: 10 });
 }
 
 async function asOf(at: string): Promise<Record<string, string>> {

@@ -16,11 +16,13 @@ import { startSimulator, type Simulator } from '../../simulator/index.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { cliEnv, runCli, spawnCli, waitExit, writeConfig } from '../support/cli.ts';
 import { coreEntry, TestClock } from '../support/harness.ts';
+import { scaled, waitUntil } from '../support/time-scale.ts';
 
 const ROWS = 100_000;
 const KILLS = 20;
 const TENANT = { apikey: 'kill-key-R8', username: 'kill.user', password: 'kill-pass-T3', variant: 'core' as const };
 const NOW = '2026-03-02T10:00:00.000Z';
+const TIMEOUT = { timeout: scaled(300_000) };
 
 let sim: Simulator;
 let db: TestDatabase;
@@ -74,7 +76,7 @@ async function state(source: string) {
   return { rows: r.rows, inserted: r.inserted, updated: r.updated, cursor: r.cursor ?? null, window: r.window ?? null };
 }
 
-describe('kill -9 and resume', () => {
+describe('kill -9 and resume', TIMEOUT, () => {
   it(`${KILLS} seeded kills in a ${ROWS.toLocaleString('en')}-row sync lose and double nothing, and end as an uninterrupted run`, async () => {
     const base = await runCli(['--config', configOf('base'), 'sync', '--source', 'base'], env());
     expect(base.code, base.stderr).toBe(0);
@@ -90,10 +92,10 @@ describe('kill -9 and resume', () => {
       const child = spawnCli(['--config', configOf('killed'), 'sync', '--source', 'killed'], env());
       let ended = false;
       const exited = waitExit(child).finally(() => (ended = true));
-      // Bounded: a run that ends first (the last pages were fewer) is not killed.
-      for (let tries = 0; !ended && sim.stats().requests.length - from < afterRequests && tries < 60_000; tries++) {
-        await new Promise((r) => setTimeout(r, 1));
-      }
+      // A run that ends first (the last pages were fewer) is not killed. The poll is short, not busy:
+      // stats() copies the request log, and the simulator serving the run shares this process.
+      const sent = () => ended || sim.stats().requests.length - from >= afterRequests;
+      await waitUntil(sent, `run ${i + 1} to end or send ${afterRequests} requests`, { timeoutMs: 60_000, everyMs: 5 });
       child.kill('SIGKILL');
       const res = await exited;
       const s = await state('killed');
@@ -122,5 +124,5 @@ describe('kill -9 and resume', () => {
          OR k.source_modified_at IS DISTINCT FROM b.source_modified_at OR k.not_seen_since IS DISTINCT FROM b.not_seen_since`,
     );
     expect(differ.rows[0]!.n).toBe(0);
-  }, 300_000);
+  });
 });

@@ -13,6 +13,7 @@ import { startSimulator, type Simulator } from '../../simulator/index.ts';
 import { syncSource } from '../../src/sync/sync-source.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { coreEntry, DAY, loadTestConfig, openTestApp, requestsPerDay, TestClock, type TestApp } from '../support/harness.ts';
+import { scaled } from '../support/time-scale.ts';
 
 const TENANT = { apikey: 'days-key-P5', username: 'days.user', password: 'days-pass-V6', variant: 'core' as const };
 const QUOTA = 300;
@@ -62,12 +63,14 @@ async function ledgerUsed(day: string): Promise<number> {
 }
 
 /**
- * Waits (a bounded number of tries) until the simulator has logged as many
- * requests each quota day as the ledger counted: a timed-out request is
- * logged when its socket closes, a moment after the client gave up on it.
+ * Waits (bounded, scaled) until the simulator has logged as many requests
+ * each quota day as the ledger counted: a timed-out request is logged when
+ * its socket closes, a moment after the client gave up on it. The assertions
+ * after it show any difference that remains.
  */
 async function settle(): Promise<void> {
-  for (let i = 0; i < 200; i++) {
+  const deadline = Date.now() + scaled(5_000);
+  while (Date.now() < deadline) {
     let behind = false;
     for (const [day, n] of requestsPerDay(sim, TENANT.apikey)) if ((await ledgerUsed(day)) !== n) behind = true;
     if (!behind) return;

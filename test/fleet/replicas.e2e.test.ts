@@ -11,6 +11,7 @@ import { DAY, HOUR, MINUTE } from '../../bench/support/day-rig.ts';
 import { FleetRig, sourceName, type TrackedChange } from '../../bench/support/fleet-rig.ts';
 import { listRuns } from '../../src/state/runs.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
+import { scaled, waitUntil } from '../support/time-scale.ts';
 
 const SIZES = {
   companies: 1,
@@ -24,7 +25,7 @@ const SIZES = {
   services: 4,
   employees: 3,
 };
-const TIMEOUT = { timeout: 300_000 };
+const TIMEOUT = { timeout: scaled(300_000) };
 
 let db: TestDatabase;
 let rig: FleetRig | undefined;
@@ -109,20 +110,22 @@ describe('replicas on one database', () => {
     // The first passes start, slowed down so that they are still going when a replica is killed.
     r.sim.setFaults({ slowMs: 300 });
     expect(await r.tickAll()).toBeGreaterThan(0);
-    let victim: { replica: number; runs: string[] } | undefined;
-    for (let i = 0; i < 400 && !victim; i++) {
-      for (const rep of r.live()) {
-        const p = await r.probe(rep);
-        if (p.running.length > 0 && !victim) victim = { replica: rep.index, runs: p.running };
-      }
-      if (!victim) await new Promise((res) => setTimeout(res, 25));
-    }
-    expect(victim, 'no replica was running anything').toBeDefined();
+    const victim = await waitUntil(
+      async () => {
+        for (const rep of r.live()) {
+          const p = await r.probe(rep);
+          if (p.running.length > 0) return { replica: rep.index, runs: p.running };
+        }
+        return undefined;
+      },
+      'a replica running something',
+      { timeoutMs: 10_000, everyMs: 25 },
+    );
     const at = Date.now();
-    await r.kill(r.replicas[victim!.replica]!);
+    await r.kill(r.replicas[victim.replica]!);
     r.sim.setFaults({});
     await r.drained();
-    const killed = { ...victim!, at };
+    const killed = { ...victim, at };
     // The other replica finishes every first pass, then the morning is played.
     for (let i = 0; i < 20 && (await r.tick()) > 0; i++) r.setClock(r.clock.ms + 5 * MINUTE);
     await play(r, r.dayStart + 8 * HOUR, r.dayStart + 11 * HOUR, 30 * MINUTE);

@@ -9,6 +9,7 @@ import { PmsyncError, ShutdownError } from '../../src/errors.ts';
 import { createLogger } from '../../src/log.ts';
 import { Redactor } from '../../src/redact.ts';
 import { waitFor } from '../simulator/support.ts';
+import { scaled } from '../support/time-scale.ts';
 import { startHostileServer, type HostileServer } from './server.ts';
 
 let server: HostileServer;
@@ -36,7 +37,7 @@ function client(timeoutMs: number, maxAttempts: number): HttpClient {
 }
 
 describe('requestTimeoutMs is a total deadline per attempt', () => {
-  it('a body trickling a byte at a time is cut at the deadline, on every attempt', { timeout: 15_000 }, async () => {
+  it('a body trickling a byte at a time is cut at the deadline, on every attempt', { timeout: scaled(15_000) }, async () => {
     server.set({ kind: 'trickle', intervalMs: 20 });
     const c = client(300, 2);
     try {
@@ -50,7 +51,7 @@ describe('requestTimeoutMs is a total deadline per attempt', () => {
     }
   });
 
-  it('a shutdown during a trickling body stops the request as a shutdown, not a timeout', { timeout: 15_000 }, async () => {
+  it('a shutdown during a trickling body stops the request as a shutdown, not a timeout', { timeout: scaled(15_000) }, async () => {
     server.set({ kind: 'trickle', intervalMs: 20 });
     const c = client(60_000, 3);
     const stop = new AbortController();

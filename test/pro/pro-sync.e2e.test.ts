@@ -7,6 +7,7 @@ import { startSimulator, type RequestLogEntry, type Simulator } from '../../simu
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { cliEnv, runCli, spawnCli, waitExit, writeConfig, type CliResult } from '../support/cli.ts';
 import { FAN_OUT_BATCH } from '../../src/sync/readers/fan-out.ts';
+import { waitUntil } from '../support/time-scale.ts';
 
 const CLINIC = {
   token: 'e2e-pro-token-Vb8',
@@ -186,10 +187,9 @@ describe('pmsync sync against the Pro simulator', () => {
         ['--config', config, 'sync', '--source', 'clinic-sweep', '--resource', 'appointments'],
         cliEnv({ DATABASE_URL: db.url }),
       );
-      for (let tries = 0; appointmentReads() < 2 * FAN_OUT_BATCH + 10; tries++) {
-        if (tries > 3_000) throw new Error('the sweep never read its third batch of appointments');
-        await new Promise((r) => setTimeout(r, 10));
-      }
+      await waitUntil(() => appointmentReads() >= 2 * FAN_OUT_BATCH + 10, 'the sweep to read its third batch of appointments', {
+        everyMs: 10,
+      });
       child.kill('SIGKILL');
       outputs.push(await waitExit(child));
       const killedAfter = appointmentReads();

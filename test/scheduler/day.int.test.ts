@@ -11,10 +11,11 @@ import { slotRates } from '../../src/scheduler/rates.ts';
 import { slotOf } from '../../src/time.ts';
 import { planDay, REFERENCE_DAY, type DayChange } from '../../simulator/day.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
+import { scaled } from '../support/time-scale.ts';
 
 // A simulated day (hundreds of ticks, each a real scheduling decision on PostgreSQL): seconds on a quiet
 // machine, a minute or more on a loaded CI runner. The test checks what happened, never how long it took.
-const DAY_TIMEOUT = { timeout: 300_000 };
+const DAY_TIMEOUT = { timeout: scaled(300_000) };
 
 const SIZES = {
   customers: 400,

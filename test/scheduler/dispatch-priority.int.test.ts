@@ -11,6 +11,7 @@ import type { Purpose } from '../../src/api/http.ts';
 import { createLogger } from '../../src/log.ts';
 import { Redactor } from '../../src/redact.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
+import { scaled } from '../support/time-scale.ts';
 
 let db: TestDatabase;
 let dispatcher: Dispatcher | null = null;
@@ -89,7 +90,7 @@ describe('the run queue', () => {
 });
 
 async function waitFor(check: () => boolean, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
+  const deadline = Date.now() + scaled(timeoutMs);
   while (!check()) {
     if (Date.now() > deadline) throw new Error('timed out waiting');
     await new Promise((r) => setTimeout(r, 10));

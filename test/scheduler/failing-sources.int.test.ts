@@ -17,10 +17,11 @@ import { runsInFlight } from '../../src/scheduler/dispatch.ts';
 import { pauseMs } from '../../src/scheduler/source-failures.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { HeldDelays } from '../simulator/support.ts';
+import { scaled } from '../support/time-scale.ts';
 import { Fleet, type Practice } from './support/fleet.ts';
 import { DayRig } from '../../bench/support/day-rig.ts';
 
-const TIMEOUT = { timeout: 300_000 };
+const TIMEOUT = { timeout: scaled(300_000) };
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
 const T0 = Date.parse('2027-01-12T08:00:00Z');

@@ -6,6 +6,7 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
+import { scaled } from '../support/time-scale.ts';
 import { acquireStreamLock, heldStreamLocks, schedulingLeadership, streamLockKey } from '../../src/state/locks.ts';
 
 const HOLDER = fileURLToPath(new URL('./support/hold-lock.ts', import.meta.url));
@@ -64,7 +65,7 @@ describe('stream locks', () => {
   it('pass to a waiting process the moment a holder is killed', async () => {
     const a = holder('appointments');
     expect(await a.nextLine()).toBe('locked');
-    const waiter = holder('appointments', 60_000);
+    const waiter = holder('appointments', scaled(60_000));
     a.child.kill('SIGKILL');
     expect(await waiter.nextLine()).toBe('locked');
     waiter.child.stdin.end();
@@ -110,7 +111,7 @@ describe('scheduling leadership', () => {
       `SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity WHERE application_name LIKE 'pmsync scheduler %' AND datname = current_database() AND pid <> pg_backend_pid()`,
     );
     expect(killed.rows[0]!.n).toBe(1);
-    await expect.poll(() => c.lead(), { interval: 20, timeout: 10_000 }).toBe(true);
+    await expect.poll(() => c.lead(), { interval: 20, timeout: scaled(10_000) }).toBe(true);
     expect(await b.lead()).toBe(false);
     await b.release();
     await c.release();

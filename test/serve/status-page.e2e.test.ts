@@ -22,6 +22,7 @@ import { DEAD_LETTER_QUEUE, PGBOSS_SCHEMA } from '../../src/webhooks/queue.ts';
 import { ROOT, writeConfig } from '../support/cli.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { coreEntry, DAY, openTestApp, TestClock, type TestApp } from '../support/harness.ts';
+import { scaled } from '../support/time-scale.ts';
 
 /** Debian's chromium; PMSYNC_CHROMIUM points elsewhere. .ci/run installs it when it is missing. */
 const CHROMIUM = process.env.PMSYNC_CHROMIUM ?? '/usr/bin/chromium';
@@ -99,8 +100,10 @@ describe.skipIf(browserMissing)('the status page in a browser', () => {
     await boss.stop({ graceful: false });
 
     quarantinedIds = (await db.pool.query<{ record_id: string }>('SELECT record_id FROM pmsync.quarantine')).rows.map((r) => r.record_id);
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS });
+    // Playwright's 30 s limits on launching and on each action are hang guards too.
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS, timeout: scaled(30_000) });
     page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    page.setDefaultTimeout(scaled(30_000));
     const res = await page.goto(`${serve.url}/`);
     expect(res?.status()).toBe(200);
   });

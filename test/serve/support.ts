@@ -3,6 +3,7 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { spawnCli, waitExit, type CliResult } from '../support/cli.ts';
+import { scaled } from '../support/time-scale.ts';
 
 export interface ServeProcess {
   child: ReturnType<typeof spawnCli>;
@@ -31,9 +32,9 @@ export async function startServeCli(args: string[], env: NodeJS.ProcessEnv): Pro
   return { child, url, exited };
 }
 
-/** Polls until `check` returns a value other than undefined. */
+/** Polls until `check` returns a value other than undefined; `timeoutMs` is a hang guard for an unloaded machine, scaled. */
 export async function eventually<T>(check: () => Promise<T | undefined>, what: string, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
+  const deadline = Date.now() + scaled(timeoutMs);
   for (;;) {
     const v = await check();
     if (v !== undefined) return v;

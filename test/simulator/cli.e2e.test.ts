@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { DEMO_CORE, DEMO_PRO, DEMO_SUBSET } from '../../simulator/index.ts';
 import { ROOT } from '../support/cli.ts';
+import { scaled } from '../support/time-scale.ts';
 import { basic, call } from './support.ts';
 
 // The simulator's own entry point, as `npm run simulator` runs it.
@@ -20,7 +21,7 @@ describe('simulator command', () => {
     child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => (out += chunk.toString()));
     try {
-      const deadline = Date.now() + 20_000;
+      const deadline = Date.now() + scaled(20_000);
       while (!out.includes('Press Ctrl+C') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
       const url = /listening on (http:\/\/\S+)/.exec(out)?.[1];
       expect(url, out).toBeDefined();

@@ -3,6 +3,7 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { request } from 'undici';
 import type { CoreTenantOptions } from '../../simulator/index.ts';
+import { scaled } from '../support/time-scale.ts';
 
 export const CORE: CoreTenantOptions = { apikey: 'core-key', username: 'alice', password: 's3cret', variant: 'core' };
 export const SUBSET: CoreTenantOptions = {
@@ -107,8 +108,9 @@ export async function startReceiver(
   };
 }
 
+/** Polls until `check` holds; `timeoutMs` is a hang guard for an unloaded machine, scaled. */
 export async function waitFor(check: () => boolean, timeoutMs = 5_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
+  const deadline = Date.now() + scaled(timeoutMs);
   while (!check()) {
     if (Date.now() > deadline) throw new Error('condition not met in time');
     await new Promise((resolve) => setTimeout(resolve, 10));

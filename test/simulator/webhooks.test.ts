@@ -3,9 +3,11 @@ import { EVENT_NAMES, startSimulator, WEBHOOK_APPLICATION } from '../../simulato
 import type { CoreRecord, Simulator, WebhookPayload, WebhookRegistration } from '../../simulator/index.ts';
 import type { Receiver } from './support.ts';
 import { authHeader, call, CORE, coreGet, coreUrl, startReceiver, waitFor } from './support.ts';
+import { scaled } from '../support/time-scale.ts';
 
 const OTHER = { apikey: 'other-key', username: 'carol', password: 'pw', variant: 'core' as const };
-const TIMING = { attemptTimeoutMs: 300, retryIntervalMs: 40, maxAttempts: 4 };
+// The attempt timeout is a hang guard on the receivers here (scaled): an answer later than it would be retried.
+const TIMING = { attemptTimeoutMs: scaled(300), retryIntervalMs: 40, maxAttempts: 4 };
 
 describe('webhook registrations', () => {
   let sim: Simulator;
@@ -155,7 +157,8 @@ describe('webhook delivery', () => {
 
   it('counts a slow answer as a failed attempt and gives up after maxAttempts', async () => {
     receiver = await startReceiver((_n, _req, res) => {
-      setTimeout(() => res.writeHead(200).end(), 1_000).unref();
+      // Due after the simulator's own timer for the attempt, so always too late.
+      setTimeout(() => res.writeHead(200).end(), 2 * TIMING.attemptTimeoutMs).unref();
     });
     const id = await register('Order.Created', receiver.url);
     sim.tenant(CORE.apikey).create('orders');

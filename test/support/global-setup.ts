@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { startEmbedded } from '../../src/db/embedded.ts';
 import { provideRedis } from './redis.ts';
+import { scaled } from './time-scale.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -26,7 +27,10 @@ async function tryTestcontainers(): Promise<{ url: string; stop: () => Promise<v
   if (!socket) return null;
   try {
     const { getContainerRuntimeClient } = await import('testcontainers');
-    await Promise.race([getContainerRuntimeClient(), new Promise((_, reject) => setTimeout(() => reject(new Error('timeout')), 5000))]);
+    await Promise.race([
+      getContainerRuntimeClient(),
+      new Promise((_, reject) => setTimeout(() => reject(new Error('timeout')), scaled(5_000))),
+    ]);
     const { PostgreSqlContainer } = await import('@testcontainers/postgresql');
     const container = await new PostgreSqlContainer('postgres:17-alpine').start();
     return { url: container.getConnectionUri(), stop: async () => void (await container.stop()) };

@@ -17,6 +17,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { redactUrl } from '../../src/redact.ts';
+import { scaled } from './time-scale.ts';
 
 export interface ProvidedRedis {
   url: string;
@@ -33,13 +34,13 @@ export interface ProvideRedisOptions {
 
 const LOCAL_URL = 'redis://127.0.0.1:6379';
 /** Docker offline cannot pull redis:7-alpine; give up on it quickly. */
-const CONTAINER_TIMEOUT_MS = 20_000;
-const SERVER_START_TIMEOUT_MS = 10_000;
+const CONTAINER_TIMEOUT_MS = scaled(20_000);
+const SERVER_START_TIMEOUT_MS = scaled(10_000);
 
 const noop = async () => undefined;
 
 /** True when a Redis at `url` answers PING (with the URL's credentials). */
-export async function redisAnswers(url: string, timeoutMs = 1_000): Promise<boolean> {
+export async function redisAnswers(url: string, timeoutMs = scaled(1_000)): Promise<boolean> {
   const client = new Redis(url, { lazyConnect: true, connectTimeout: timeoutMs, maxRetriesPerRequest: 0, retryStrategy: () => null });
   client.on('error', () => undefined);
   try {
@@ -64,7 +65,7 @@ async function tryTestcontainers(env: NodeJS.ProcessEnv): Promise<ProvidedRedis 
   if (!env.DOCKER_HOST && !existsSync('/var/run/docker.sock')) return null;
   try {
     const { GenericContainer, Wait, getContainerRuntimeClient } = await import('testcontainers');
-    await withTimeout(getContainerRuntimeClient(), 5_000, 'Docker');
+    await withTimeout(getContainerRuntimeClient(), scaled(5_000), 'Docker');
     const starting = new GenericContainer('redis:7-alpine')
       .withExposedPorts(6379)
       .withWaitStrategy(Wait.forLogMessage('Ready to accept connections'))
@@ -131,7 +132,7 @@ async function tryRedisServer(): Promise<ProvidedRedis | null> {
 export async function provideRedis(options: ProvideRedisOptions = {}): Promise<ProvidedRedis> {
   const env = options.env ?? process.env;
   if (env.REDIS_URL) {
-    if (await redisAnswers(env.REDIS_URL, 5_000)) return { url: env.REDIS_URL, provider: 'REDIS_URL', stop: noop };
+    if (await redisAnswers(env.REDIS_URL, scaled(5_000))) return { url: env.REDIS_URL, provider: 'REDIS_URL', stop: noop };
     throw new Error(`REDIS_URL is set but no Redis answers PING at ${redactUrl(env.REDIS_URL)}.`);
   }
   const localUrl = options.localUrl ?? LOCAL_URL;

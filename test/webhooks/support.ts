@@ -11,6 +11,7 @@ import { loadConfig } from '../../src/config.ts';
 import { type Config } from '../../src/config-schema.ts';
 import type { RetryPolicy } from '../../src/api/http.ts';
 import { writeConfig } from '../support/cli.ts';
+import { waitUntil } from '../support/time-scale.ts';
 
 export interface Recorded {
   method: string;
@@ -163,18 +164,13 @@ export async function openTestApp(config: Config, options: { logs?: Writable; no
   });
 }
 
-export async function waitFor<T>(
+/** Polls `probe` until it returns a truthy value; `timeoutMs` is a hang guard for an unloaded machine, scaled. */
+export function waitFor<T>(
   probe: () => Promise<T | undefined | null | false> | T | undefined | null | false,
   what: string,
   timeoutMs = 20_000,
 ): Promise<T> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  return waitUntil(probe, what, { timeoutMs });
 }
 
 export async function post(

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../../simulator/index.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { cliEnv, runCli, spawnCli, waitExit, writeConfig, type CliResult } from '../support/cli.ts';
+import { scaled } from '../support/time-scale.ts';
 import { waitFor } from './support.ts';
 
 const TENANT = { apikey: 'wh-e2e-key-K5', username: 'wh.e2e', password: 'wh-e2e-pass-L6', variant: 'core' as const };
@@ -17,6 +18,10 @@ const SUBSET = {
   variant: 'subset' as const,
   subsetName: 'Part',
 };
+
+/** Hang guard on a receiver's start, for an unloaded machine (scaled by waitFor). */
+const RECEIVER_START_MS = 20_000;
+const RETRY_INTERVAL_MS = 400;
 
 let sim: Simulator;
 let db: TestDatabase;
@@ -38,6 +43,7 @@ async function startReceiver(port = 0): Promise<{ child: Receiver; port: number 
   const found = await waitFor(
     () => /listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(child.output.stdout)?.[1] ?? (child.exitCode !== null ? 'exited' : undefined),
     'the receiver to listen',
+    RECEIVER_START_MS,
   );
   if (found === 'exited') throw new Error(`receiver exited: ${child.output.stderr}`);
   return { child, port: Number(found) };
@@ -75,10 +81,17 @@ beforeAll(async () => {
   sim = await startSimulator({
     seed: 9,
     tenants: [{ ...TENANT, sizes: { customers: 40 } }, SUBSET],
-    webhookTiming: { attemptTimeoutMs: 2_000, retryIntervalMs: 400, maxAttempts: 10 },
+    webhookTiming: {
+      // An acknowledgement is never so slow that the API sends the event again: the tests count duplicates.
+      attemptTimeoutMs: scaled(15_000),
+      retryIntervalMs: RETRY_INTERVAL_MS,
+      // A failed delivery is retried for longer than a receiver may take to start, so a restart
+      // is never a race between the API giving up and a busy machine starting a process.
+      maxAttempts: Math.ceil((2 * scaled(RECEIVER_START_MS)) / RETRY_INTERVAL_MS),
+    },
   });
   db = await createTestDatabase();
-  const source = { kind: 'core', baseUrl: sim.coreBaseUrl(), lagSeconds: 0, requestTimeoutMs: 1_000 };
+  const source = { kind: 'core', baseUrl: sim.coreBaseUrl(), lagSeconds: 0, requestTimeoutMs: scaled(1_000) };
   config = writeConfig({
     sources: [
       {
@@ -100,8 +113,8 @@ beforeAll(async () => {
       },
     ],
     // Each delivery fetches its record (the path these tests are about); a
-    // refresh whose worker died is retried 3 s after it started (300 s by default).
-    webhooks: { refresh: 'record', expireSeconds: 3, retryDelaySeconds: 1 },
+    // refresh whose worker died is retried 3 s (scaled) after it started (300 s by default).
+    webhooks: { refresh: 'record', expireSeconds: Math.ceil(scaled(3_000) / 1000), retryDelaySeconds: 1 },
   });
   env = cliEnv({ DATABASE_URL: db.url });
 });
@@ -181,11 +194,13 @@ describe('pmsync webhooks', () => {
     const id = tenant().list('customers')[7]!.CustomerId as string;
     const from = sim.stats().requests.length;
     tenant().update('customers', id, { FirstName: 'Patient' });
+    const eventId = sim.stats().webhookDeliveries.find((d) => d.payload.Url.endsWith(`/${id}`))!.eventId;
     await waitFor(
-      () => sim.stats().webhookAttempts.filter((a) => a.eventType === 'Patient.Updated' && !a.ok && a.error).length >= 2,
+      () => sim.stats().webhookAttempts.filter((a) => a.eventId === eventId && !a.ok && a.error).length >= 2,
       'two failed attempts',
     );
     receiver = await startReceiver(receiver.port);
+    expect(sim.stats().webhookDeliveries.find((d) => d.eventId === eventId)!.state).not.toBe('failed');
     await waitFor(async () => (await firstName(id)) === 'Patient', 'the refreshed row');
     await sim.webhooksSettled();
     expect(fetchesOf(id, from)).toBe(1);
