@@ -90,6 +90,8 @@ export interface StreamInput {
   forecastRates?: Float64Array;
   /** What its recent checks found against the forecast; for status. */
   evidence?: Evidence | null;
+  /** Its learned model's rates, before today's activity and evidence: what a usual day would bring. */
+  modelRates?: Float64Array;
   /** Webhook notifications arrive for this stream. */
   webhookFed: boolean;
   notified: Notified;
@@ -245,7 +247,7 @@ interface Bounded extends StreamInput {
  * have a signal and their safety net; full-refresh streams are catalogs read
  * whole, and keep their floor.
  */
-export const EXPLORE_SHARE = 0.1;
+export const EXPLORE_SHARE = 0.05;
 /** The exploration bound never goes below this, however large the budget... */
 export const EXPLORE_MIN_HOURS = 1;
 /** ...nor above this, however small: a burst waits hours, not a day. */
@@ -365,7 +367,14 @@ export function planSource(input: SourceInput): SourcePlan {
   const horizon = horizonOf(input);
   const explore = exploreBound(input);
   const withStretch = (stretch: number) => input.streams.map((s) => bounded(s, settings, stretch, explore));
-  const cheapest = (stretch: number) => totalSpend(input, horizon, withStretch(stretch), Number.POSITIVE_INFINITY);
+  // Exploration gives way to the freshness bounds: it never makes them stretch.
+  const cheapest = (stretch: number) =>
+    totalSpend(
+      input,
+      horizon,
+      input.streams.map((s) => bounded(s, settings, stretch, null)),
+      Number.POSITIVE_INFINITY,
+    );
 
   // When the bounds do not all fit what is left of the budget, they stretch
   // together, by the least step that fits, rather than one stream losing its
@@ -510,12 +519,17 @@ function decide(s: Bounded, input: SourceInput, mu: number, available: number): 
       return { due: { purpose, reason: 'max-staleness' }, waiting: null };
     }
     const slots = input.activeSlots;
-    if (
-      s.explore !== null &&
-      slots?.[slotOf(now, input.timeZone)] &&
-      activeMinutes(slots, input.timeZone, last, now) >= s.explore - margin
-    ) {
-      return { due: { purpose, reason: 'exploration' }, waiting: null };
+    if (s.explore !== null && slots) {
+      if (slots[slotOf(now, input.timeZone)]) {
+        if (activeMinutes(slots, input.timeZone, last, now) >= s.explore - margin)
+          return { due: { purpose, reason: 'exploration' }, waiting: null };
+      } else if (slots[slotOf(now - 3_600_000, input.timeZone)] && s.modelRates) {
+        // The hour after the practice's active hours: a stream a usual day would have changed since its
+        // last check is checked once, whatever today looked like so far, so a rush that came late is
+        // found tonight (and the evidence takes it from there), not by tomorrow's exploration.
+        if (expectedSince(s.modelRates, input.timeZone, last, now).changes >= s.cost)
+          return { due: { purpose, reason: 'exploration' }, waiting: null };
+      }
     }
   }
   if (sinceMinutes >= settings.floorHours * 60 - margin) return { due: { purpose, reason: 'floor' }, waiting: null };

@@ -492,6 +492,7 @@ export async function observeSource(
       cost: slow.costs.get(s.resource) ?? 1,
       rates: withEvidence(forecast, timeZone, evidence),
       forecastRates: evidence ? forecast : undefined,
+      modelRates: model,
       evidence,
       activity,
       webhookFed: (n?.recent ?? 0) > 0,

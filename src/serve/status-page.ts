@@ -183,6 +183,9 @@ function renderSource(s: StatusPageData['sources'][number], now: Date): string {
     ),
     item('Outside the budget today', `backfill ${num(b.spent.backfill)}, resync ${num(b.spent.resync)}`, 'outside-budget'),
     item('Planned for the rest of the day', `${num(planned)} requests of the budget, ${num(b.planned.backfill)} for backfills`, 'planned'),
+    b.exploreWithinMinutes !== null
+      ? item('Exploration', `every polled stream checked at least every ${num(b.exploreWithinMinutes)} min of active hours`, 'explore')
+      : '',
     q ? item('Quota day resets', time(new Date(q.resetsAt), now), 'resets') : '',
   ];
   return `<section class="source" aria-labelledby="${id}">

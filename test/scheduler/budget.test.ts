@@ -352,12 +352,12 @@ describe('exploration', () => {
   it('derives its bound from the budget, within 1 to 4 hours, and leaves out streams with a signal', () => {
     const quiet = ['products', 'services', 'employees'].map((r) => stream(r));
     const bound = (budget: number, streams = quiet) => exploreBound(source(streams, { budget, activeSlots: office }));
-    expect(bound(150)).toBeCloseTo(((11 * 3) / 15) * 60, 6);
+    expect(bound(300)).toBeCloseTo(((11 * 3) / 15) * 60, 6);
     expect(bound(15)).toBe(EXPLORE_MAX_HOURS * 60);
     expect(bound(100_000)).toBe(EXPLORE_MIN_HOURS * 60);
     expect(bound(150, [stream('appointments', { webhookFed: true }), stream('catalog', { kind: 'full' })])).toBeNull();
     expect(exploreBound(source(quiet, { activeSlots: null }))).toBeNull();
-    expect(planSource(source(quiet, { activeSlots: office })).exploreMinutes).toBeCloseTo(bound(150)!, 6);
+    expect(planSource(source(quiet, { activeSlots: office, budget: 300 })).exploreMinutes).toBeCloseTo(bound(300)!, 6);
   });
 
   it('checks a stream the model calls quiet once the bound has passed in active hours, and never outside them', () => {
