@@ -379,6 +379,30 @@ describe('exploration', () => {
   });
 });
 
+describe('the hour after the active hours', () => {
+  const office = Uint8Array.from({ length: SLOTS }, (_, s) => (s % 24 >= 8 && s % 24 < 19 ? 1 : 0));
+  const closing = new Date('2026-11-23T19:20:00Z');
+  const input = (lastCheck: string) =>
+    source(
+      [
+        stream('appointments', { rates: openHours(0.5), modelRates: openHours(30), lastCheckAt: new Date(lastCheck) }),
+        stream('products', { modelRates: flat(0.001), lastCheckAt: new Date(lastCheck) }),
+      ],
+      { now: closing, activeSlots: office },
+    );
+
+  it('checks once a stream a usual day would have changed, however quiet today was', () => {
+    expect(due(input('2026-11-23T18:00:00Z'))).toEqual({ appointments: 'check/exploration', products: null });
+    // Already checked since the usual changes: nothing more.
+    expect(due(input('2026-11-23T18:59:00Z'))).toEqual({ appointments: null, products: null });
+    // Later in the night, no.
+    expect(due({ ...input('2026-11-23T18:00:00Z'), now: new Date('2026-11-23T20:30:00Z') })).toEqual({
+      appointments: null,
+      products: null,
+    });
+  });
+});
+
 describe('the staleness bound the alert compares with', () => {
   const settings = source([]).settings;
   const at = (iso: string) => new Date(iso);
