@@ -365,7 +365,7 @@ export function planSource(input: SourceInput): SourcePlan {
   const available = Math.max(0, input.budget - input.budgetUsed);
   const warnings: SourcePlan['warnings'] = [];
   const horizon = horizonOf(input);
-  const explore = exploreBound(input);
+  let explore = exploreBound(input);
   const withStretch = (stretch: number) => input.streams.map((s) => bounded(s, settings, stretch, explore));
   // Exploration gives way to the freshness bounds: it never makes them stretch.
   const cheapest = (stretch: number) =>
@@ -400,6 +400,13 @@ export function planSource(input: SourceInput): SourcePlan {
     }
   }
 
+  // Nor does it take the floors' budget: on a budget too small for both, the floors keep every stream read daily.
+  if (
+    explore !== null &&
+    totalSpend(input, horizon, withStretch(stretch), Number.POSITIVE_INFINITY) > available - reserveOf(input, available)
+  ) {
+    explore = null;
+  }
   const streams = withStretch(stretch);
   // The spend the exchange rate plans keeps a reserve in hand: about one
   // standard deviation of the random count of checks notifications trigger,
@@ -408,8 +415,7 @@ export function planSource(input: SourceInput): SourcePlan {
   // the afternoon without budget. It is spent by the bounds and floors, never
   // planned away, and released over the last RESERVE_RELEASE_HOURS of the
   // quota day: budget left at the reset is lost.
-  const hoursLeft = (input.resetsAt.getTime() - input.now.getTime()) / 3_600_000;
-  const reserve = Math.ceil((Math.sqrt(available) + 0.1 * available) * Math.min(1, Math.max(0, hoursLeft) / RESERVE_RELEASE_HOURS));
+  const reserve = reserveOf(input, available);
   const mu = available <= 0 ? Number.POSITIVE_INFINITY : findMu(input, horizon, streams, available - reserve);
   const planned: PlannedSpend = { check: 0, webhook: 0, full: 0, backfill: 0 };
   for (const p of input.pinned)
@@ -447,6 +453,11 @@ export function planSource(input: SourceInput): SourcePlan {
 
 /** The reserve is released over the quota day's last hours. */
 const RESERVE_RELEASE_HOURS = 3;
+
+function reserveOf(input: SourceInput, available: number): number {
+  const hoursLeft = (input.resetsAt.getTime() - input.now.getTime()) / 3_600_000;
+  return Math.ceil((Math.sqrt(available) + 0.1 * available) * Math.min(1, Math.max(0, hoursLeft) / RESERVE_RELEASE_HOURS));
+}
 /** The last minutes of the quota day, in which budget that would be lost is spent on streams with changes expected waiting. */
 export const SWEEP_MINUTES = 30;
 /** Expected unread changes (per request of a check) that make a stream worth a check of the sweep: about a 40% chance of one. */

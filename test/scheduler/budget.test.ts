@@ -358,6 +358,8 @@ describe('exploration', () => {
     expect(bound(150, [stream('appointments', { webhookFed: true }), stream('catalog', { kind: 'full' })])).toBeNull();
     expect(exploreBound(source(quiet, { activeSlots: null }))).toBeNull();
     expect(planSource(source(quiet, { activeSlots: office, budget: 300 })).exploreMinutes).toBeCloseTo(bound(300)!, 6);
+    // A budget too small for exploration and the floors keeps the floors.
+    expect(planSource(source(quiet, { activeSlots: office, budget: 5 })).exploreMinutes).toBeNull();
   });
 
   it('checks a stream the model calls quiet once the bound has passed in active hours, and never outside them', () => {
