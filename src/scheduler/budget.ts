@@ -48,7 +48,7 @@
  */
 import type { Purpose } from '../api/http.ts';
 import { forEachSlotPiece, slotOf } from '../time.ts';
-import { expectedSince } from './rates.ts';
+import { expectedSince, type Evidence } from './rates.ts';
 
 export interface Notified {
   /** Notifications not yet covered by a check. */
@@ -83,6 +83,15 @@ export interface StreamInput {
   rates: Float64Array;
   /** Today's activity against the model's (1: as usual); for status. */
   activity?: number;
+  /**
+   * The rates before today's evidence (what its recent checks found) was
+   * applied, when it was: a check due only because of the evidence says so.
+   */
+  forecastRates?: Float64Array;
+  /** What its recent checks found against the forecast; for status. */
+  evidence?: Evidence | null;
+  /** Its learned model's rates, before today's activity and evidence: what a usual day would bring. */
+  modelRates?: Float64Array;
   /** Webhook notifications arrive for this stream. */
   webhookFed: boolean;
   notified: Notified;
@@ -115,6 +124,12 @@ export interface SourceInput {
   resetsAt: Date;
   budget: number;
   budgetUsed: number;
+  /**
+   * Hours of the week (168, in `timeZone`) in which the practice has been
+   * active, from its learned model: quiet streams are explored in them. Null:
+   * not known, no exploration.
+   */
+  activeSlots?: Uint8Array | null;
   /** Requests backfills may still send today. */
   backfillLeft: number;
   streams: StreamInput[];
@@ -122,7 +137,25 @@ export interface SourceInput {
   settings: PlanSettings;
 }
 
-export type DueReason = 'backfill' | 'changes' | 'max-staleness' | 'floor' | 'notified' | 'notified-max-wait' | 'safety-net';
+/**
+ * Why a check is due. `changes`: its expected unread changes are worth a
+ * request (the rate rule); `evidence`: the same, but only because what its
+ * recent checks found raised today's rate above the forecast; `exploration`:
+ * a stream the model calls quiet, checked at the exploration bound in the
+ * practice's active hours; `pacing`: budget that would be lost at the reset
+ * spent on a stream expected to have changes waiting.
+ */
+export type DueReason =
+  | 'backfill'
+  | 'changes'
+  | 'evidence'
+  | 'max-staleness'
+  | 'exploration'
+  | 'pacing'
+  | 'floor'
+  | 'notified'
+  | 'notified-max-wait'
+  | 'safety-net';
 
 export interface Due {
   purpose: Purpose;
@@ -156,6 +189,14 @@ export interface SourcePlan {
   available: number;
   /** Factor the freshness bounds are stretched by today to fit the budget (1: honoured as set). */
   stretch: number;
+  /**
+   * Longest interval, in active hours of the practice, between checks of a
+   * polled stream (stretched as the other bounds are); null when nothing is
+   * explored.
+   */
+  exploreMinutes: number | null;
+  /** Requests held back from the plan for a day busier than it expects. */
+  reserve: number;
   planned: PlannedSpend;
   streams: StreamPlan[];
   /** Freshness bounds this plan had to stretch, one line each. */
@@ -192,6 +233,48 @@ interface Bounded extends StreamInput {
   target: number | null;
   /** Longest wait of a notified change, minutes. */
   maxWait: number;
+  /** Longest interval between its checks in the practice's active hours (minutes of them); null: not explored. */
+  explore: number | null;
+}
+
+/**
+ * Exploration. A stream the model calls quiet may not be: a burst on it
+ * (a stock count, a price change) would wait for its daily floor. So every
+ * polled incremental stream is checked at least every exploreMinutes of the
+ * practice's active hours, whatever its rate: the explore side of
+ * explore-then-commit crawling (Upadhyay et al., "Learning to crawl", AAAI
+ * 2020), with the share it may take set by the budget. Streams fed by webhooks
+ * have a signal and their safety net; full-refresh streams are catalogs read
+ * whole, and keep their floor.
+ */
+export const EXPLORE_SHARE = 0.05;
+/** The exploration bound never goes below this, however large the budget... */
+export const EXPLORE_MIN_HOURS = 1;
+/** ...nor above this, however small: a burst waits hours, not a day. */
+export const EXPLORE_MAX_HOURS = 4;
+
+function explorable(s: StreamInput): boolean {
+  return !s.backfill && !s.webhookFed && s.kind === 'incremental';
+}
+
+/** Minutes of active hours between exploring checks of a polled stream, from the budget; null when none applies. */
+export function exploreBound(input: SourceInput): number | null {
+  const slots = input.activeSlots;
+  if (!slots) return null;
+  let active = 0;
+  for (const v of slots) active += v;
+  const streams = input.streams.filter(explorable);
+  if (active === 0 || streams.length === 0) return null;
+  const costPerDay = (active / 7) * streams.reduce((n, s) => n + s.cost, 0);
+  const hours = costPerDay / (EXPLORE_SHARE * input.budget);
+  return Math.min(EXPLORE_MAX_HOURS, Math.max(EXPLORE_MIN_HOURS, Number.isFinite(hours) ? hours : EXPLORE_MAX_HOURS)) * 60;
+}
+
+/** Minutes of [from, to) in the practice's active hours. */
+function activeMinutes(slots: Uint8Array, timeZone: string, from: number, to: number): number {
+  let minutes = 0;
+  if (to > from) forEachSlotPiece(from, to, timeZone, (slot, a, b) => (minutes += slots[slot] ? (b - a) / MINUTE : 0));
+  return minutes;
 }
 
 /** The rest of the quota day as (slot, minutes) pieces: every evaluation of a plan walks the same ones. */
@@ -205,10 +288,10 @@ function horizonOf(input: SourceInput): Horizon {
   return out;
 }
 
-function bounded(s: StreamInput, settings: PlanSettings, stretch: number): Bounded {
+function bounded(s: StreamInput, settings: PlanSettings, stretch: number, explore: number | null): Bounded {
   const target = s.maxStalenessMinutes === null ? null : s.maxStalenessMinutes * stretch;
   const maxWait = Math.min(settings.notifiedWithinMinutes, s.maxStalenessMinutes ?? Number.POSITIVE_INFINITY) * stretch;
-  return { ...s, target: s.webhookFed ? null : target, maxWait };
+  return { ...s, target: s.webhookFed ? null : target, maxWait, explore: explore !== null && explorable(s) ? explore * stretch : null };
 }
 
 /**
@@ -239,10 +322,13 @@ function streamSpend(s: Bounded, input: SourceInput, horizon: Horizon, mu: numbe
       // Hours with less than one change per safety-net interval get the safety net instead.
       if (perMinute * settings.safetyNetMinutes < 1) out.safety += minutes / settings.safetyNetMinutes;
     } else {
-      const x = pollInterval(mu, perMinute, s.cost, s.target !== null && activeHour(perHour) ? s.target : null);
+      let x = pollInterval(mu, perMinute, s.cost, s.target !== null && activeHour(perHour) ? s.target : null);
+      if (s.explore !== null && input.activeSlots?.[slot]) x = Math.min(x, s.explore);
       if (Number.isFinite(x)) out.polled += minutes / x;
     }
   }
+  // Notifications already waiting are a check to come, whatever the rates say of the rest of the day.
+  if (s.webhookFed && s.notified.count > 0) out.notified += 1;
   const floorDue = (s.lastCheckAt?.getTime() ?? input.now.getTime()) + settings.floorHours * 3_600_000 <= input.resetsAt.getTime();
   if (floorDue && out.polled + out.notified + out.safety < 1) out.polled += 1;
   out.requests = (out.polled + out.notified + out.safety) * s.cost;
@@ -279,8 +365,16 @@ export function planSource(input: SourceInput): SourcePlan {
   const available = Math.max(0, input.budget - input.budgetUsed);
   const warnings: SourcePlan['warnings'] = [];
   const horizon = horizonOf(input);
-  const withStretch = (stretch: number) => input.streams.map((s) => bounded(s, settings, stretch));
-  const cheapest = (stretch: number) => totalSpend(input, horizon, withStretch(stretch), Number.POSITIVE_INFINITY);
+  let explore = exploreBound(input);
+  const withStretch = (stretch: number) => input.streams.map((s) => bounded(s, settings, stretch, explore));
+  // Exploration gives way to the freshness bounds: it never makes them stretch.
+  const cheapest = (stretch: number) =>
+    totalSpend(
+      input,
+      horizon,
+      input.streams.map((s) => bounded(s, settings, stretch, null)),
+      Number.POSITIVE_INFINITY,
+    );
 
   // When the bounds do not all fit what is left of the budget, they stretch
   // together, by the least step that fits, rather than one stream losing its
@@ -306,15 +400,23 @@ export function planSource(input: SourceInput): SourcePlan {
     }
   }
 
+  // Nor does it take the floors' budget: on a budget too small for both, the floors keep every stream read daily.
+  if (
+    explore !== null &&
+    totalSpend(input, horizon, withStretch(stretch), Number.POSITIVE_INFINITY) > available - reserveOf(input, available)
+  ) {
+    explore = null;
+  }
   const streams = withStretch(stretch);
-  // The spend the exchange rate plans keeps a margin in hand: about one
+  // The spend the exchange rate plans keeps a reserve in hand: about one
   // standard deviation of the random count of checks notifications trigger,
-  // and a tenth for a day busier than the model expects (the activity factor
-  // catches up within hours), so a busy morning does not leave the afternoon
-  // without budget. The margin shrinks with what is left, and is spent by the
-  // bounds and floors, never planned away.
-  const margin = Math.ceil(Math.sqrt(available) + 0.1 * available);
-  const mu = available <= 0 ? Number.POSITIVE_INFINITY : findMu(input, horizon, streams, available - margin);
+  // and a tenth for a day busier than the model expects (today's evidence and
+  // activity factor catch up within hours), so a busy morning does not leave
+  // the afternoon without budget. It is spent by the bounds and floors, never
+  // planned away, and released over the last RESERVE_RELEASE_HOURS of the
+  // quota day: budget left at the reset is lost.
+  const reserve = reserveOf(input, available);
+  const mu = available <= 0 ? Number.POSITIVE_INFINITY : findMu(input, horizon, streams, available - reserve);
   const planned: PlannedSpend = { check: 0, webhook: 0, full: 0, backfill: 0 };
   for (const p of input.pinned)
     planned[p.purpose === 'full' ? 'full' : p.purpose === 'webhook' ? 'webhook' : 'check'] += p.firesLeft * p.cost;
@@ -335,8 +437,59 @@ export function planSource(input: SourceInput): SourcePlan {
   });
   const backfillPages = input.streams.filter((s) => s.backfill).reduce((n, s) => n + (s.backfillPagesLeft ?? input.backfillLeft), 0);
   planned.backfill = Math.min(input.backfillLeft, backfillPages);
+  sweep(input, streams, plans, available - (planned.check + planned.webhook + planned.full));
   for (const k of ['check', 'webhook', 'full'] as const) planned[k] = Math.round(planned[k]);
-  return { mu, available, stretch, planned, streams: plans, warnings };
+  return {
+    mu,
+    available,
+    stretch,
+    exploreMinutes: explore === null ? null : explore * stretch,
+    reserve,
+    planned,
+    streams: plans,
+    warnings,
+  };
+}
+
+/** The reserve is released over the quota day's last hours. */
+const RESERVE_RELEASE_HOURS = 3;
+
+function reserveOf(input: SourceInput, available: number): number {
+  const hoursLeft = (input.resetsAt.getTime() - input.now.getTime()) / 3_600_000;
+  return Math.ceil((Math.sqrt(available) + 0.1 * available) * Math.min(1, Math.max(0, hoursLeft) / RESERVE_RELEASE_HOURS));
+}
+/** The last minutes of the quota day, in which budget that would be lost is spent on streams with changes expected waiting. */
+export const SWEEP_MINUTES = 30;
+/** Expected unread changes (per request of a check) that make a stream worth a check of the sweep: about a 40% chance of one. */
+const SWEEP_MIN_CHANGES = 0.5;
+
+/**
+ * Budget left unspent at the reset while changes wait unread is freshness
+ * thrown away: in the last SWEEP_MINUTES, what the plan will not spend buys
+ * one more check of each stream expected to have changes waiting, most
+ * expected first, however few (but at least SWEEP_MIN_CHANGES a request).
+ */
+function sweep(input: SourceInput, streams: Bounded[], plans: StreamPlan[], spare: number): void {
+  const now = input.now.getTime();
+  const start = input.resetsAt.getTime() - SWEEP_MINUTES * MINUTE;
+  if (now < start || spare <= 0) return;
+  const candidates: Array<{ plan: StreamPlan; s: Bounded; expected: number }> = [];
+  streams.forEach((s, i) => {
+    const plan = plans[i]!;
+    if (plan.due || plan.waiting || s.backfill || s.lastCheckAt === null || s.lastCheckAt.getTime() >= start) return;
+    const expected = expectedSince(s.rates, input.timeZone, s.lastCheckAt.getTime(), now).changes + s.notified.count;
+    if (expected >= SWEEP_MIN_CHANGES * s.cost) candidates.push({ plan, s, expected });
+  });
+  candidates.sort((a, b) => b.expected - a.expected);
+  for (const c of candidates) {
+    if (c.s.cost > spare) continue;
+    spare -= c.s.cost;
+    c.plan.due = {
+      purpose: c.s.kind === 'full' ? 'full' : c.s.webhookFed && c.s.notified.count > 0 ? 'webhook' : 'check',
+      reason: 'pacing',
+    };
+    if (c.plan.due.purpose === 'webhook' && c.s.notified.latestEvent) c.plan.due.mustInclude = c.s.notified.latestEvent;
+  }
 }
 
 function decide(s: Bounded, input: SourceInput, mu: number, available: number): { due: Due | null; waiting: string | null } {
@@ -365,10 +518,29 @@ function decide(s: Bounded, input: SourceInput, mu: number, available: number): 
   if (s.webhookFed) {
     if (sinceMinutes >= settings.safetyNetMinutes - margin) return { due: { purpose, reason: 'safety-net' }, waiting: null };
   } else {
-    const expected = expectedSince(s.rates, input.timeZone, last, now);
-    if (expected.ageMinutes >= mu * s.cost && expected.changes >= s.cost) return { due: { purpose, reason: 'changes' }, waiting: null };
+    const worth = (rates: Float64Array) => {
+      const expected = expectedSince(rates, input.timeZone, last, now);
+      return expected.ageMinutes >= mu * s.cost && expected.changes >= s.cost;
+    };
+    if (worth(s.rates)) {
+      const reason = s.forecastRates && !worth(s.forecastRates) ? 'evidence' : 'changes';
+      return { due: { purpose, reason }, waiting: null };
+    }
     if (s.target !== null && sinceMinutes >= s.target - margin && activeHour(s.rates[slotOf(now, input.timeZone)]!)) {
       return { due: { purpose, reason: 'max-staleness' }, waiting: null };
+    }
+    const slots = input.activeSlots;
+    if (s.explore !== null && slots) {
+      if (slots[slotOf(now, input.timeZone)]) {
+        if (activeMinutes(slots, input.timeZone, last, now) >= s.explore - margin)
+          return { due: { purpose, reason: 'exploration' }, waiting: null };
+      } else if (slots[slotOf(now - 3_600_000, input.timeZone)] && s.modelRates) {
+        // The hour after the practice's active hours: a stream a usual day would have changed since its
+        // last check is checked once, whatever today looked like so far, so a rush that came late is
+        // found tonight (and the evidence takes it from there), not by tomorrow's exploration.
+        if (expectedSince(s.modelRates, input.timeZone, last, now).changes >= s.cost)
+          return { due: { purpose, reason: 'exploration' }, waiting: null };
+      }
     }
   }
   if (sinceMinutes >= settings.floorHours * 60 - margin) return { due: { purpose, reason: 'floor' }, waiting: null };
@@ -401,7 +573,7 @@ export function nextCheck(input: SourceInput, plan: SourcePlan, resource: string
   if (streamPlan?.due) return { at: input.now, reason: streamPlan.due.reason };
   if (s.pausedUntil && s.pausedUntil.getTime() > now) return { at: s.pausedUntil, reason: 'held' };
   if (s.backfill || plan.available <= 0) return { at: input.resetsAt, reason: 'budget' };
-  const b = bounded(s, input.settings, plan.stretch);
+  const b = bounded(s, input.settings, plan.stretch, plan.exploreMinutes === null ? null : plan.exploreMinutes / plan.stretch);
   const dueAt = (t: number) => decide(b, { ...input, now: new Date(t) }, plan.mu, plan.available).due;
   const last = s.lastCheckAt?.getTime() ?? now;
   const limit = Math.max(now, last + input.settings.floorHours * 3_600_000) + NEXT_CHECK_STEP_MS;

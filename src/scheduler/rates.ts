@@ -73,3 +73,86 @@ export function expectedSince(rates: Float64Array, timeZone: string, from: numbe
   });
   return { changes, ageMinutes };
 }
+
+/**
+ * Today's evidence: what a stream's recent checks found against what its
+ * forecast expected over the same windows, carried into the next hours.
+ *
+ * The forecast (the model, scaled by today's activity) is the prior of a
+ * gamma-Poisson estimate of the rate right now: each check's window of T hours
+ * with n changes moves the estimate to (n + PRIOR_HOURS * m) / (T + PRIOR_HOURS),
+ * m being the rate the estimate expected over that window. Windows are taken
+ * oldest first, each starting from the estimate the earlier ones left: an
+ * exponentially forgetting filter in exposure time, where a ten-minute window
+ * moves the estimate a little and a three-hour one almost all the way. The
+ * difference from the forecast then fades with a half-life of
+ * EVIDENCE_HALF_LIFE_HOURS, back to the forecast: a rush the model did not
+ * expect (an evening) is planned for in the next hours, and a quiet spell the
+ * model thought busy is checked less, at once, without waiting for the model
+ * to learn it over days. (Kolobov et al., NeurIPS 2019, and Upadhyay et al.,
+ * AAAI 2020, estimate rates online from what each check reveals; this is the
+ * within-day form of it.)
+ *
+ * A rate above the forecast is added to it (a forecast near zero, an hour the
+ * practice is normally closed, can still be corrected); one below scales it
+ * down.
+ */
+export interface Evidence {
+  /** End of the latest window: the correction fades from here. */
+  at: number;
+  /** Changes an hour the latest windows say, and the forecast said, for the latest window. */
+  observedPerHour: number;
+  forecastPerHour: number;
+}
+
+/** One completed window of a check: its instants and the rows it changed. */
+export interface WindowFound {
+  from: number;
+  to: number;
+  changes: number;
+}
+
+/** Pseudo-hours of the prior: the forecast weighs as much as an hour's window. */
+export const EVIDENCE_PRIOR_HOURS = 1;
+/** How fast the difference from the forecast fades back to it. */
+export const EVIDENCE_HALF_LIFE_HOURS = 2;
+/** Windows older than this say nothing of the next hours. */
+export const EVIDENCE_LOOKBACK_HOURS = 6;
+const HOUR_MS = 3_600_000;
+
+/** The rates with the evidence applied from its instant on, averaged within each slot. */
+export function withEvidence(rates: Float64Array, timeZone: string, e: Evidence | null): Float64Array {
+  if (!e || e.observedPerHour === e.forecastPerHour) return rates;
+  const out = Float64Array.from(rates);
+  const h = EVIDENCE_HALF_LIFE_HOURS * HOUR_MS;
+  // Within a week of slots every slot of the next day is met once.
+  forEachSlotPiece(e.at, e.at + 24 * HOUR_MS, timeZone, (slot, a, b) => {
+    // Mean of 2^(-(t - at)/h) over [a, b].
+    const w = (h / Math.LN2 / (b - a)) * (2 ** (-(a - e.at) / h) - 2 ** (-(b - e.at) / h));
+    const base = rates[slot]!;
+    out[slot] =
+      e.observedPerHour >= e.forecastPerHour
+        ? base + (e.observedPerHour - e.forecastPerHour) * w
+        : base * (1 - (1 - e.observedPerHour / e.forecastPerHour) * w);
+  });
+  return out;
+}
+
+/**
+ * The evidence of a stream's recent windows (any order) against `rates`, its
+ * forecast; null when none is recent enough to say anything.
+ */
+export function evidenceOf(rates: Float64Array, timeZone: string, windows: WindowFound[], now: number): Evidence | null {
+  const recent = windows
+    .filter((w) => w.to > w.from && w.to <= now && now - w.to <= EVIDENCE_LOOKBACK_HOURS * HOUR_MS)
+    .sort((a, b) => a.to - b.to);
+  let e: Evidence | null = null;
+  for (const w of recent) {
+    const hours = (w.to - w.from) / HOUR_MS;
+    const prior: number = expectedSince(withEvidence(rates, timeZone, e), timeZone, w.from, w.to).changes / hours;
+    const forecast = expectedSince(rates, timeZone, w.from, w.to).changes / hours;
+    const observed: number = (w.changes + EVIDENCE_PRIOR_HOURS * prior) / (hours + EVIDENCE_PRIOR_HOURS);
+    e = { at: w.to, observedPerHour: observed, forecastPerHour: forecast };
+  }
+  return e;
+}

@@ -37,7 +37,7 @@ import { pagesLeft } from '../api/pager.ts';
 import { loadChangeModels, loadChangeModelsOf, type StoredSlot } from '../state/change-model.ts';
 import { readCheckpoints } from '../state/checkpoints.ts';
 import type { QuotaLedger, QuotaSnapshot } from '../state/quota.ts';
-import { changesFoundSince, recentCheckCosts, recentCheckCostsOf } from '../state/runs.ts';
+import { changesFoundSince, recentCheckCosts, recentCheckCostsOf, recentWindows } from '../state/runs.ts';
 import { loadSourceHealth, markReported, readSourceHealth, type SourceHealth } from '../state/source-health.ts';
 import { claimDispatch, loadStreamSchedules, notifiedByStream, setWarning, type StreamScheduleRow } from '../state/stream-schedule.ts';
 import type { Purpose } from '../api/http.ts';
@@ -46,14 +46,17 @@ import { nextFire, previousFire } from './cron.ts';
 import { runKey, type Dispatcher, type RunJob } from './dispatch.ts';
 import { NO_NOTIFICATIONS, planSource, type PinnedInput, type SourceInput, type SourcePlan, type StreamInput } from './budget.ts';
 import { planStreams, sourceTimeZone, type ScheduledStream, type StreamEntry } from './plan.ts';
-import { expectedSince, slotRates } from './rates.ts';
+import { EVIDENCE_LOOKBACK_HOURS, evidenceOf, expectedSince, slotRates, withEvidence } from './rates.ts';
 import { COST_RUNS, pinnedInput } from './pinned.ts';
+import { SLOTS } from '../state/change-model.ts';
 import type { ScheduleSettings } from './settings.ts';
 
 /** A stream fed by webhooks is one that received a notification within this long. */
 const WEBHOOK_LOOKBACK_MS = 24 * 3_600_000;
 /** Change models and check costs change slowly: they are re-read at most this often. */
 const SLOW_READ_MS = 60_000;
+/** Recent windows of a stream that today's evidence is read from. */
+const EVIDENCE_RUNS = 8;
 /**
  * Sources decided at once within a tick. A source's decision is a handful of
  * short queries; overlapping two halves a tick's wall time over hundreds of
@@ -422,11 +425,12 @@ export async function observeSource(
 ): Promise<SourceView> {
   const { pool, settings } = deps;
   const quota = await deps.ledgerFor(source).snapshot();
-  const [rows, states, notified, found, slow, health] = await Promise.all([
+  const [rows, states, notified, found, windows, slow, health] = await Promise.all([
     loadStreamSchedules(pool, source.name),
     loadStates(pool, source.name),
     notifiedByStream(pool, source.name, now, new Date(now.getTime() - WEBHOOK_LOOKBACK_MS), quota.startsAt),
     changesFoundSince(pool, source.name, quota.startsAt),
+    recentWindows(pool, source.name, new Date(now.getTime() - EVIDENCE_LOOKBACK_HOURS * 3_600_000), EVIDENCE_RUNS),
     deps.slow ? deps.slow(source.name, now) : readSlow(pool, source.name, now),
     deps.health ? (deps.health.get(source.name) ?? null) : readSourceHealth(pool, source.name),
   ]);
@@ -468,6 +472,8 @@ export async function observeSource(
     const n = notified.get(s.resource);
     const model = slow.rates.get(s.resource) ?? slotRates([], now);
     const activity = activityToday(model, timeZone, quota.startsAt, now, Math.max(n?.today ?? 0, found.get(s.resource) ?? 0));
+    const forecast = activity === 1 ? model : model.map((r) => r * activity);
+    const evidence = evidenceOf(forecast, timeZone, windows.get(s.resource) ?? [], now.getTime());
     inputs.set(s.resource, {
       resource: s.resource,
       kind: s.kind,
@@ -477,7 +483,10 @@ export async function observeSource(
       pausedUntil: row?.pausedUntil ?? null,
       lastCheckAt: row?.lastCheckAt ?? state?.cursor ?? null,
       cost: slow.costs.get(s.resource) ?? 1,
-      rates: activity === 1 ? model : model.map((r) => r * activity),
+      rates: withEvidence(forecast, timeZone, evidence),
+      forecastRates: evidence ? forecast : undefined,
+      modelRates: model,
+      evidence,
       activity,
       webhookFed: (n?.recent ?? 0) > 0,
       notified:
@@ -494,6 +503,7 @@ export async function observeSource(
     resetsAt: quota.resetsAt,
     budget: quota.budget,
     budgetUsed: exhausted ? quota.budget : quota.budgetUsed,
+    activeSlots: activeSlots(streams.map((s) => slow.rates.get(s.resource)).filter((r): r is Float64Array => r !== undefined)),
     backfillLeft: exhausted ? 0 : Math.max(0, quota.allowance - quota.used - Math.max(0, quota.budget - quota.budgetUsed)),
     streams: [...inputs.values()],
     pinned,
@@ -501,6 +511,24 @@ export async function observeSource(
   };
   const plan = planSource(input);
   return { source: source.name, at: now, quota, plan, input, streams, inputs, rows, cronFires, nextFires, health, pausedUntil };
+}
+
+/** A source is active in an hour of the week when its streams are expected to change this often then (changes an hour)... */
+const ACTIVE_MIN_PER_HOUR = 0.2;
+/** ...and at least this share of its busiest hour. */
+const ACTIVE_SHARE_OF_PEAK = 0.1;
+
+/**
+ * The hours of the week in which the practice has been active, from its
+ * streams' learned models (not today's activity: a quiet day is explored as
+ * usual). Its opening hours, as its changes show them: a closed weekday drops
+ * out as its slots learn that nothing happens, new hours come in as they fill.
+ */
+export function activeSlots(models: Float64Array[]): Uint8Array {
+  const total = new Float64Array(SLOTS);
+  for (const m of models) for (let i = 0; i < SLOTS; i++) total[i] = total[i]! + m[i]!;
+  const peak = Math.max(0, ...total);
+  return Uint8Array.from(total, (r) => (r >= ACTIVE_MIN_PER_HOUR && r >= ACTIVE_SHARE_OF_PEAK * peak ? 1 : 0));
 }
 
 /** How far today's activity may scale the rest of the day's forecast, down and up. */

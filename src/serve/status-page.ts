@@ -199,6 +199,9 @@ function renderSource(s: StatusPageData['sources'][number], health: SourceHealth
       'planned',
       pinnedOver !== null,
     ),
+    b.exploreWithinMinutes !== null
+      ? item('Exploration', `every polled stream checked at least every ${num(b.exploreWithinMinutes)} min of active hours`, 'explore')
+      : '',
     q ? item('Quota day resets', time(new Date(q.resetsAt), now), 'resets') : '',
   ];
   return `<section class="source" aria-labelledby="${id}">

@@ -73,6 +73,37 @@ export async function changesFoundSince(db: Queryable, source: string, since: Da
   return new Map(res.rows.map((r) => [r.resource, r.n]));
 }
 
+/**
+ * The windows each stream's recent runs completed, newest first, at most
+ * `perStream` of them ending at or after `since`: their instants and the rows
+ * they changed. The rest of a check read as a backfill (longer than
+ * checkPages) counts too; a first pass, reaching back a day or more, does not.
+ */
+export async function recentWindows(
+  db: Queryable,
+  source: string,
+  since: Date,
+  perStream: number,
+): Promise<Map<string, Array<{ from: number; to: number; changes: number }>>> {
+  const res = await db.query<{ resource: string; window_start: Date; window_end: Date; n: number }>(
+    `SELECT resource, window_start, window_end, n FROM (
+       SELECT resource, window_start, window_end, inserted + updated AS n,
+              row_number() OVER (PARTITION BY resource ORDER BY window_end DESC, id DESC) AS k
+       FROM pmsync.runs
+       WHERE source = $1 AND status = 'succeeded' AND window_start IS NOT NULL AND window_end >= $2
+         AND (purpose IN ('check', 'webhook') OR (purpose = 'backfill' AND window_end - window_start < interval '1 day'))
+     ) r WHERE k <= $3`,
+    [source, since, perStream],
+  );
+  const out = new Map<string, Array<{ from: number; to: number; changes: number }>>();
+  for (const r of res.rows) {
+    const list = out.get(r.resource) ?? [];
+    list.push({ from: r.window_start.getTime(), to: r.window_end.getTime(), changes: r.n });
+    out.set(r.resource, list);
+  }
+  return out;
+}
+
 /** Average requests of each stream's last `runs` completed checks and full passes. */
 export async function recentCheckCosts(db: Queryable, source: string, runs: number): Promise<Map<string, number>> {
   const res = await db.query<{ resource: string; cost: number }>(

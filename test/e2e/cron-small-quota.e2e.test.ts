@@ -13,6 +13,7 @@ import { CORE_RESOURCES, type CoreResource } from '../../simulator/types.ts';
 import { cliEnv, runCli, writeConfig, type CliResult } from '../support/cli.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { coreEntry, DAY, TestClock } from '../support/harness.ts';
+import { scaled } from '../support/time-scale.ts';
 
 const TENANT = { apikey: 'cron-key-Q4', username: 'cron.user', password: 'cron-pass-Z8', variant: 'core' as const };
 /** A second account, read by a source of its own from a second config file. */
@@ -51,7 +52,7 @@ const MIN_REQUESTS = CORE_RESOURCES.reduce((sum, r) => sum + Math.max(1, Math.ce
 const IMPLIED_DAYS = Math.ceil(MIN_REQUESTS / (ALLOWANCE - BUDGET));
 
 /** Hang guards: a CLI run takes seconds, many days of them minutes on a busy machine. */
-const DAYS_TIMEOUT = 900_000;
+const DAYS_TIMEOUT = scaled(300_000);
 
 /** The cron fires at 02:00 UTC; the quota day turns at midnight UTC. */
 const clock = new TestClock('2026-04-06T02:00:00Z');

@@ -4,6 +4,9 @@
  */
 import { describe, expect, it } from 'vitest';
 import {
+  EXPLORE_MAX_HOURS,
+  EXPLORE_MIN_HOURS,
+  exploreBound,
   NO_NOTIFICATIONS,
   nextCheck,
   planSource,
@@ -262,6 +265,143 @@ describe('the next check, as status estimates it', () => {
     });
     expect(next(source([stream('customers', { inFlight: true })]), 'customers')).toBeNull();
     expect(next(source([stream('customers')]), 'nothing')).toBeNull();
+  });
+});
+
+describe("today's evidence", () => {
+  it('brings a check forward when what recent checks found raises the rate above the forecast, and says so', () => {
+    const forecast = openHours(0.001);
+    // Evening: the model expects nothing, the last check found a rush.
+    const evening = new Date('2026-11-23T19:30:00Z');
+    const rush = forecast.map((r) => r + 60);
+    const input = (rates: Float64Array) =>
+      source([stream('appointments', { rates, forecastRates: forecast, lastCheckAt: new Date(evening.getTime() - 5 * MIN) })], {
+        now: evening,
+      });
+    expect(due(input(rush))).toEqual({ appointments: 'check/evidence' });
+    expect(due(input(forecast))).toEqual({ appointments: null });
+  });
+
+  it('prices the rest of the evening by the evidence: notified checks are paced, not read one by one', () => {
+    const evening = new Date('2026-11-23T19:00:00Z');
+    const fedAt = (rates: Float64Array) =>
+      stream('appointments', {
+        webhookFed: true,
+        rates,
+        lastCheckAt: new Date(evening.getTime() - 5 * MIN),
+        notified: { count: 1, oldest: new Date(evening.getTime() - 1.5 * MIN), ageMinutes: 1.5, latestEvent: evening },
+      });
+    const closed = openHours(0.001);
+    const rush = closed.map((r, slot) => (slot % 24 >= 19 && slot % 24 < 22 ? r + 120 : r));
+    const blind = planSource(source([fedAt(closed)], { now: evening, budgetUsed: 60 }));
+    const paced = planSource(source([fedAt(rush)], { now: evening, budgetUsed: 60 }));
+    // Priced against a plan that expects nothing more, the notification is read at once...
+    expect(blind.streams[0]!.due?.reason).toBe('notified');
+    // ...priced against the rush to come, the check waits for more notifications, within the bound.
+    expect(paced.mu).toBeGreaterThan(0);
+    expect(paced.streams[0]!.due).toBeNull();
+    expect(total(paced)).toBeLessThanOrEqual(90);
+    expect(total(paced)).toBeGreaterThan(30);
+  });
+
+  it('never prices notifications already waiting as nothing', () => {
+    const night = new Date('2026-11-23T21:00:00Z');
+    const fed = (count: number) =>
+      stream('appointments', {
+        webhookFed: true,
+        rates: openHours(0.001),
+        lastCheckAt: new Date(night.getTime() - 60 * MIN),
+        notified: count ? { count, oldest: night, ageMinutes: 0, latestEvent: night } : NO_NOTIFICATIONS,
+      });
+    expect(planSource(source([fed(3)], { now: night })).planned.webhook).toBeGreaterThanOrEqual(1);
+    expect(planSource(source([fed(0)], { now: night })).planned.webhook).toBe(0);
+  });
+});
+
+describe('pacing', () => {
+  it('releases the reserve over the last hours of the quota day', () => {
+    const streams = [stream('appointments', { rates: flat(30) })];
+    expect(planSource(source(streams)).reserve).toBe(Math.ceil(Math.sqrt(150) + 15));
+    expect(planSource(source(streams, { now: new Date('2026-11-23T22:30:00Z') })).reserve).toBe(Math.ceil((Math.sqrt(150) + 15) / 2));
+    expect(planSource(source(streams, { now: new Date('2026-11-23T23:59:00Z') })).reserve).toBeLessThanOrEqual(1);
+  });
+
+  it('spends budget that the reset would take on streams expected to have changes waiting, most expected first', () => {
+    const late = new Date('2026-11-23T23:40:00Z');
+    const at = (minutesAgo: number) => new Date(late.getTime() - minutesAgo * MIN);
+    const evening = openHours(0.001).map((r, slot) => (slot % 24 >= 19 ? 0.9 : r));
+    const streams = [
+      stream('orders', { rates: evening, lastCheckAt: at(40) }),
+      stream('customers', { rates: evening, lastCheckAt: at(60) }),
+      stream('products', { lastCheckAt: at(120) }),
+    ];
+    expect(due(source(streams, { now: late, budgetUsed: 140 }))).toEqual({
+      orders: 'check/pacing',
+      customers: 'check/pacing',
+      products: null,
+    });
+    // Not before the last half hour, and not beyond what is left.
+    expect(due(source(streams, { now: at(20), budgetUsed: 140 }))).toEqual({ orders: null, customers: null, products: null });
+    expect(due(source(streams, { now: late, budgetUsed: 149 }))).toEqual({ orders: null, customers: 'check/pacing', products: null });
+  });
+});
+
+describe('exploration', () => {
+  const office = Uint8Array.from({ length: SLOTS }, (_, s) => (s % 24 >= 8 && s % 24 < 19 ? 1 : 0));
+
+  it('derives its bound from the budget, within 1 to 4 hours, and leaves out streams with a signal', () => {
+    const quiet = ['products', 'services', 'employees'].map((r) => stream(r));
+    const bound = (budget: number, streams = quiet) => exploreBound(source(streams, { budget, activeSlots: office }));
+    expect(bound(300)).toBeCloseTo(((11 * 3) / 15) * 60, 6);
+    expect(bound(15)).toBe(EXPLORE_MAX_HOURS * 60);
+    expect(bound(100_000)).toBe(EXPLORE_MIN_HOURS * 60);
+    expect(bound(150, [stream('appointments', { webhookFed: true }), stream('catalog', { kind: 'full' })])).toBeNull();
+    expect(exploreBound(source(quiet, { activeSlots: null }))).toBeNull();
+    expect(planSource(source(quiet, { activeSlots: office, budget: 300 })).exploreMinutes).toBeCloseTo(bound(300)!, 6);
+    // A budget too small for exploration and the floors keeps the floors.
+    expect(planSource(source(quiet, { activeSlots: office, budget: 5 })).exploreMinutes).toBeNull();
+  });
+
+  it('checks a stream the model calls quiet once the bound has passed in active hours, and never outside them', () => {
+    const bound = exploreBound(source([stream('products')], { activeSlots: office }))!;
+    const products = (minutesAgo: number, now = NOW) =>
+      source([stream('products', { lastCheckAt: new Date(now.getTime() - minutesAgo * MIN) })], { now, activeSlots: office });
+    expect(due(products(bound))).toEqual({ products: 'check/exploration' });
+    expect(due(products(bound - 10))).toEqual({ products: null });
+    // At 22:00, the practice is closed: the last check at 16:00 waits for the morning.
+    const night = new Date('2026-11-23T22:00:00Z');
+    expect(due(products(6 * 60, night))).toEqual({ products: null });
+    // Only active hours count: checked at 18:00, it is due again `bound` minutes into the next morning.
+    const evening = products(4 * 60, night);
+    const next = nextCheck(evening, planSource(evening), 'products');
+    expect(next?.reason).toBe('exploration');
+    expect(Math.abs(next!.at.getTime() - (Date.parse('2026-11-24T08:00:00Z') + (bound - 60) * MIN - 15_000))).toBeLessThanOrEqual(MIN);
+    // The plan pays for it.
+    expect(total(planSource(products(0)))).toBeGreaterThan(total(planSource({ ...products(0), activeSlots: null })));
+  });
+});
+
+describe('the hour after the active hours', () => {
+  const office = Uint8Array.from({ length: SLOTS }, (_, s) => (s % 24 >= 8 && s % 24 < 19 ? 1 : 0));
+  const closing = new Date('2026-11-23T19:20:00Z');
+  const input = (lastCheck: string) =>
+    source(
+      [
+        stream('appointments', { rates: openHours(0.5), modelRates: openHours(30), lastCheckAt: new Date(lastCheck) }),
+        stream('products', { modelRates: flat(0.001), lastCheckAt: new Date(lastCheck) }),
+      ],
+      { now: closing, activeSlots: office },
+    );
+
+  it('checks once a stream a usual day would have changed, however quiet today was', () => {
+    expect(due(input('2026-11-23T18:00:00Z'))).toEqual({ appointments: 'check/exploration', products: null });
+    // Already checked since the usual changes: nothing more.
+    expect(due(input('2026-11-23T18:59:00Z'))).toEqual({ appointments: null, products: null });
+    // Later in the night, no.
+    expect(due({ ...input('2026-11-23T18:00:00Z'), now: new Date('2026-11-23T20:30:00Z') })).toEqual({
+      appointments: null,
+      products: null,
+    });
   });
 });
 

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { ChangeTally, exposureBySlot, SLOTS, windowObservation, type StoredSlot } from '../../src/state/change-model.ts';
-import { expectedSince, PRIOR_PER_HOUR, slotRates } from '../../src/scheduler/rates.ts';
+import { evidenceOf, expectedSince, PRIOR_PER_HOUR, slotRates, withEvidence } from '../../src/scheduler/rates.ts';
 import { slotOf, wallSlot } from '../../src/time.ts';
 
 const at = (iso: string) => new Date(iso);
@@ -93,5 +93,62 @@ describe('slotRates', () => {
     const e = expectedSince(rates, 'UTC', at('2026-11-23T10:00:00Z').getTime(), at('2026-11-23T10:10:00Z').getTime());
     expect(e.changes).toBeCloseTo(10, 6);
     expect(e.ageMinutes).toBeCloseTo(50, 6); // ages 0..10 minutes, 10 of them: 10 * 10 / 2
+  });
+});
+
+describe("today's evidence", () => {
+  const HOUR = 3_600_000;
+  const t = (iso: string) => at(iso).getTime();
+  /** Open 8-19 UTC at `perHour`, next to nothing otherwise. */
+  const openHours = (perHour: number) => Float64Array.from({ length: SLOTS }, (_, s) => (s % 24 >= 8 && s % 24 < 19 ? perHour : 0.001));
+  const slot = (iso: string) => slotOf(t(iso), 'UTC');
+
+  it('raises the next hours at once when a check finds a rush the forecast did not expect, even where it expects nothing', () => {
+    const forecast = openHours(20);
+    // 18:00-19:30: 60 changes, where the forecast expected 20 (18:00-19:00) and next to nothing after.
+    const e = evidenceOf(
+      forecast,
+      'UTC',
+      [{ from: t('2026-11-23T18:00:00Z'), to: t('2026-11-23T19:30:00Z'), changes: 60 }],
+      t('2026-11-23T19:31:00Z'),
+    );
+    expect(e!.observedPerHour).toBeGreaterThan(25);
+    const rates = withEvidence(forecast, 'UTC', e);
+    expect(rates[slot('2026-11-23T20:00:00Z')]).toBeGreaterThan(10);
+    // It fades back to the forecast with a half-life of a couple of hours.
+    expect(rates[slot('2026-11-24T02:00:00Z')]).toBeLessThan(rates[slot('2026-11-23T20:00:00Z')]! / 6);
+    expect(rates[slot('2026-11-24T06:00:00Z')]).toBeLessThan(0.5);
+    // Hours before the evidence are left alone.
+    expect(rates[slot('2026-11-23T17:00:00Z')]).toBe(forecast[slot('2026-11-23T17:00:00Z')]);
+  });
+
+  it('lowers the next hours when checks find fewer than forecast, and a short window moves it little', () => {
+    const forecast = openHours(30);
+    const now = t('2026-11-23T11:01:00Z');
+    const hourEmpty = evidenceOf(forecast, 'UTC', [{ from: t('2026-11-23T10:00:00Z'), to: t('2026-11-23T11:00:00Z'), changes: 0 }], now);
+    const lowered = withEvidence(forecast, 'UTC', hourEmpty)[slot('2026-11-23T11:30:00Z')]!;
+    expect(lowered).toBeLessThan(20);
+    expect(lowered).toBeGreaterThan(5);
+    const minutesEmpty = evidenceOf(forecast, 'UTC', [{ from: now - 5 * 60_000, to: now - 60_000, changes: 0 }], now);
+    expect(withEvidence(forecast, 'UTC', minutesEmpty)[slot('2026-11-23T11:30:00Z')]).toBeGreaterThan(27);
+    // As forecast: nothing changes.
+    const asForecast = evidenceOf(forecast, 'UTC', [{ from: t('2026-11-23T10:00:00Z'), to: t('2026-11-23T11:00:00Z'), changes: 30 }], now);
+    expect(withEvidence(forecast, 'UTC', asForecast)[slot('2026-11-23T11:30:00Z')]).toBeCloseTo(30, 6);
+  });
+
+  it('builds on earlier windows: a run of short windows that keep finding changes adds up', () => {
+    const forecast = openHours(0.001);
+    const start = t('2026-11-23T20:00:00Z');
+    const windows = Array.from({ length: 6 }, (_, i) => ({
+      from: start + i * 10 * 60_000,
+      to: start + (i + 1) * 10 * 60_000,
+      changes: 10,
+    }));
+    const one = evidenceOf(forecast, 'UTC', windows.slice(0, 1), start + HOUR);
+    const six = evidenceOf(forecast, 'UTC', windows, start + HOUR);
+    expect(six!.observedPerHour).toBeGreaterThan(2 * one!.observedPerHour);
+    expect(six!.observedPerHour).toBeLessThan(60);
+    // Nothing recent: no evidence.
+    expect(evidenceOf(forecast, 'UTC', windows, start + 12 * HOUR)).toBeNull();
   });
 });

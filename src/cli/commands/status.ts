@@ -99,6 +99,13 @@ export interface BudgetStatus {
    * budget is 0). See src/sync/coverage.ts.
    */
   syncChecks: { needed: number; streams: number; boundDays: number | null };
+  /**
+   * Every polled stream is checked at least once in this many minutes of the
+   * practice's active hours (exploration); null when none applies.
+   */
+  exploreWithinMinutes: number | null;
+  /** Requests held back from the plan for a busier day than expected (released over the day's last hours). */
+  reserve: number;
 }
 
 /**
@@ -233,6 +240,8 @@ export async function collectStatus(
             source.budget,
           ),
         ),
+        exploreWithinMinutes: view.plan.exploreMinutes === null ? null : Math.round(view.plan.exploreMinutes),
+        reserve: view.plan.reserve,
       },
       resources,
       ...(options.check ? { connectivity: await connectivityOf(app, source) } : {}),
@@ -278,6 +287,10 @@ function scheduleStatus(
 function nextCheckOf(view: SourceView, mode: StreamScheduleStatus['mode'], resource: string): StreamScheduleStatus['nextCheck'] {
   const next = streamNextCheck(view, mode, resource);
   return next ? { at: next.at.toISOString(), reason: next.reason } : null;
+}
+
+function hoursText(minutes: number): string {
+  return minutes >= 120 ? `${Math.round(minutes / 6) / 10} h` : `${Math.round(minutes)} min`;
 }
 
 /** The text `pmsync status` appends to a stream's line. */
@@ -365,7 +378,10 @@ export function printStatus(statuses: SourceStatus[], now: Date): void {
       process.stdout.write(
         `  budget ${b.budget} a day for checks, webhook-triggered checks and full refreshes: ${b.used} spent (check ${b.spent.check}, webhook ${b.spent.webhook}, full ${b.spent.full}), ` +
           `${p.check + p.webhook + p.full} planned for the rest of the day (check ${p.check}, webhook ${p.webhook}, full ${p.full}${pinned})\n` +
-          `  outside the budget: backfill ${b.spent.backfill} spent, ${p.backfill} planned; resync ${b.spent.resync} spent\n`,
+          `  outside the budget: backfill ${b.spent.backfill} spent, ${p.backfill} planned; resync ${b.spent.resync} spent\n` +
+          (b.exploreWithinMinutes !== null
+            ? `  exploration: every polled stream is checked at least every ${hoursText(b.exploreWithinMinutes)} of the practice's active hours\n`
+            : ''),
       );
       process.stdout.write(describeSyncChecks(b));
     }

@@ -1,0 +1,143 @@
+/**
+ * The budget scheduler on days unlike the ones it learned from, on the
+ * injected clock against the real simulator, PostgreSQL, run queue and
+ * webhook receiver: a rush moved to the evening, with and without webhooks,
+ * and a burst on a stream the model calls quiet. Requests are the simulator's
+ * own count; the history (28 ordinary days) and the played day are apart.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { DayRig, DAY, HOUR, MINUTE, stalenessMinutes, type RigOptions } from '../../bench/support/day-rig.ts';
+import { collectStatus } from '../../src/cli/commands/status.ts';
+import { planDay, REFERENCE_DAY, type DayChange, type DayPattern } from '../../simulator/day.ts';
+import { createTestDatabase, type TestDatabase } from '../support/db.ts';
+
+// Hours of simulated time, each tick a real scheduling decision on PostgreSQL. The tests check what happened, never how long it took.
+const DAY_TIMEOUT = { timeout: 600_000 };
+const DATE = '2026-11-19';
+const ZONE = 'America/New_York';
+const SIZES = {
+  customers: 400,
+  appointments: 900,
+  orders: 500,
+  memberships: 80,
+  giftcertificates: 40,
+  products: 20,
+  services: 10,
+  employees: 8,
+};
+/** The reference day's appointment rush, at 18:00-21:00 instead of 8:00-19:00. */
+const EVENING: DayPattern = { openHour: 18, closeHour: 21, shape: [1, 1, 1], changes: { appointments: { total: 150, created: 10 } } };
+
+let db: TestDatabase | null = null;
+let rig: DayRig | null = null;
+afterEach(async () => {
+  await rig?.close();
+  await db?.drop();
+  rig = null;
+  db = null;
+});
+
+async function startRig(options: Partial<RigOptions>): Promise<DayRig> {
+  db = await createTestDatabase({ migrate: false });
+  rig = await DayRig.start({
+    databaseUrl: db.url,
+    date: DATE,
+    timeZone: ZONE,
+    sizes: SIZES,
+    historyDays: 28,
+    historyPattern: REFERENCE_DAY,
+    tickSeconds: 60,
+    webhooks: false,
+    ...options,
+  });
+  await rig.prepare();
+  return rig;
+}
+
+/** The windows a stream's checks completed in [from, to) (pmsync's clock), and the rows each changed. */
+async function windows(r: DayRig, resource: string, from: number, to: number): Promise<Array<{ end: number; found: number }>> {
+  const res = await r.app.pool.query<{ window_end: Date; n: number }>(
+    `SELECT window_end, inserted + updated AS n FROM pmsync.runs
+     WHERE source = 'clinic' AND resource = $1 AND status = 'succeeded' AND window_end >= $2 AND window_end < $3 ORDER BY window_end`,
+    [resource, new Date(from), new Date(to)],
+  );
+  return res.rows.map((x) => ({ end: x.window_end.getTime(), found: x.n }));
+}
+
+describe('a rush moved to the evening, without webhooks', () => {
+  it('brings the next check forward as soon as a check finds it, and reads every change before midnight', DAY_TIMEOUT, async () => {
+    const r = await startRig({ budget: 150 });
+    const from = r.dayStart + 15 * HOUR;
+    const played = await r.play(planDay(EVENING, DATE, ZONE, 5), from, r.dayStart + DAY);
+
+    const appointments = played.dispatches.filter((d) => d.resource === 'appointments');
+    const found = await windows(r, 'appointments', from, r.dayStart + DAY);
+    const first = found.findIndex((w) => w.found > 0);
+    expect(first).toBeGreaterThan(0);
+    // The check that found the rush after a quiet day: the next one comes far sooner than it did.
+    const before = found[first]!.end - found[first - 1]!.end;
+    const after = found[first + 1]!.end - found[first]!.end;
+    expect(after).toBeLessThan(before / 2);
+    expect(after).toBeLessThanOrEqual(20 * MINUTE);
+    // What it found, not the forecast, keeps the checks coming through the rush.
+    const rush = appointments.filter((d) => Date.parse(d.firedAt) > found[first]!.end && Date.parse(d.firedAt) < r.dayStart + 21 * HOUR);
+    expect(rush.filter((d) => d.reason === 'evidence').length).toBeGreaterThan(rush.length / 2);
+
+    const day = r.requestsOn(r.dayStart, r.dayStart + DAY);
+    expect(day.requests).toBeLessThanOrEqual(150);
+    expect(played.changes.filter((c) => c.visibleAt === null)).toEqual([]);
+    const stale = stalenessMinutes(played.changes).sort((a, b) => a - b);
+    expect(stale[Math.floor(0.95 * (stale.length - 1))]).toBeLessThanOrEqual(60);
+  });
+});
+
+describe('a rush moved to the evening, with webhooks', () => {
+  it('paces notified checks: the budget is not gone while changes are still notified, and every change is read', DAY_TIMEOUT, async () => {
+    const budget = 60;
+    const r = await startRig({ budget, webhooks: true });
+    // One notification the evening before makes the busy streams webhook-fed, as on a day after webhooks were registered.
+    await r.play(
+      [{ at: r.dayStart - HOUR - 30 * MINUTE, resource: 'appointments', created: false }],
+      r.dayStart - 90 * MINUTE,
+      r.dayStart - HOUR,
+    );
+    const from = r.dayStart + 16 * HOUR;
+    const ledger = r.app.ledgerFor(r.config.sources[0]!);
+    const left: Array<{ t: number; left: number }> = [];
+    const played = await r.play(planDay(EVENING, DATE, ZONE, 5), from, r.dayStart + DAY, async (t) => {
+      const snap = await ledger.snapshot();
+      left.push({ t, left: snap.budget - snap.budgetUsed });
+    });
+
+    const day = r.requestsOn(r.dayStart, r.dayStart + DAY);
+    expect(day.requests).toBeLessThanOrEqual(budget);
+    // Still budget in hand when the last change of the rush is notified.
+    const lastChange = Math.max(...played.changes.map((c) => c.at));
+    expect(left.find((x) => x.t >= lastChange)!.left).toBeGreaterThan(0);
+    expect(played.changes.filter((c) => c.visibleAt === null)).toEqual([]);
+    const stale = stalenessMinutes(played.changes).sort((a, b) => a - b);
+    expect(stale[Math.floor(0.95 * (stale.length - 1))]).toBeLessThanOrEqual(30);
+  });
+});
+
+describe('a burst on a stream the model calls quiet', () => {
+  it('is read within the exploration bound status states, at the cost of a few checks', DAY_TIMEOUT, async () => {
+    const r = await startRig({ budget: 150 });
+    const from = r.dayStart + 8 * HOUR;
+    r.clock.set(from);
+    const [status] = await collectStatus(r.app, r.config);
+    const bound = status!.budget.exploreWithinMinutes;
+    expect(bound).not.toBeNull();
+    expect(bound!).toBeLessThanOrEqual(4 * 60);
+
+    const t0 = r.dayStart + 14 * HOUR;
+    const burst: DayChange[] = Array.from({ length: 30 }, (_, i) => ({ at: t0 + i * 20_000, resource: 'products', created: false }));
+    const played = await r.play(burst, from, r.dayStart + 19 * HOUR);
+    expect(played.changes.every((c) => c.visibleAt !== null)).toBe(true);
+    expect(Math.max(...stalenessMinutes(played.changes))).toBeLessThanOrEqual(bound! + 2);
+    const products = played.dispatches.filter((d) => d.resource === 'products');
+    expect(products.some((d) => d.reason === 'exploration')).toBe(true);
+    // Exploring is bounded: a few checks of products over the day, not one a tick.
+    expect(r.requestsOn(from, r.dayStart + 19 * HOUR).requestsByStream.products).toBeLessThanOrEqual(Math.ceil((11 * 60) / bound!) + 2);
+  });
+});
