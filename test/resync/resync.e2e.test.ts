@@ -167,7 +167,7 @@ describe('pmsync resync', () => {
     expect((await cli('resync', 'customers')).stderr).toMatch(/exactly one of --id ID, --since DATE or --full/);
     const unknown = await cli('resync', 'widgets', '--full');
     expect(unknown.code).toBe(2);
-    expect(unknown.stderr).toMatch(/no configured source has a resource "widgets" \(known: .*customers/);
+    expect(unknown.stderr).toMatch(/no configured source has a resource "widgets"; resources: .*customers/);
     expect((await cli('resync', 'companies', '--id', 'x')).stderr).toMatch(
       /companies has no single-record endpoint in the API; use "pmsync resync companies --since DATE" instead/,
     );
