@@ -55,8 +55,8 @@ describe('two processes, one key', () => {
     const env = cliEnv({ DATABASE_URL: db.url, NODE_ENV: 'test', PMSYNC_TEST_NOW: NOW, ...(redisUrl ? { REDIS_URL: redisUrl } : {}) });
     const children = [spawnCli(['--config', config, 'sync'], env), spawnCli(['--config', config, 'sync'], env)];
     const results = await Promise.all(children.map(waitExit));
-    for (const r of results) expect([0, 5], r.stderr).toContain(r.code);
-    expect(results.some((r) => r.code === 5)).toBe(true);
+    // Spending the allowance while the backfills moved is planned, not a failure: both exit 0.
+    for (const r of results) expect(r.code, r.stderr).toBe(0);
     expect(results.map((r) => r.stdout).join('')).toMatch(
       /Daily allowance for source "clinic" is used up for 2026-03-02: 120 of 120 requests/,
     );
