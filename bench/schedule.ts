@@ -19,24 +19,12 @@ import { QUIET_DAY, REFERENCE_DAY, type DayPattern } from '../simulator/day.ts';
 import { createBenchDatabase, type BenchServer } from './support/db.ts';
 import { DayRig, stalenessMinutes, type DayReport, type RigOptions } from './support/day-rig.ts';
 import { fmtInt, fmtNum, percentile, table } from './support/stats.ts';
+import { SIZES } from './support/baselines.ts';
+import { BUSY } from './support/held-out.ts';
 
-/** A practice of a few thousand patients. */
-const SIZES = {
-  companies: 3,
-  customers: 5_000,
-  appointments: 20_000,
-  orders: 12_000,
-  memberships: 800,
-  membershipprograms: 8,
-  giftcertificates: 320,
-  products: 60,
-  services: 25,
-  employees: 15,
-};
 /** A Thursday, in the future of the real clock (see bench/support/day-rig.ts). */
 const DATE = '2027-11-18';
 const ZONE = 'America/New_York';
-const BUSY = ['appointments', 'customers', 'orders'] as const;
 /** The reference day, with 85 more new records on top of its changes (bookings, patients, sales). */
 const HEAVY_DAY: DayPattern = {
   ...REFERENCE_DAY,

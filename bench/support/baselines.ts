@@ -14,7 +14,7 @@ import type { CoreResource } from '../../simulator/index.ts';
 import { MINUTE, type RigOptions } from './day-rig.ts';
 import { BUSY, ZONE } from './held-out.ts';
 
-/** A practice of a few thousand patients (as in bench/schedule.ts). */
+/** A practice of a few thousand patients (the held-out days and bench/schedule.ts). */
 export const SIZES: Partial<Record<CoreResource, number>> = {
   companies: 3,
   customers: 5_000,

@@ -39,7 +39,8 @@ import { slotRates } from './rates.ts';
 import { streamCatalog } from './catalog.ts';
 import { planStreams, sourceTimeZone, type ScheduleMode, type ScheduledStream } from './plan.ts';
 import type { PinnedInput } from './budget.ts';
-import { COST_RUNS, memoFires, pinnedInput, pinnedSpend, type PinnedSpend } from './pinned.ts';
+import { memoFires, pinnedInput, pinnedSpend, type PinnedSpend } from './pinned.ts';
+import { CHECK_COST_RUNS as COST_RUNS } from '../state/runs.ts';
 import type { Scheduler, SourceView } from './scheduler.ts';
 
 export const VERDICTS = ['failing', 'over budget', 'behind', 'ok'] as const;

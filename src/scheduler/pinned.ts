@@ -12,9 +12,6 @@ import { firesBetween } from './cron.ts';
 import type { ScheduledStream } from './plan.ts';
 import { UNLIMITED, type QuotaSnapshot } from '../state/quota.ts';
 
-/** Recent runs a stream's cost per check is averaged over. */
-export const COST_RUNS = 5;
-
 export type CronFires = (cron: string, timeZone: string, after: Date, until: Date) => number;
 
 /** Fires in (after, until]. */

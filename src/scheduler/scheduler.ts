@@ -47,7 +47,8 @@ import { runKey, type Dispatcher, type RunJob } from './dispatch.ts';
 import { NO_NOTIFICATIONS, planSource, type PinnedInput, type SourceInput, type SourcePlan, type StreamInput } from './budget.ts';
 import { planStreams, sourceTimeZone, type ScheduledStream, type StreamEntry } from './plan.ts';
 import { EVIDENCE_LOOKBACK_HOURS, evidenceOf, expectedSince, slotRates, withEvidence } from './rates.ts';
-import { COST_RUNS, pinnedInput } from './pinned.ts';
+import { pinnedInput } from './pinned.ts';
+import { CHECK_COST_RUNS as COST_RUNS } from '../state/runs.ts';
 import { SLOTS } from '../state/change-model.ts';
 import type { ScheduleSettings } from './settings.ts';
 

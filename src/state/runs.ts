@@ -104,6 +104,9 @@ export async function recentWindows(
   return out;
 }
 
+/** How many of a stream's latest checks price its next one (the scheduler, pinned schedules, the cron's bound). */
+export const CHECK_COST_RUNS = 5;
+
 /** Average requests of each stream's last `runs` completed checks and full passes. */
 export async function recentCheckCosts(db: Queryable, source: string, runs: number): Promise<Map<string, number>> {
   const res = await db.query<{ resource: string; cost: number }>(

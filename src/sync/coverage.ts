@@ -1,7 +1,7 @@
 /**
  * Whether the runs a source gets keep every one of its streams moving: the
  * bound within which checks reach every stream, and the streams that stalled.
- * The rules are pure functions; `readCoverage` gathers their inputs.
+ * The rules are pure functions; `readBound` and `readStalls` gather their inputs.
  *
  * A run checks caught-up streams stalest first under the scheduled-spend
  * budget (planner.ts). When one quota day's budget cannot pay a check of every
@@ -22,7 +22,7 @@
 import { readProgress } from '../state/checkpoints.ts';
 import { quotaDayOf } from '../state/quota-day.ts';
 import { UNLIMITED, type QuotaLedger } from '../state/quota.ts';
-import { recentCheckCosts } from '../state/runs.ts';
+import { CHECK_COST_RUNS, recentCheckCosts } from '../state/runs.ts';
 import type { SyncContext } from './context.ts';
 
 export interface CheckBound {
@@ -117,15 +117,12 @@ export function findStalls(input: CoverageInput): Stall[] {
   return out;
 }
 
-/** How many of a stream's latest checks price its next one. */
-const COST_RUNS = 3;
-
 /**
  * The bound of a source's selected streams under its budget, from their recent
  * checks (a stream never checked costs one request).
  */
 export async function readBound(ctx: Pick<SyncContext, 'pool'>, source: string, resources: string[], budget: number): Promise<CheckBound> {
-  const costs = await recentCheckCosts(ctx.pool, source, COST_RUNS);
+  const costs = await recentCheckCosts(ctx.pool, source, CHECK_COST_RUNS);
   return checkBound(
     budget,
     resources.map((r) => costs.get(r) ?? 1),
@@ -134,7 +131,7 @@ export async function readBound(ctx: Pick<SyncContext, 'pool'>, source: string, 
 
 /** The stalls among a source's selected streams after a run; `backfillPages` are the pages this run's backfills committed. */
 export async function readStalls(
-  ctx: Pick<SyncContext, 'pool' | 'now'>,
+  ctx: Pick<SyncContext, 'pool'>,
   source: string,
   resources: string[],
   bound: CheckBound,

@@ -88,7 +88,7 @@ export async function syncSource(
       const err = isConnectionError(thrown) ? databaseLost(thrown, ctx.databaseUrl) : thrown;
       const code = err instanceof PmsyncError ? err.code : undefined;
       if (err instanceof QuotaExhaustedError && err.scope === 'budget') {
-        // The refused check read nothing (a page it did read stays, and the rest resumes as a backfill): it waits too.
+        // The refused check waits for the next run too (pages it read before the refusal stay; its window resumes as a backfill).
         result.budgetSpent = err;
         (result.deferred ??= []).push(stream.resource);
         continue;
