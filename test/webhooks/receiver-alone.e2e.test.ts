@@ -11,7 +11,11 @@ import { startSimulator, type Simulator } from '../../simulator/index.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { cliEnv, runCli, spawnCli, waitExit, writeConfig } from '../support/cli.ts';
 import { kill, startServeCli, type ServeProcess } from '../serve/support.ts';
+import { scaled } from '../support/time-scale.ts';
 import { waitFor } from './support.ts';
+
+/** 5 s on an idle machine: the burst's deliveries all arrive within it (PMSYNC_TEST_TIME_SCALE stretches it). */
+const DEBOUNCE_SECONDS = Math.round(scaled(5_000) / 1_000);
 
 const TENANT = { apikey: 'alone-key-V2', username: 'alone.user', password: 'alone-pass-W3', variant: 'core' as const };
 
@@ -64,8 +68,8 @@ beforeAll(async () => {
       },
     ],
     // A short debounce and tick keep the test on the real clock in seconds (the defaults are 60 s and 15 s); the
-    // debounce still outlasts the burst's deliveries, so they are read together.
-    schedules: { tickSeconds: 1, debounceSeconds: 5 },
+    // debounce must outlast the burst's deliveries so they are read together, so it grows on a slow machine.
+    schedules: { tickSeconds: 1, debounceSeconds: DEBOUNCE_SECONDS },
   });
   env = cliEnv({ DATABASE_URL: db.url });
 });
@@ -96,7 +100,7 @@ describe('a nightly cron sync and webhooks receive, with no serve', () => {
     expect(port, receiver.output.stderr).not.toBe('exited');
     await waitFor(() => receiver!.output.stdout.includes('webhooks: '), 'the mode line');
     expect(receiver.output.stdout).toContain(
-      'webhooks: no serve replica schedules these sources; notified streams (customers, appointments and orders) are checked here after a 5 s debounce, within 10 min while the budget allows',
+      `webhooks: no serve replica schedules these sources; notified streams (customers, appointments and orders) are checked here after a ${DEBOUNCE_SECONDS} s debounce, within 10 min while the budget allows`,
     );
 
     const registered = await runCli(
