@@ -10,6 +10,8 @@
  *   npm run bench:days                  quick: 3 days, 3 policies, a decision every simulated minute
  *   npm run bench:days -- --full        every day, every policy and the cost curves, a decision every 30 s
  *   npm run bench:days -- --days evening,products-burst --tick-seconds 60
+ *   npm run bench:days -- --days evening --trace memberships,orders   every dispatch of those streams (or "all")
+ *   npm run bench:days -- --budget-only        the budget policies alone, no baselines or curves
  *
  * Policies: budget 150 with and without webhooks, and the baselines, each
  * through the real scheduler with pinned crons (schedules.overrides):
@@ -44,8 +46,17 @@ const { values } = parseArgs({
     full: { type: 'boolean', default: false },
     days: { type: 'string' },
     'tick-seconds': { type: 'string' },
+    trace: { type: 'string' },
+    'budget-only': { type: 'boolean', default: false },
   },
 });
+/** Streams whose every dispatch (time, purpose, reason) is printed to stderr, for reading a day's decisions. */
+const TRACE = new Set(
+  (values.trace ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean),
+);
 const FULL = values.full === true;
 const MODE = FULL ? 'full' : 'quick';
 const QUICK_DAYS = ['reference', 'evening', 'products-burst'];
@@ -121,6 +132,10 @@ async function play(server: BenchServer, day: HeldOutDay, p: Policy): Promise<Re
       rig.extraRuns = trigger.runs;
     }
     const report = await rig.playDay(scoredChanges(day, SEED));
+    for (const job of report.dispatches) {
+      if (TRACE.has(job.resource) || TRACE.has('all'))
+        log(`  ${day.key}: ${policyName(p)}: ${localTime(Date.parse(job.firedAt))} ${job.resource} ${job.purpose} (${job.reason})`);
+    }
     const streams: Record<string, Staleness> = {};
     for (const resource of new Set(report.changes.map((c) => c.resource)))
       streams[resource] = stalenessWithUnread(report.changes, rig.dayEnd, (c) => c.resource === resource);
@@ -348,7 +363,7 @@ const results: Result[] = [];
 const matches: Matched[] = [];
 const curves: Result[] = [];
 const checks: Verdict[] = [];
-const baselines: Baseline[] = FULL ? ['hours-cron', 'cron', 'cron+webhooks'] : ['cron'];
+const baselines: Baseline[] = values['budget-only'] ? [] : FULL ? ['hours-cron', 'cron', 'cron+webhooks'] : ['cron'];
 const command = `npm run bench:days${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}`;
 const outDir = join(ROOT, 'bench', 'out');
 const stamp = new Date().toISOString().replace(/[:.]/g, '-');
@@ -390,7 +405,7 @@ try {
       dayResults.push(m.result);
     }
     const dayCurve: Result[] = [];
-    if (FULL && (day.key === 'reference' || day.key === 'evening')) {
+    if (FULL && !values['budget-only'] && (day.key === 'reference' || day.key === 'evening')) {
       for (const budget of [50, 100, 300, 600, 900]) dayCurve.push(await play(server, day, { kind: 'budget', budget, webhooks: false }));
       for (const every of [240, 120, 60, 30, 15]) dayCurve.push(await play(server, day, { kind: 'cron', every }));
       curves.push(...[without, ...dayCurve].sort((a, b) => a.requests - b.requests));

@@ -90,6 +90,8 @@ export interface StreamInput {
   forecastRates?: Float64Array;
   /** What its recent checks found against the forecast; for status. */
   evidence?: Evidence | null;
+  /** Changes an hour the other streams' evidence adds to it now (rates.ts, practiceExcess); for status. */
+  practiceExcessPerHour?: number;
   /** Its learned model's rates, before today's activity and evidence: what a usual day would bring. */
   modelRates?: Float64Array;
   /** Webhook notifications arrive for this stream. */
@@ -140,7 +142,9 @@ export interface SourceInput {
 /**
  * Why a check is due. `changes`: its expected unread changes are worth a
  * request (the rate rule); `evidence`: the same, but only because what its
- * recent checks found raised today's rate above the forecast; `exploration`:
+ * recent checks found, or what the practice's other streams found beyond
+ * their forecasts (rates.ts, practiceExcess), raised today's rate above the
+ * forecast; `exploration`:
  * a stream the model calls quiet, checked at the exploration bound in the
  * practice's active hours; `pacing`: budget that would be lost at the reset
  * spent on a stream expected to have changes waiting.
@@ -460,8 +464,13 @@ function reserveOf(input: SourceInput, available: number): number {
 }
 /** The last minutes of the quota day, in which budget that would be lost is spent on streams with changes expected waiting. */
 export const SWEEP_MINUTES = 30;
-/** Expected unread changes (per request of a check) that make a stream worth a check of the sweep: about a 40% chance of one. */
-const SWEEP_MIN_CHANGES = 0.5;
+/**
+ * Expected unread changes (per request of a check) that make a stream worth a
+ * check of the sweep: about a one-in-five chance of one. Budget the sweep does
+ * not spend is lost at the reset, so a small chance is worth it; a stream the
+ * model calls quiet (a catalog) still stays below it.
+ */
+const SWEEP_MIN_CHANGES = 0.2;
 
 /**
  * Budget left unspent at the reset while changes wait unread is freshness

@@ -100,6 +100,8 @@ export function expectedSince(rates: Float64Array, timeZone: string, from: numbe
 export interface Evidence {
   /** End of the latest window: the correction fades from here. */
   at: number;
+  /** The correction holds in full from this instant to `at` (when before it). */
+  from?: number;
   /** Changes an hour the latest windows say, and the forecast said, for the latest window. */
   observedPerHour: number;
   forecastPerHour: number;
@@ -125,16 +127,42 @@ export function withEvidence(rates: Float64Array, timeZone: string, e: Evidence 
   if (!e || e.observedPerHour === e.forecastPerHour) return rates;
   const out = Float64Array.from(rates);
   const h = EVIDENCE_HALF_LIFE_HOURS * HOUR_MS;
-  // Within a week of slots every slot of the next day is met once.
-  forEachSlotPiece(e.at, e.at + 24 * HOUR_MS, timeZone, (slot, a, b) => {
-    // Mean of 2^(-(t - at)/h) over [a, b].
-    const w = (h / Math.LN2 / (b - a)) * (2 ** (-(a - e.at) / h) - 2 ** (-(b - e.at) / h));
+  const apply = (slot: number, w: number) => {
     const base = rates[slot]!;
     out[slot] =
       e.observedPerHour >= e.forecastPerHour
         ? base + (e.observedPerHour - e.forecastPerHour) * w
         : base * (1 - (1 - e.observedPerHour / e.forecastPerHour) * w);
+  };
+  // A slot's rate is one number: a slot the correction covers in part gets its mean over the slot.
+  if (e.from !== undefined && e.from < e.at) {
+    const covered = new Map<number, number>();
+    forEachSlotPiece(e.from, e.at, timeZone, (slot, a, b) => covered.set(slot, (covered.get(slot) ?? 0) + (b - a)));
+    for (const [slot, ms] of covered) apply(slot, Math.min(1, ms / HOUR_MS));
+  }
+  // Within a week of slots every slot of the next day is met once.
+  forEachSlotPiece(e.at, e.at + 24 * HOUR_MS, timeZone, (slot, a, b) => {
+    // Mean of 2^(-(t - at)/h) over [a, b].
+    const w = (h / Math.LN2 / (b - a)) * (2 ** (-(a - e.at) / h) - 2 ** (-(b - e.at) / h));
+    apply(slot, w);
   });
+  return out;
+}
+
+/**
+ * Windows oldest first, each starting where the one before it ended: checks
+ * triggered by notifications overlap (each reads from its cursor, a few
+ * minutes back), and the rows an earlier window read come back unchanged, so
+ * the hours they share are counted once, with the earlier window.
+ */
+export function disjoint(windows: readonly WindowFound[]): WindowFound[] {
+  const out: WindowFound[] = [];
+  let end = Number.NEGATIVE_INFINITY;
+  for (const w of [...windows].sort((a, b) => a.to - b.to || a.from - b.from)) {
+    const from = Math.max(w.from, end);
+    if (w.to > from) out.push({ from, to: w.to, changes: w.changes });
+    end = Math.max(end, w.to);
+  }
   return out;
 }
 
@@ -143,9 +171,7 @@ export function withEvidence(rates: Float64Array, timeZone: string, e: Evidence 
  * forecast; null when none is recent enough to say anything.
  */
 export function evidenceOf(rates: Float64Array, timeZone: string, windows: WindowFound[], now: number): Evidence | null {
-  const recent = windows
-    .filter((w) => w.to > w.from && w.to <= now && now - w.to <= EVIDENCE_LOOKBACK_HOURS * HOUR_MS)
-    .sort((a, b) => a.to - b.to);
+  const recent = disjoint(windows).filter((w) => w.to <= now && now - w.to <= EVIDENCE_LOOKBACK_HOURS * HOUR_MS);
   let e: Evidence | null = null;
   for (const w of recent) {
     const hours = (w.to - w.from) / HOUR_MS;
@@ -155,4 +181,85 @@ export function evidenceOf(rates: Float64Array, timeZone: string, windows: Windo
     e = { at: w.to, observedPerHour: observed, forecastPerHour: forecast };
   }
   return e;
+}
+
+/**
+ * The practice's hours move its streams together: an evening rush on its
+ * appointments is an evening rush on its memberships too, though a stream
+ * changing ten times a day may not have been checked since the afternoon and
+ * has no evidence of its own. So the practice's intensity beyond its
+ * forecast is read from what the other streams' windows of the last
+ * SHARED_EVIDENCE_HOURS found, and a stream gets its usual share of it.
+ *
+ * Each stream's excess (changes found over the hours its recent windows
+ * covered, less its forecast for them, with a prior of SHARED_PRIOR_HOURS)
+ * divided by its share of the practice's usual changes is an estimate of the
+ * practice-wide excess. The estimate taken is the lower median of the other
+ * streams', and only when at least two say something: a rush is the practice
+ * busier on most of its streams, while a burst on one stream (an import, a
+ * price change) says nothing of the others and is left to that stream. Only
+ * an excess is shared: a quiet spell is for each stream's own checks to show.
+ */
+export interface StreamWindows {
+  resource: string;
+  /** Its forecast rates (the model, scaled by today's activity). */
+  forecast: Float64Array;
+  windows: readonly WindowFound[];
+  /** Changes a usual week brings it (its learned model, summed). */
+  usualPerWeek: number;
+}
+
+/** How far back the other streams' windows are read for the shared excess. */
+export const SHARED_EVIDENCE_HOURS = 1;
+const SHARED_PRIOR_HOURS = 0.25;
+/** Streams with less of the practice's usual changes than this say too little of its intensity. */
+const SHARED_MIN_SHARE = 0.01;
+
+/** Each stream's share of the practice's excess over the last hour, in changes an hour (0 when none). */
+export function practiceExcess(streams: readonly StreamWindows[], timeZone: string, now: number): Map<string, number> {
+  const since = now - SHARED_EVIDENCE_HOURS * HOUR_MS;
+  const usual = streams.reduce((n, s) => n + s.usualPerWeek, 0);
+  const out = new Map<string, number>(streams.map((s) => [s.resource, 0]));
+  if (!(usual > 0)) return out;
+  // The practice-wide excess each stream's windows imply.
+  const implied = new Map<string, number>();
+  for (const s of streams) {
+    const share = s.usualPerWeek / usual;
+    if (share < SHARED_MIN_SHARE) continue;
+    let found = 0;
+    let expected = 0;
+    let hours = 0;
+    for (const w of disjoint(s.windows)) {
+      const from = Math.max(w.from, since);
+      if (w.to <= from || w.to > now) continue;
+      // A window reaching back before the hour counts its share of the hour.
+      found += (w.changes * (w.to - from)) / (w.to - w.from);
+      expected += expectedSince(s.forecast, timeZone, from, w.to).changes;
+      hours += (w.to - from) / HOUR_MS;
+    }
+    if (hours > 0) implied.set(s.resource, (found - expected) / (hours + SHARED_PRIOR_HOURS) / share);
+  }
+  for (const s of streams) {
+    const others = [...implied].filter(([r]) => r !== s.resource).map(([, x]) => x);
+    if (others.length < 2) continue;
+    others.sort((a, b) => a - b);
+    const practice = others[Math.floor((others.length - 1) / 2)]!;
+    if (practice > 0) out.set(s.resource, (practice * s.usualPerWeek) / usual);
+  }
+  return out;
+}
+
+/**
+ * The rates with `perHour` more over the last EVIDENCE_PRIOR_HOURS (about
+ * what the others' evidence speaks for: their estimates weigh an hour of
+ * windows against the forecast) and fading from `now` on, as evidence does.
+ */
+export function withExcess(rates: Float64Array, timeZone: string, now: number, perHour: number): Float64Array {
+  if (!(perHour > 0)) return rates;
+  return withEvidence(rates, timeZone, {
+    from: now - EVIDENCE_PRIOR_HOURS * HOUR_MS,
+    at: now,
+    observedPerHour: perHour,
+    forecastPerHour: 0,
+  });
 }

@@ -46,7 +46,16 @@ import { nextFire, previousFire } from './cron.ts';
 import { runKey, type Dispatcher, type RunJob } from './dispatch.ts';
 import { NO_NOTIFICATIONS, planSource, type PinnedInput, type SourceInput, type SourcePlan, type StreamInput } from './budget.ts';
 import { planStreams, sourceTimeZone, type ScheduledStream, type StreamEntry } from './plan.ts';
-import { EVIDENCE_LOOKBACK_HOURS, evidenceOf, expectedSince, slotRates, withEvidence } from './rates.ts';
+import {
+  EVIDENCE_LOOKBACK_HOURS,
+  evidenceOf,
+  expectedSince,
+  practiceExcess,
+  slotRates,
+  withEvidence,
+  withExcess,
+  type Evidence,
+} from './rates.ts';
 import { pinnedInput } from './pinned.ts';
 import { CHECK_COST_RUNS as COST_RUNS } from '../state/runs.ts';
 import { SLOTS } from '../state/change-model.ts';
@@ -465,16 +474,44 @@ export async function observeSource(
     }
   }
 
-  const inputs = new Map<string, StreamInput>();
+  // Each budget stream's forecast (its model scaled by today's activity) and its own evidence first:
+  // the practice-wide excess is read from all of them.
+  const forecasts = new Map<string, { model: Float64Array; forecast: Float64Array; activity: number; evidence: Evidence | null }>();
   for (const s of streams) {
     if (s.schedule.mode !== 'budget') continue;
-    const row = rows.get(s.resource);
-    const state = states.get(s.resource);
     const n = notified.get(s.resource);
     const model = slow.rates.get(s.resource) ?? slotRates([], now);
     const activity = activityToday(model, timeZone, quota.startsAt, now, Math.max(n?.today ?? 0, found.get(s.resource) ?? 0));
     const forecast = activity === 1 ? model : model.map((r) => r * activity);
     const evidence = evidenceOf(forecast, timeZone, windows.get(s.resource) ?? [], now.getTime());
+    forecasts.set(s.resource, { model, forecast, activity, evidence });
+  }
+  const shared = practiceExcess(
+    streams
+      .filter((s) => s.kind === 'incremental' && forecasts.has(s.resource))
+      .map((s) => {
+        const f = forecasts.get(s.resource)!;
+        return {
+          resource: s.resource,
+          forecast: f.forecast,
+          windows: windows.get(s.resource) ?? [],
+          usualPerWeek: f.model.reduce((a, b) => a + b, 0),
+        };
+      }),
+    timeZone,
+    now.getTime(),
+  );
+  const inputs = new Map<string, StreamInput>();
+  for (const s of streams) {
+    const f = forecasts.get(s.resource);
+    if (!f) continue;
+    const { model, forecast, activity, evidence } = f;
+    const row = rows.get(s.resource);
+    const state = states.get(s.resource);
+    const n = notified.get(s.resource);
+    const webhookFed = (n?.recent ?? 0) > 0;
+    // A stream fed by webhooks is told of its changes: the practice's excess is for the polled ones.
+    const excess = webhookFed ? 0 : (shared.get(s.resource) ?? 0);
     inputs.set(s.resource, {
       resource: s.resource,
       kind: s.kind,
@@ -484,12 +521,13 @@ export async function observeSource(
       pausedUntil: row?.pausedUntil ?? null,
       lastCheckAt: row?.lastCheckAt ?? state?.cursor ?? null,
       cost: slow.costs.get(s.resource) ?? 1,
-      rates: withEvidence(forecast, timeZone, evidence),
-      forecastRates: evidence ? forecast : undefined,
+      rates: withExcess(withEvidence(forecast, timeZone, evidence), timeZone, now.getTime(), excess),
+      forecastRates: evidence || excess > 0 ? forecast : undefined,
       modelRates: model,
       evidence,
+      practiceExcessPerHour: excess > 0 ? excess : undefined,
       activity,
-      webhookFed: (n?.recent ?? 0) > 0,
+      webhookFed,
       notified:
         n && n.pending > 0
           ? { count: n.pending, oldest: n.oldest, ageMinutes: n.ageMinutes, latestEvent: n.latestEvent }

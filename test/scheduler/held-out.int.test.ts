@@ -91,6 +91,41 @@ describe('a rush moved to the evening, without webhooks', () => {
   });
 });
 
+describe('a rush moved to the evening, on the busy streams and on a slower one', () => {
+  it("checks the slower stream in the rush on the busy streams' evidence, before its own checks see it", DAY_TIMEOUT, async () => {
+    // Memberships change 40 times on a usual day: a twelfth of the practice's changes.
+    const usual: DayPattern = { ...REFERENCE_DAY, changes: { ...REFERENCE_DAY.changes, memberships: { total: 40, created: 2 } } };
+    const r = await startRig({ budget: 150, historyPattern: usual, webhooks: true });
+    // The busy streams are webhook-fed (a notification the evening before), so their checks find the rush at once;
+    // memberships sends no notifications and is polled.
+    await r.play(
+      [{ at: r.dayStart - HOUR - 30 * MINUTE, resource: 'appointments', created: false }],
+      r.dayStart - 90 * MINUTE,
+      r.dayStart - HOUR,
+    );
+    const from = r.dayStart + 15 * HOUR;
+    // Well after hours, from 20:00, when its model expects nothing of any stream (the hour after closing has its check).
+    const rush: DayPattern = { ...usual, openHour: 20, closeHour: 23, shape: [1, 1, 1] };
+    const played = await r.play(planDay(rush, DATE, ZONE, 5), from, r.dayStart + DAY);
+
+    const start = r.dayStart + 20 * HOUR;
+    const checks = played.dispatches.filter((d) => d.resource === 'memberships' && Date.parse(d.firedAt) >= start);
+    const firstEvidence = checks.find((d) => d.reason === 'evidence');
+    expect(firstEvidence).toBeDefined();
+    // Due on evidence before any check of its own had found a change of the rush: the busy streams' evidence. (A
+    // window ends a lag before its check starts: the first one with finds may be this check's own.)
+    const ownFinds = (await windows(r, 'memberships', start, r.dayStart + DAY)).filter((w) => w.found > 0);
+    expect(ownFinds.length).toBeGreaterThan(0);
+    expect(ownFinds[0]!.end).toBeGreaterThan(Date.parse(firstEvidence!.firedAt) - 5 * MINUTE);
+    expect(Date.parse(firstEvidence!.firedAt)).toBeLessThan(start + 45 * MINUTE);
+    const changes = played.changes.filter((c) => c.resource === 'memberships');
+    expect(changes.length).toBeGreaterThan(0);
+    expect(changes.filter((c) => c.visibleAt === null)).toEqual([]);
+    expect(Math.max(...stalenessMinutes(changes))).toBeLessThanOrEqual(60);
+    expect(r.requestsOn(r.dayStart, r.dayStart + DAY).requests).toBeLessThanOrEqual(150);
+  });
+});
+
 describe('a rush moved to the evening, with webhooks', () => {
   it('paces notified checks: the budget is not gone while changes are still notified, and every change is read', DAY_TIMEOUT, async () => {
     const budget = 60;

@@ -4,7 +4,16 @@
  */
 import { describe, expect, it } from 'vitest';
 import { ChangeTally, exposureBySlot, SLOTS, windowObservation, type StoredSlot } from '../../src/state/change-model.ts';
-import { evidenceOf, expectedSince, PRIOR_PER_HOUR, slotRates, withEvidence } from '../../src/scheduler/rates.ts';
+import {
+  disjoint,
+  evidenceOf,
+  expectedSince,
+  practiceExcess,
+  PRIOR_PER_HOUR,
+  slotRates,
+  withEvidence,
+  withExcess,
+} from '../../src/scheduler/rates.ts';
 import { slotOf, wallSlot } from '../../src/time.ts';
 
 const at = (iso: string) => new Date(iso);
@@ -150,5 +159,54 @@ describe("today's evidence", () => {
     expect(six!.observedPerHour).toBeLessThan(60);
     // Nothing recent: no evidence.
     expect(evidenceOf(forecast, 'UTC', windows, start + 12 * HOUR)).toBeNull();
+  });
+
+  it('counts the hours of overlapping windows once', () => {
+    const w = (from: string, to: string, changes: number) => ({ from: t(from), to: t(to), changes });
+    expect(disjoint([w('2026-11-23T10:05:00Z', '2026-11-23T10:20:00Z', 3), w('2026-11-23T10:00:00Z', '2026-11-23T10:10:00Z', 2)])).toEqual([
+      w('2026-11-23T10:00:00Z', '2026-11-23T10:10:00Z', 2),
+      w('2026-11-23T10:10:00Z', '2026-11-23T10:20:00Z', 3),
+    ]);
+  });
+
+  it("shares the practice's excess over the last hour by each stream's usual share, when more than one stream shows it", () => {
+    const now = t('2026-11-23T20:00:00Z');
+    // An evening the forecasts do not expect: checks every 10 min find 18 appointment and 2 customer changes each.
+    const every10 = (n: number) =>
+      Array.from({ length: 6 }, (_, i) => ({ from: now - (6 - i) * 10 * 60_000, to: now - (5 - i) * 10 * 60_000, changes: n }));
+    const streams = [
+      { resource: 'appointments', forecast: openHours(27), windows: every10(18), usualPerWeek: 900 },
+      { resource: 'customers', forecast: openHours(3), windows: every10(2), usualPerWeek: 100 },
+      { resource: 'memberships', forecast: openHours(1), windows: [], usualPerWeek: 100 },
+    ];
+    const shared = practiceExcess(streams, 'UTC', now);
+    // 120 an hour over both (9:1, as usual) against about none expected, with a quarter-hour prior: 96 for the
+    // pair, 105.6 for the practice, and memberships, an eleventh of its usual changes, gets 9.6.
+    expect(shared.get('memberships')).toBeCloseTo(9.6, 2);
+    // A stream with evidence gets a share only when two others say so.
+    expect(shared.get('appointments')).toBe(0);
+    // Checks that overlap (each window reaching back 5 minutes into the one before) say no more than once.
+    const overlap = (ws: ReturnType<typeof every10>) => ws.map((w, i) => (i === 0 ? w : { ...w, from: w.from - 5 * 60_000 }));
+    const again = practiceExcess(
+      [{ ...streams[0]!, windows: overlap(every10(18)) }, { ...streams[1]!, windows: overlap(every10(2)) }, streams[2]!],
+      'UTC',
+      now,
+    );
+    expect(again.get('memberships')).toBeCloseTo(shared.get('memberships')!, 6);
+    // A burst on one stream alone is not the practice's: nothing shared.
+    const burst = practiceExcess([streams[0]!, { ...streams[1]!, windows: every10(0) }, streams[2]!], 'UTC', now);
+    expect(burst.get('memberships')).toBe(0);
+    // A quiet spell is not shared: fewer than forecast takes nothing from another stream.
+    const noon = t('2026-11-23T12:00:00Z');
+    const quiet = () => every10(0).map((w) => ({ ...w, from: w.from - 8 * HOUR, to: w.to - 8 * HOUR }));
+    expect(
+      practiceExcess([{ ...streams[0]!, windows: quiet() }, { ...streams[1]!, windows: quiet() }, streams[2]!], 'UTC', noon).get(
+        'memberships',
+      ),
+    ).toBe(0);
+    // Added to the hour behind and fading after it.
+    const rates = withExcess(openHours(0.001), 'UTC', now, 10);
+    expect(expectedSince(rates, 'UTC', now - HOUR, now).changes).toBeCloseTo(10, 0);
+    expect(rates[slot('2026-11-23T23:30:00Z')]!).toBeLessThan(5);
   });
 });
