@@ -128,7 +128,10 @@ export function loadConfig(options: LoadOptions = {}): Config {
     try {
       const u = new URL(databaseUrl);
       if (!/^postgres(ql)?:$/.test(u.protocol)) problems.push('DATABASE_URL: must start with postgres:// or postgresql://');
-      else databaseUrl = withLibpqSslModes(databaseUrl, u);
+      else {
+        databaseUrl = withLibpqSslModes(databaseUrl, u);
+        problems.push(...tlsFileProblems(u));
+      }
     } catch {
       problems.push('DATABASE_URL: not a valid URL (expected postgres://user:password@host:5432/db)');
     }
@@ -184,6 +187,40 @@ function withLibpqSslModes(written: string, url: URL): string {
   if (mode === null || !['prefer', 'require', 'verify-ca'].includes(mode) || url.searchParams.has('uselibpqcompat')) return written;
   url.searchParams.set('uselibpqcompat', 'true');
   return url.href;
+}
+
+/** What each TLS file parameter of DATABASE_URL holds, for messages about it. */
+const TLS_FILES: Record<string, string> = {
+  sslrootcert: "the CA certificate that signed the database server's certificate",
+  sslcert: 'the client certificate pmsync shows the database server',
+  sslkey: "the client certificate's private key",
+};
+
+/**
+ * The files DATABASE_URL names are read when pmsync connects; one that is
+ * missing or unreadable is said here, with every other problem, instead of
+ * as a failed connection. `verify-ca` checks against `sslrootcert` alone, so
+ * it needs one (as in libpq).
+ */
+function tlsFileProblems(url: URL): string[] {
+  const problems: string[] = [];
+  for (const [key, what] of Object.entries(TLS_FILES)) {
+    const path = url.searchParams.get(key);
+    if (path === null) continue;
+    if (key === 'sslrootcert' && path === 'system') {
+      problems.push(
+        'DATABASE_URL: sslrootcert=system is not supported: leave sslrootcert out to trust the usual public CAs, or name the CA file (sslrootcert=/path/to/ca.pem)',
+      );
+      continue;
+    }
+    readSecretFile(path, `DATABASE_URL ${key}`, what, problems);
+  }
+  if (url.searchParams.get('sslmode') === 'verify-ca' && !url.searchParams.has('sslrootcert')) {
+    problems.push(
+      'DATABASE_URL: sslmode=verify-ca checks the certificate against the CA in sslrootcert: add sslrootcert=/path/to/ca.pem, or use sslmode=verify-full',
+    );
+  }
+  return problems;
 }
 
 /** Two Core or Subset sources reading one account: the same base URL with the same gateway key. */

@@ -372,11 +372,43 @@ describe('every problem at once', () => {
 });
 
 describe('DATABASE_URL sslmode', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'pmsync-ca-'));
+  const ca = join(dir, 'ca.pem');
+  writeFileSync(ca, '-----BEGIN CERTIFICATE-----\n');
+  const load = (query: string) => loadConfig({ env: { DATABASE_URL: `postgres://u:p@db.internal:5432/practice${query}` } });
+
   it('gives prefer, require and verify-ca libpq meaning; leaves verify-full, disable, no-verify and an explicit choice as written', () => {
-    const url = (query: string) => loadConfig({ env: { DATABASE_URL: `postgres://u:p@db.internal:5432/practice${query}` } }).databaseUrl;
-    for (const mode of ['prefer', 'require', 'verify-ca'])
-      expect(url(`?sslmode=${mode}`)).toBe(`postgres://u:p@db.internal:5432/practice?sslmode=${mode}&uselibpqcompat=true`);
-    for (const query of ['', '?sslmode=verify-full', '?sslmode=disable', '?sslmode=no-verify', '?sslmode=require&uselibpqcompat=false'])
-      expect(url(query)).toBe(`postgres://u:p@db.internal:5432/practice${query}`);
+    for (const mode of ['prefer', 'require'])
+      expect(load(`?sslmode=${mode}`).databaseUrl).toBe(`postgres://u:p@db.internal:5432/practice?sslmode=${mode}&uselibpqcompat=true`);
+    // The query is written anew, so the path comes back form-encoded: the driver decodes it.
+    expect(load(`?sslmode=verify-ca&sslrootcert=${ca}`).databaseUrl).toBe(
+      `postgres://u:p@db.internal:5432/practice?sslmode=verify-ca&sslrootcert=${encodeURIComponent(ca)}&uselibpqcompat=true`,
+    );
+    for (const query of [
+      '',
+      '?sslmode=verify-full',
+      `?sslmode=verify-full&sslrootcert=${ca}`,
+      '?sslmode=disable',
+      '?sslmode=no-verify',
+      '?sslmode=require&uselibpqcompat=false',
+    ])
+      expect(load(query).databaseUrl).toBe(`postgres://u:p@db.internal:5432/practice${query}`);
+  });
+
+  it('refuses a CA, certificate or key file that cannot be read, and verify-ca without a CA, naming what each holds', () => {
+    const missing = join(dir, 'nope.pem');
+    const empty = join(dir, 'empty.pem');
+    writeFileSync(empty, '');
+    expect(problems(() => load(`?sslmode=verify-full&sslrootcert=${missing}&sslcert=${empty}&sslkey=${dir}`))).toEqual([
+      `DATABASE_URL sslrootcert: file ${missing} does not exist (it holds the CA certificate that signed the database server's certificate)`,
+      `DATABASE_URL sslcert: file ${empty} is empty (it should hold the client certificate pmsync shows the database server)`,
+      `DATABASE_URL sslkey: file ${dir} cannot be read (EISDIR) (it holds the client certificate's private key)`,
+    ]);
+    expect(problems(() => load('?sslmode=verify-ca'))).toEqual([
+      'DATABASE_URL: sslmode=verify-ca checks the certificate against the CA in sslrootcert: add sslrootcert=/path/to/ca.pem, or use sslmode=verify-full',
+    ]);
+    expect(problems(() => load('?sslmode=verify-full&sslrootcert=system'))).toEqual([
+      expect.stringMatching(/sslrootcert=system is not supported/),
+    ]);
   });
 });
