@@ -42,8 +42,22 @@ export interface LoadOptions {
 
 const LOOPBACK = /^(localhost|127(?:\.\d{1,3}){3}|\[::1\])$/i;
 
-export function isLoopbackHost(hostname: string): boolean {
+function isLoopbackHost(hostname: string): boolean {
   return LOOPBACK.test(hostname);
+}
+
+/**
+ * The host a URL reaches in plain http across a network (anything but this
+ * machine), or undefined for https, loopback and what is not a URL.
+ */
+export function insecureHttpHost(url: string | URL): string | undefined {
+  let u: URL;
+  try {
+    u = new URL(String(url));
+  } catch {
+    return undefined;
+  }
+  return u.protocol === 'http:' && !isLoopbackHost(u.hostname) ? u.host : undefined;
 }
 
 /** Reads and validates the whole configuration, listing every problem at once. */
@@ -94,6 +108,7 @@ export function loadConfig(options: LoadOptions = {}): Config {
       password: env.CORE_PASSWORD,
       dailyQuota: env.CORE_DAILY_QUOTA === undefined ? undefined : Number(env.CORE_DAILY_QUOTA),
       timeZone: env.CORE_TIME_ZONE,
+      allowInsecureHttp: envBoolean(env.CORE_ALLOW_INSECURE_HTTP),
     });
     if (fromEnv.success)
       sources.push({
@@ -117,7 +132,7 @@ export function loadConfig(options: LoadOptions = {}): Config {
     if (seen.has(s.name)) problems.push(`${where}: the name is used twice`);
     seen.add(s.name);
     resolveSourceBudget(s, schedules.budget);
-    problems.push(...checkSource(s).map((p) => `${where}: ${p}`));
+    problems.push(...checkSource(s, entryOf.has(s) ? FILE_OPT_IN : ENV_OPT_IN).map((p) => `${where}: ${p}`));
     problems.push(...checkTableSettings(s).map((p) => `${where}: ${p}`));
   });
   const sameAccount = sameAccountPairs(sources);
@@ -388,7 +403,11 @@ function overrideProblems(overrides: Array<{ source?: string; resource?: string 
   return problems;
 }
 
-function checkSource(s: SourceConfig): string[] {
+/** How a source says that plain http to its API is accepted, in its config file and through CORE_* variables. */
+const FILE_OPT_IN = 'set "allowInsecureHttp": true on this source';
+const ENV_OPT_IN = 'set CORE_ALLOW_INSECURE_HTTP=true';
+
+function checkSource(s: SourceConfig, optIn: string): string[] {
   const problems: string[] = [];
   // Only parsed sources carry a resolved budget (salvageSources checks raw entries too).
   if (s.kind !== 'pro' && typeof s.budget === 'number' && s.quota) {
@@ -406,8 +425,12 @@ function checkSource(s: SourceConfig): string[] {
     problems.push(`baseUrl "${s.baseUrl}" is not an absolute URL`);
   }
   if (url) {
-    if (url.protocol !== 'https:' && !(url.protocol === 'http:' && isLoopbackHost(url.hostname))) {
-      problems.push('baseUrl must use https:// (plain http is allowed only for localhost)');
+    if (url.protocol !== 'https:' && url.protocol !== 'http:') problems.push('baseUrl must use https://');
+    else if (insecureHttpHost(url) && s.allowInsecureHttp !== true) {
+      problems.push(
+        `baseUrl is plain http:// to ${url.host}: the API credentials and patient data would cross the network unencrypted. ` +
+          `Use https://, or, only where the network to the API is trusted (a private link or VPN), ${optIn}`,
+      );
     }
     if (url.search || url.username || url.password) problems.push('baseUrl must not carry a query string or credentials');
     const path = url.pathname.replace(/\/+$/, '');
@@ -451,7 +474,7 @@ function salvageSources(fileInput: unknown, secrets: SecretLookup, problems: str
     const raw = resolved as { name?: unknown; kind?: unknown; baseUrl?: unknown; username?: unknown };
     if (typeof raw.baseUrl === 'string' && (raw.kind === 'pro' || typeof raw.username === 'string')) {
       const where = `source "${typeof raw.name === 'string' ? raw.name : '?'}" (sources[${i}])`;
-      problems.push(...checkSource(raw as SourceConfig).map((p) => `${where}: ${p}`));
+      problems.push(...checkSource(raw as SourceConfig, FILE_OPT_IN).map((p) => `${where}: ${p}`));
     }
   });
   return valid;
@@ -573,7 +596,19 @@ const CORE_ENV: Record<string, { name: string; what: string }> = {
   dailyQuota: { name: 'CORE_DAILY_QUOTA', what: "the account's daily request quota, a whole number (default 1000)" },
   timeZone: { name: 'CORE_TIME_ZONE', what: 'the time zone of ModifiedOn values, an IANA name such as UTC or America/New_York' },
   name: { name: 'CORE_SOURCE_NAME', what: 'the name of the source (lowercase letters, digits, "-" or "_")' },
+  allowInsecureHttp: {
+    name: 'CORE_ALLOW_INSECURE_HTTP',
+    what: 'true to accept a plain http:// CORE_BASE_URL to another machine, or false',
+  },
 };
+
+/** "true" and "false" as booleans, unset or empty as not set; any other value is left for the schema to refuse. */
+function envBoolean(value: string | undefined): boolean | string | undefined {
+  if (value === undefined || value === '') return undefined;
+  if (value === 'true') return true;
+  if (value === 'false') return false;
+  return value;
+}
 const CORE_CREDENTIALS = ['baseUrl', 'apikey', 'username', 'password'] as const;
 
 function listed(names: string[]): string {

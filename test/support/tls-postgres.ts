@@ -149,7 +149,7 @@ export async function startTlsPostgres(): Promise<TlsPostgres> {
   } catch (err) {
     await pg.stop().catch(() => undefined);
     rmSync(dir, { recursive: true, force: true });
-    throw new Error(`the TLS PostgreSQL did not start: ${String(err ?? '')}\n${log.join('')}`);
+    throw new Error(`the TLS PostgreSQL did not start: ${String(err ?? '')}\n${log.join('')}`, { cause: err });
   }
   return {
     url: (host = 'localhost') => `postgres://postgres:${password}@${host}:${port}/postgres`,

@@ -188,7 +188,7 @@ describe('ConfigReloader', () => {
       expect.arrayContaining([
         expect.stringMatching(/sources\[0\]: unknown key "dailyQuotaa" \(did you mean "dailyQuota"\?\)/),
         expect.stringMatching(/sources\[1\]\.apikey: file .*nowhere does not exist/),
-        expect.stringMatching(/source "b" \(sources\[1\]\): baseUrl must use https/),
+        expect.stringMatching(/source "b" \(sources\[1\]\): baseUrl is plain http:\/\//),
       ]),
     );
     // SIGHUP logs the problems again.

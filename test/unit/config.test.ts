@@ -58,9 +58,50 @@ describe('loadConfig', () => {
 
   it('refuses plain http except for loopback hosts, and a username with a colon', () => {
     const list = problems(() => loadConfig({ env: { ...goodEnv, CORE_BASE_URL: 'http://api.example.com/api/v1', CORE_USERNAME: 'a:b' } }));
-    expect(list.join('\n')).toMatch(/https/);
+    expect(list.join('\n')).toMatch(
+      /baseUrl is plain http:\/\/ to api\.example\.com: .* Use https:\/\/, or, .* set CORE_ALLOW_INSECURE_HTTP=true/,
+    );
     expect(list.join('\n')).toMatch(/must not contain ":"/);
-    expect(loadConfig({ env: { ...goodEnv, CORE_BASE_URL: 'http://127.0.0.1:4010/api/v1' } }).sources).toHaveLength(1);
+    for (const host of ['127.0.0.1:4010', 'localhost', '[::1]:4010'])
+      expect(loadConfig({ env: { ...goodEnv, CORE_BASE_URL: `http://${host}/api/v1` } }).sources).toHaveLength(1);
+    expect(problems(() => loadConfig({ env: { ...goodEnv, CORE_BASE_URL: 'ftp://api.example.com/api/v1' } }))).toEqual([
+      'source "core" (CORE_* environment variables): baseUrl must use https://',
+    ]);
+  });
+
+  it('accepts plain http to another machine only for a source that says so, in a file or through CORE_ALLOW_INSECURE_HTTP', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'pmsync-cfg-'));
+    const file = join(dir, 'c.json');
+    const source = { name: 'clinic', kind: 'core', baseUrl: 'http://10.0.0.5/api/v1', apikey: 'k1', username: 'u', password: 'p1' };
+    const pro = { name: 'pro', kind: 'pro', baseUrl: 'http://10.0.0.6/v1', practiceId: 1, token: 't1' };
+    writeFileSync(file, JSON.stringify({ sources: [source, pro] }));
+    expect(problems(() => loadConfig({ configFile: file, env: {} }))).toEqual([
+      expect.stringMatching(
+        /^source "clinic" \(sources\[0\]\): baseUrl is plain http:\/\/ to 10\.0\.0\.5: .*set "allowInsecureHttp": true on this source$/,
+      ),
+      expect.stringMatching(/^source "pro" \(sources\[1\]\): baseUrl is plain http:\/\/ to 10\.0\.0\.6: /),
+    ]);
+    writeFileSync(
+      file,
+      JSON.stringify({
+        sources: [
+          { ...source, allowInsecureHttp: true },
+          { ...pro, allowInsecureHttp: true },
+        ],
+      }),
+    );
+    expect(loadConfig({ configFile: file, env: {} }).sources.map((s) => s.allowInsecureHttp)).toEqual([true, true]);
+    writeFileSync(file, JSON.stringify({ sources: [{ ...source, allowInsecureHttp: 'yes' }] }));
+    expect(problems(() => loadConfig({ configFile: file, env: {} }))).toEqual([
+      expect.stringMatching(/sources\[0\]\.allowInsecureHttp: /),
+      expect.stringMatching(/baseUrl is plain http:\/\//),
+    ]);
+
+    const env = { ...goodEnv, CORE_BASE_URL: 'http://10.0.0.5/api/v1' };
+    expect(loadConfig({ env: { ...env, CORE_ALLOW_INSECURE_HTTP: 'true' } }).sources[0]!.allowInsecureHttp).toBe(true);
+    expect(problems(() => loadConfig({ env: { ...env, CORE_ALLOW_INSECURE_HTTP: 'false' } }))).toEqual([
+      expect.stringMatching(/baseUrl is plain http:\/\//),
+    ]);
   });
 
   it('reads several sources from a file, resolving {env} secrets', () => {
