@@ -67,6 +67,7 @@ function addSecrets(redactor: Redactor, config: Config): void {
     if (s.kind === 'pro') redactor.add(s.token);
     else redactor.add(s.apikey, s.password, basicValue(s.username, s.password));
   }
+  redactor.add(config.statusToken);
   for (const url of [config.databaseUrl, config.redisUrl]) {
     if (!url) continue;
     try {

@@ -252,4 +252,9 @@ export interface Config {
   webhooks: WebhookSettings;
   /** How long quarantined payloads, drift findings and closed history versions are kept. */
   retention: RetentionSettings;
+  /**
+   * The bearer token serve's status page and /metrics ask for
+   * (PMSYNC_STATUS_TOKEN or PMSYNC_STATUS_TOKEN_FILE); read for `serve` only, none when unset.
+   */
+  statusToken?: string;
 }

@@ -38,6 +38,12 @@ import { resourceNames } from './sync/streams/index.ts';
 export interface LoadOptions {
   env?: NodeJS.ProcessEnv;
   configFile?: string;
+  /**
+   * Read the bearer token of serve's status page and /metrics
+   * (PMSYNC_STATUS_TOKEN or PMSYNC_STATUS_TOKEN_FILE): only `serve` uses it,
+   * so other commands neither need its file nor fail on it.
+   */
+  statusToken?: boolean;
 }
 
 const LOOPBACK = /^(localhost|127(?:\.\d{1,3}){3}|\[::1\])$/i;
@@ -164,6 +170,8 @@ export function loadConfig(options: LoadOptions = {}): Config {
     );
   }
 
+  const statusToken = options.statusToken ? readStatusToken(env, problems) : undefined;
+
   if (problems.length > 0) throw new ConfigError(problems);
   return {
     databaseUrl,
@@ -176,7 +184,41 @@ export function loadConfig(options: LoadOptions = {}): Config {
     serve,
     webhooks,
     retention: parsed.success ? parsed.data.retention : retentionSchema.parse(undefined),
+    ...(statusToken === undefined ? {} : { statusToken }),
   };
+}
+
+/** The shortest bearer token accepted: a guessable one would protect nothing. */
+const MIN_STATUS_TOKEN_LENGTH = 16;
+
+/**
+ * The bearer token of the status page and /metrics, from PMSYNC_STATUS_TOKEN
+ * or the file PMSYNC_STATUS_TOKEN_FILE names (a mounted Docker or Kubernetes
+ * secret); undefined when neither is set (an empty value counts as unset).
+ * Problems never quote the token.
+ */
+function readStatusToken(env: NodeJS.ProcessEnv, problems: string[]): string | undefined {
+  const inline = env.PMSYNC_STATUS_TOKEN || undefined;
+  const file = env.PMSYNC_STATUS_TOKEN_FILE || undefined;
+  if (inline !== undefined && file !== undefined) {
+    problems.push('PMSYNC_STATUS_TOKEN and PMSYNC_STATUS_TOKEN_FILE are both set: set only one of them');
+    return undefined;
+  }
+  if (inline === undefined && file === undefined) return undefined;
+  const where = inline !== undefined ? 'PMSYNC_STATUS_TOKEN' : 'PMSYNC_STATUS_TOKEN_FILE';
+  const token = inline ?? readSecretFile(resolve(file!), where, 'the bearer token of the status page and /metrics', problems);
+  if (token === '') return undefined;
+  // It travels in an Authorization header: visible ASCII, no spaces.
+  if (!/^[\x21-\x7e]+$/.test(token)) {
+    problems.push(
+      `${where}: the token must be printable ASCII without spaces or line breaks (it is sent as "Authorization: Bearer <token>")`,
+    );
+  } else if (token.length < MIN_STATUS_TOKEN_LENGTH) {
+    problems.push(
+      `${where}: the token is shorter than ${MIN_STATUS_TOKEN_LENGTH} characters: use a random one, e.g. the output of "openssl rand -hex 32"`,
+    );
+  }
+  return token;
 }
 
 function resolveSourceBudget(s: SourceConfig, fallback: number | string): void {
