@@ -12,6 +12,7 @@
 import { createHash } from 'node:crypto';
 import { basicValue, HttpClient, proAuth, restAuth } from './api/http.ts';
 import { LimiterRegistry } from './api/limiter.ts';
+import { insecureHttpHost } from './config.ts';
 import type { Config, SourceConfig } from './config-schema.ts';
 import { applyStatements, existingRelations, grantStatements, roleInfo } from './db/access.ts';
 import { startEmbedded, type EmbeddedDatabase } from './db/embedded.ts';
@@ -66,6 +67,7 @@ function addSecrets(redactor: Redactor, config: Config): void {
     if (s.kind === 'pro') redactor.add(s.token);
     else redactor.add(s.apikey, s.password, basicValue(s.username, s.password));
   }
+  redactor.add(config.statusToken);
   for (const url of [config.databaseUrl, config.redisUrl]) {
     if (!url) continue;
     try {
@@ -74,6 +76,26 @@ function addSecrets(redactor: Redactor, config: Config): void {
       // an invalid URL was already reported by the config loader
     }
   }
+}
+
+/**
+ * Says, once per source and host, that a source's API is reached in plain
+ * http across a network because its configuration accepts it
+ * (`allowInsecureHttp`); a reload that brings a new such source says it for that one.
+ */
+function insecureHttpWarner(logger: Logger): (config: Config) => void {
+  const warned = new Set<string>();
+  return (config) => {
+    for (const s of config.sources) {
+      const host = insecureHttpHost(s.baseUrl);
+      if (!host || !s.allowInsecureHttp || warned.has(`${s.name} ${host}`)) continue;
+      warned.add(`${s.name} ${host}`);
+      logger.warn(
+        { source: s.name, host },
+        `source "${s.name}" reaches its API at ${host} in plain http, as its configuration allows (allowInsecureHttp): the API credentials and patient data cross the network unencrypted`,
+      );
+    }
+  };
 }
 
 /** Identifies one version of a source's settings (secrets included, hashed). */
@@ -127,6 +149,8 @@ export async function openApp(config: Config, options: OpenOptions = {}): Promis
   const color =
     options.logColor ?? (config.logFormat === 'pretty' && !options.logDestination && process.stderr.isTTY && !process.env.NO_COLOR);
   const logger = createLogger(redactor, { level: config.logLevel, destination: options.logDestination, format: config.logFormat, color });
+  const warnInsecureHttp = insecureHttpWarner(logger);
+  warnInsecureHttp(config);
   let embedded: EmbeddedDatabase | null = null;
   let databaseUrl = config.databaseUrl;
   if (!databaseUrl) {
@@ -213,6 +237,7 @@ export async function openApp(config: Config, options: OpenOptions = {}): Promis
     ledgerFor,
     applyConfig(next) {
       addSecrets(redactor, next);
+      warnInsecureHttp(next);
       const updated = new Set<string>();
       // Sources sharing a key share its limiter: the first of them in the file sets it.
       for (const s of next.sources) {

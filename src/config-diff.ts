@@ -13,7 +13,8 @@
  * `serve.shutdownTimeoutSeconds`), how many runs its queue worker takes
  * (`schedules.concurrency`), the start-up catch-up (`schedules.catchUp`), and
  * the `webhooks` section (the refresh queue's retry policy, the worker's
- * concurrency, the receiver's limits). The settings read from the environment
+ * concurrency, the receiver's limits), and the status page's bearer token (a
+ * new PMSYNC_STATUS_TOKEN_FILE content). The settings read from the environment
  * or the command line (log level and format, data folder, Redis) cannot
  * change in a running process at all.
  */
@@ -33,7 +34,7 @@ export interface ConfigChanges {
 type Section = 'serve' | 'schedules' | 'webhooks';
 
 /** Top-level settings built once at start. */
-const RESTART_TOP = ['databaseUrl', 'redisUrl', 'dataDir', 'logLevel', 'logFormat', 'quiet', 'progressSeconds'] as const;
+const RESTART_TOP = ['databaseUrl', 'redisUrl', 'dataDir', 'logLevel', 'logFormat', 'quiet', 'progressSeconds', 'statusToken'] as const;
 /** Per section, the settings built once at start; `true`: all of them. */
 const RESTART_IN: Record<Section, readonly string[] | true> = {
   serve: ['port', 'host', 'shutdownTimeoutSeconds'],

@@ -45,6 +45,12 @@ const secret = z.union([z.string().min(1), strictObject({ env: z.string().min(1)
   error: 'write the value, { "env": "VARIABLE" } or { "file": "/path/of/a/file" }',
 });
 const sourceName = z.string().regex(/^[a-z0-9][a-z0-9_-]{0,62}$/, 'use lowercase letters, digits, "-" or "_"');
+/**
+ * Accept a plain http:// baseUrl (and webhook receiver URL) to a host other
+ * than this machine: credentials and patient data then cross the network
+ * unencrypted, so it is refused unless a source says so, and warned about.
+ */
+const allowInsecureHttp = z.boolean().optional();
 
 const quota = strictObject({
   reservePercent: z.number().min(0).max(90).default(DEFAULT_RESERVE_PERCENT),
@@ -78,6 +84,7 @@ const historyTables = z.array(z.string()).default([]);
 const restFields = {
   name: sourceName,
   baseUrl: z.string(),
+  allowInsecureHttp,
   apikey: secret,
   username: z.string().min(1),
   password: secret,
@@ -137,6 +144,7 @@ const proSource = strictObject({
   kind: z.literal('pro'),
   name: sourceName,
   baseUrl: z.string(),
+  allowInsecureHttp,
   practiceId: z.number().int().positive(),
   token: secret,
   /** Limit sent on Pro list calls; the spec does not show a maximum. */
@@ -244,4 +252,9 @@ export interface Config {
   webhooks: WebhookSettings;
   /** How long quarantined payloads, drift findings and closed history versions are kept. */
   retention: RetentionSettings;
+  /**
+   * The bearer token serve's status page and /metrics ask for
+   * (PMSYNC_STATUS_TOKEN or PMSYNC_STATUS_TOKEN_FILE); read for `serve` only, none when unset.
+   */
+  statusToken?: string;
 }

@@ -38,12 +38,32 @@ import { resourceNames } from './sync/streams/index.ts';
 export interface LoadOptions {
   env?: NodeJS.ProcessEnv;
   configFile?: string;
+  /**
+   * Read the bearer token of serve's status page and /metrics
+   * (PMSYNC_STATUS_TOKEN or PMSYNC_STATUS_TOKEN_FILE): only `serve` uses it,
+   * so other commands neither need its file nor fail on it.
+   */
+  statusToken?: boolean;
 }
 
 const LOOPBACK = /^(localhost|127(?:\.\d{1,3}){3}|\[::1\])$/i;
 
-export function isLoopbackHost(hostname: string): boolean {
+function isLoopbackHost(hostname: string): boolean {
   return LOOPBACK.test(hostname);
+}
+
+/**
+ * The host a URL reaches in plain http across a network (anything but this
+ * machine), or undefined for https, loopback and what is not a URL.
+ */
+export function insecureHttpHost(url: string | URL): string | undefined {
+  let u: URL;
+  try {
+    u = new URL(String(url));
+  } catch {
+    return undefined;
+  }
+  return u.protocol === 'http:' && !isLoopbackHost(u.hostname) ? u.host : undefined;
 }
 
 /** Reads and validates the whole configuration, listing every problem at once. */
@@ -94,6 +114,7 @@ export function loadConfig(options: LoadOptions = {}): Config {
       password: env.CORE_PASSWORD,
       dailyQuota: env.CORE_DAILY_QUOTA === undefined ? undefined : Number(env.CORE_DAILY_QUOTA),
       timeZone: env.CORE_TIME_ZONE,
+      allowInsecureHttp: envBoolean(env.CORE_ALLOW_INSECURE_HTTP),
     });
     if (fromEnv.success)
       sources.push({
@@ -117,7 +138,7 @@ export function loadConfig(options: LoadOptions = {}): Config {
     if (seen.has(s.name)) problems.push(`${where}: the name is used twice`);
     seen.add(s.name);
     resolveSourceBudget(s, schedules.budget);
-    problems.push(...checkSource(s).map((p) => `${where}: ${p}`));
+    problems.push(...checkSource(s, entryOf.has(s) ? FILE_OPT_IN : ENV_OPT_IN).map((p) => `${where}: ${p}`));
     problems.push(...checkTableSettings(s).map((p) => `${where}: ${p}`));
   });
   const sameAccount = sameAccountPairs(sources);
@@ -128,7 +149,10 @@ export function loadConfig(options: LoadOptions = {}): Config {
     try {
       const u = new URL(databaseUrl);
       if (!/^postgres(ql)?:$/.test(u.protocol)) problems.push('DATABASE_URL: must start with postgres:// or postgresql://');
-      else databaseUrl = withLibpqSslModes(databaseUrl, u);
+      else {
+        databaseUrl = withLibpqSslModes(databaseUrl, u);
+        problems.push(...tlsFileProblems(u));
+      }
     } catch {
       problems.push('DATABASE_URL: not a valid URL (expected postgres://user:password@host:5432/db)');
     }
@@ -146,6 +170,8 @@ export function loadConfig(options: LoadOptions = {}): Config {
     );
   }
 
+  const statusToken = options.statusToken ? readStatusToken(env, problems) : undefined;
+
   if (problems.length > 0) throw new ConfigError(problems);
   return {
     databaseUrl,
@@ -158,7 +184,41 @@ export function loadConfig(options: LoadOptions = {}): Config {
     serve,
     webhooks,
     retention: parsed.success ? parsed.data.retention : retentionSchema.parse(undefined),
+    ...(statusToken === undefined ? {} : { statusToken }),
   };
+}
+
+/** The shortest bearer token accepted: a guessable one would protect nothing. */
+const MIN_STATUS_TOKEN_LENGTH = 16;
+
+/**
+ * The bearer token of the status page and /metrics, from PMSYNC_STATUS_TOKEN
+ * or the file PMSYNC_STATUS_TOKEN_FILE names (a mounted Docker or Kubernetes
+ * secret); undefined when neither is set (an empty value counts as unset).
+ * Problems never quote the token.
+ */
+function readStatusToken(env: NodeJS.ProcessEnv, problems: string[]): string | undefined {
+  const inline = env.PMSYNC_STATUS_TOKEN || undefined;
+  const file = env.PMSYNC_STATUS_TOKEN_FILE || undefined;
+  if (inline !== undefined && file !== undefined) {
+    problems.push('PMSYNC_STATUS_TOKEN and PMSYNC_STATUS_TOKEN_FILE are both set: set only one of them');
+    return undefined;
+  }
+  if (inline === undefined && file === undefined) return undefined;
+  const where = inline !== undefined ? 'PMSYNC_STATUS_TOKEN' : 'PMSYNC_STATUS_TOKEN_FILE';
+  const token = inline ?? readSecretFile(resolve(file!), where, 'the bearer token of the status page and /metrics', problems);
+  if (token === '') return undefined;
+  // It travels in an Authorization header: visible ASCII, no spaces.
+  if (!/^[\x21-\x7e]+$/.test(token)) {
+    problems.push(
+      `${where}: the token must be printable ASCII without spaces or line breaks (it is sent as "Authorization: Bearer <token>")`,
+    );
+  } else if (token.length < MIN_STATUS_TOKEN_LENGTH) {
+    problems.push(
+      `${where}: the token is shorter than ${MIN_STATUS_TOKEN_LENGTH} characters: use a random one, e.g. the output of "openssl rand -hex 32"`,
+    );
+  }
+  return token;
 }
 
 function resolveSourceBudget(s: SourceConfig, fallback: number | string): void {
@@ -184,6 +244,40 @@ function withLibpqSslModes(written: string, url: URL): string {
   if (mode === null || !['prefer', 'require', 'verify-ca'].includes(mode) || url.searchParams.has('uselibpqcompat')) return written;
   url.searchParams.set('uselibpqcompat', 'true');
   return url.href;
+}
+
+/** What each TLS file parameter of DATABASE_URL holds, for messages about it. */
+const TLS_FILES: Record<string, string> = {
+  sslrootcert: "the CA certificate that signed the database server's certificate",
+  sslcert: 'the client certificate pmsync shows the database server',
+  sslkey: "the client certificate's private key",
+};
+
+/**
+ * The files DATABASE_URL names are read when pmsync connects; one that is
+ * missing or unreadable is said here, with every other problem, instead of
+ * as a failed connection. `verify-ca` checks against `sslrootcert` alone, so
+ * it needs one (as in libpq).
+ */
+function tlsFileProblems(url: URL): string[] {
+  const problems: string[] = [];
+  for (const [key, what] of Object.entries(TLS_FILES)) {
+    const path = url.searchParams.get(key);
+    if (path === null) continue;
+    if (key === 'sslrootcert' && path === 'system') {
+      problems.push(
+        'DATABASE_URL: sslrootcert=system is not supported: leave sslrootcert out to trust the usual public CAs, or name the CA file (sslrootcert=/path/to/ca.pem)',
+      );
+      continue;
+    }
+    readSecretFile(path, `DATABASE_URL ${key}`, what, problems);
+  }
+  if (url.searchParams.get('sslmode') === 'verify-ca' && !url.searchParams.has('sslrootcert')) {
+    problems.push(
+      'DATABASE_URL: sslmode=verify-ca checks the certificate against the CA in sslrootcert: add sslrootcert=/path/to/ca.pem, or use sslmode=verify-full',
+    );
+  }
+  return problems;
 }
 
 /** Two Core or Subset sources reading one account: the same base URL with the same gateway key. */
@@ -351,7 +445,11 @@ function overrideProblems(overrides: Array<{ source?: string; resource?: string 
   return problems;
 }
 
-function checkSource(s: SourceConfig): string[] {
+/** How a source says that plain http to its API is accepted, in its config file and through CORE_* variables. */
+const FILE_OPT_IN = 'set "allowInsecureHttp": true on this source';
+const ENV_OPT_IN = 'set CORE_ALLOW_INSECURE_HTTP=true';
+
+function checkSource(s: SourceConfig, optIn: string): string[] {
   const problems: string[] = [];
   // Only parsed sources carry a resolved budget (salvageSources checks raw entries too).
   if (s.kind !== 'pro' && typeof s.budget === 'number' && s.quota) {
@@ -369,8 +467,12 @@ function checkSource(s: SourceConfig): string[] {
     problems.push(`baseUrl "${s.baseUrl}" is not an absolute URL`);
   }
   if (url) {
-    if (url.protocol !== 'https:' && !(url.protocol === 'http:' && isLoopbackHost(url.hostname))) {
-      problems.push('baseUrl must use https:// (plain http is allowed only for localhost)');
+    if (url.protocol !== 'https:' && url.protocol !== 'http:') problems.push('baseUrl must use https://');
+    else if (insecureHttpHost(url) && s.allowInsecureHttp !== true) {
+      problems.push(
+        `baseUrl is plain http:// to ${url.host}: the API credentials and patient data would cross the network unencrypted. ` +
+          `Use https://, or, only where the network to the API is trusted (a private link or VPN), ${optIn}`,
+      );
     }
     if (url.search || url.username || url.password) problems.push('baseUrl must not carry a query string or credentials');
     const path = url.pathname.replace(/\/+$/, '');
@@ -414,7 +516,7 @@ function salvageSources(fileInput: unknown, secrets: SecretLookup, problems: str
     const raw = resolved as { name?: unknown; kind?: unknown; baseUrl?: unknown; username?: unknown };
     if (typeof raw.baseUrl === 'string' && (raw.kind === 'pro' || typeof raw.username === 'string')) {
       const where = `source "${typeof raw.name === 'string' ? raw.name : '?'}" (sources[${i}])`;
-      problems.push(...checkSource(raw as SourceConfig).map((p) => `${where}: ${p}`));
+      problems.push(...checkSource(raw as SourceConfig, FILE_OPT_IN).map((p) => `${where}: ${p}`));
     }
   });
   return valid;
@@ -536,7 +638,19 @@ const CORE_ENV: Record<string, { name: string; what: string }> = {
   dailyQuota: { name: 'CORE_DAILY_QUOTA', what: "the account's daily request quota, a whole number (default 1000)" },
   timeZone: { name: 'CORE_TIME_ZONE', what: 'the time zone of ModifiedOn values, an IANA name such as UTC or America/New_York' },
   name: { name: 'CORE_SOURCE_NAME', what: 'the name of the source (lowercase letters, digits, "-" or "_")' },
+  allowInsecureHttp: {
+    name: 'CORE_ALLOW_INSECURE_HTTP',
+    what: 'true to accept a plain http:// CORE_BASE_URL to another machine, or false',
+  },
 };
+
+/** "true" and "false" as booleans, unset or empty as not set; any other value is left for the schema to refuse. */
+function envBoolean(value: string | undefined): boolean | string | undefined {
+  if (value === undefined || value === '') return undefined;
+  if (value === 'true') return true;
+  if (value === 'false') return false;
+  return value;
+}
 const CORE_CREDENTIALS = ['baseUrl', 'apikey', 'username', 'password'] as const;
 
 function listed(names: string[]): string {

@@ -17,9 +17,9 @@ export interface GlobalOptions extends OutputOptions {
 }
 
 /** The configuration, with the log format, level and quietness the command line and environment ask for. */
-export function configFrom(cmd: Command, options: { defaultLevel?: string; config?: Config } = {}): Config {
+export function configFrom(cmd: Command, options: { defaultLevel?: string; config?: Config; statusToken?: boolean } = {}): Config {
   const opts = cmd.optsWithGlobals<GlobalOptions>();
-  const config = options.config ?? loadConfig({ configFile: opts.config });
+  const config = options.config ?? loadConfig({ configFile: opts.config, statusToken: options.statusToken });
   const output = resolveOutput(opts, process.env, process.stderr.isTTY === true, options.defaultLevel);
   return { ...config, logLevel: output.level, logFormat: output.format, quiet: output.quiet };
 }

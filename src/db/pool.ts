@@ -21,10 +21,52 @@ export async function checkConnection(pool: Pool, connectionString: string): Pro
   try {
     await pool.query('select 1');
   } catch (err) {
-    throw new PmsyncError('DB_UNREACHABLE', `Cannot reach PostgreSQL at ${redactUrl(connectionString)}: ${(err as Error).message}`, {
-      cause: err,
-    });
+    // Node names an empty list of IP addresses as "... is not in the cert's list: ".
+    const message = (err as Error).message.replace(NODE_CA_ADVICE, '').replace(/[:\s]+$/, '');
+    const hint = tlsHint(err, connectionString);
+    throw new PmsyncError(
+      'DB_UNREACHABLE',
+      `Cannot reach PostgreSQL at ${redactUrl(connectionString)}: ${message}${hint ? `. ${hint}` : ''}`,
+      {
+        cause: err,
+      },
+    );
   }
+}
+
+/** Node's own advice after a certificate it cannot verify, which names a Node flag rather than DATABASE_URL. */
+const NODE_CA_ADVICE = /; if the root CA is installed locally, try running Node\.js with --use-system-ca$/;
+
+/** Codes of a server certificate no trusted CA signed (node:tls, from OpenSSL). */
+const UNTRUSTED_CERTIFICATE = new Set([
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'CERT_UNTRUSTED',
+]);
+
+/** What to change in DATABASE_URL after a refused server certificate (docs/privacy.md, "Transport"). */
+function tlsHint(err: unknown, connectionString: string): string | undefined {
+  const code = (err as { code?: unknown }).code;
+  if (typeof code !== 'string') return undefined;
+  let url: URL;
+  try {
+    url = new URL(connectionString);
+  } catch {
+    return undefined;
+  }
+  if (UNTRUSTED_CERTIFICATE.has(code)) {
+    return url.searchParams.has('sslrootcert')
+      ? "The server's certificate is not signed by the CA in the sslrootcert file: name the CA file that signed it"
+      : "The server's certificate is not signed by a CA this machine trusts: add sslrootcert=/path/to/ca.pem (the CA that signed it) to DATABASE_URL";
+  }
+  if (code === 'ERR_TLS_CERT_ALTNAME_INVALID') {
+    return `The server's certificate does not name the host ${url.hostname}: connect by a host name the certificate names (sslmode=verify-full checks it)`;
+  }
+  if (code === 'CERT_HAS_EXPIRED') return "The server's certificate has expired: the database's administrator must renew it";
+  return undefined;
 }
 
 /** Socket-level failures: the server refused, reset or dropped the connection, or was never found. */

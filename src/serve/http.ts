@@ -2,11 +2,21 @@
  * The HTTP side of `pmsync serve` (node:http): the status page on /,
  * /healthz, /readyz, /metrics, and the webhook receiver under /webhooks/ when
  * it is enabled.
+ *
+ * With a status token set (PMSYNC_STATUS_TOKEN or PMSYNC_STATUS_TOKEN_FILE),
+ * the status page and /metrics answer only a request that carries
+ * `Authorization: Bearer <token>`: they name the practice's sources and how
+ * busy they are. /healthz and /readyz stay open for the orchestrator's probes
+ * (they say only whether the process and its database are up), and
+ * /webhooks/ checks its own secret token per source.
  */
+import { createHash, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Readiness } from './readiness.ts';
 
 export const WEBHOOK_PREFIX = '/webhooks/';
+/** What the status token protects. */
+export const PROTECTED_PATHS: readonly string[] = ['/', '/metrics'];
 
 export interface HttpDeps {
   /** False once shutdown began: /readyz answers 503 and new webhook deliveries are refused. */
@@ -17,7 +27,25 @@ export interface HttpDeps {
   statusPage?: (query: URLSearchParams) => Promise<string>;
   /** Handles requests under /webhooks/; absent when no receiver runs. */
   webhooks?: (req: IncomingMessage, res: ServerResponse) => void;
+  /** The bearer token the status page and /metrics ask for; open when absent. */
+  statusToken?: string;
   onError?: (err: unknown) => void;
+}
+
+const digest = (text: string) => createHash('sha256').update(text).digest();
+
+/**
+ * Whether a request's Authorization header carries the token. Both sides are
+ * hashed first, so the comparison takes the same time whatever the length or
+ * the first differing character of what was sent.
+ */
+function bearerCheck(token: string): (header: string | undefined) => 'ok' | 'missing' | 'wrong' {
+  const expected = digest(token);
+  return (header) => {
+    const sent = /^Bearer +(\S+) *$/i.exec(header ?? '')?.[1];
+    if (sent === undefined) return 'missing';
+    return timingSafeEqual(digest(sent), expected) ? 'ok' : 'wrong';
+  };
 }
 
 function json(res: ServerResponse, status: number, body: unknown): void {
@@ -31,6 +59,7 @@ function json(res: ServerResponse, status: number, body: unknown): void {
 }
 
 export function createServeHttp(deps: HttpDeps): Server {
+  const check = deps.statusToken === undefined ? undefined : bearerCheck(deps.statusToken);
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const [path, query] = (req.url ?? '/').split('?') as [string, string | undefined];
     if (path.startsWith(WEBHOOK_PREFIX)) {
@@ -42,6 +71,19 @@ export function createServeHttp(deps: HttpDeps): Server {
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       res.setHeader('allow', 'GET, HEAD');
       return json(res, 405, { error: 'method not allowed' });
+    }
+    if (check && PROTECTED_PATHS.includes(path)) {
+      const outcome = check(req.headers.authorization);
+      if (outcome !== 'ok') {
+        // RFC 6750: a missing token gets the scheme alone, a wrong one the reason too.
+        res.setHeader('www-authenticate', outcome === 'missing' ? 'Bearer realm="pmsync"' : 'Bearer realm="pmsync", error="invalid_token"');
+        return json(res, 401, {
+          error:
+            outcome === 'missing'
+              ? 'this page needs "Authorization: Bearer <token>" (PMSYNC_STATUS_TOKEN)'
+              : 'the bearer token is not valid',
+        });
+      }
     }
     if (path === '/' && deps.statusPage) {
       const html = await deps.statusPage(new URLSearchParams(query ?? ''));

@@ -31,7 +31,7 @@ import { executeRun } from '../scheduler/run-job.ts';
 import { Scheduler } from '../scheduler/scheduler.ts';
 import { sourceReadings } from '../scheduler/status.ts';
 import { streamCatalog } from '../scheduler/catalog.ts';
-import { createServeHttp } from './http.ts';
+import { createServeHttp, PROTECTED_PATHS } from './http.ts';
 import { readinessCheck } from './readiness.ts';
 import { collectStatusPage, renderStatusPage } from './status-page.ts';
 import { ConfigReloader } from './reload.ts';
@@ -168,6 +168,8 @@ export async function startServe(app: App, config: Config, options: ServeOptions
     statusPage: async (query) =>
       renderStatusPage(await collectStatusPage(app, current(), scheduler, { source: query.get('source') ?? undefined })),
     webhooks: webhooks ? (req, res) => webhooks.handler(req, res) : undefined,
+    // Read once: a new token needs a restart (src/config-diff.ts).
+    statusToken: config.statusToken,
     onError: (err) => log.error({ err }, 'request failed'),
   });
   await new Promise<void>((resolve, reject) => {
@@ -185,6 +187,8 @@ export async function startServe(app: App, config: Config, options: ServeOptions
     {
       url,
       webhooks: webhooks !== null,
+      // Names only: the token itself is never logged.
+      bearerTokenRequiredOn: config.statusToken === undefined ? [] : PROTECTED_PATHS,
       streams: scheduler.streams.map((s) => ({
         key: s.key,
         schedule: s.schedule.mode === 'cron' ? `${s.schedule.cron} ${s.schedule.timeZone}` : s.schedule.mode,

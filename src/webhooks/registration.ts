@@ -9,7 +9,7 @@
  */
 import { z } from 'zod';
 import type { HttpClient } from '../api/http.ts';
-import { isLoopbackHost } from '../config.ts';
+import { insecureHttpHost } from '../config.ts';
 import { HttpError, PmsyncError } from '../errors.ts';
 import { redactUrl } from '../redact.ts';
 import { canonicalEventName, EVENT_NAMES, WEBHOOK_PATH_PREFIX, type EventName } from './events.ts';
@@ -24,16 +24,26 @@ export interface Registration {
 
 const registrationSchema = z.looseObject({ Id: z.number().int().positive(), WebhookUrl: z.string(), EventType: z.string() });
 
-/** Checks and normalizes the public base URL the API will deliver to (no trailing slash). */
-export function normalizePublicBase(input: string): string {
+/**
+ * Checks and normalizes the public base URL the API will deliver to (no
+ * trailing slash). Plain http to another machine would carry the secret token
+ * and the events unencrypted: only a source that accepts plain http
+ * (`allowInsecureHttp`) may register such a URL.
+ */
+export function normalizePublicBase(input: string, source?: { name: string; allowInsecureHttp?: boolean }): string {
   let url: URL;
   try {
     url = new URL(input);
   } catch {
     throw new PmsyncError('USAGE', `--url ${input}: not an absolute URL (e.g. https://sync.example.com)`);
   }
-  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && isLoopbackHost(url.hostname))) {
-    throw new PmsyncError('USAGE', `--url ${redactUrl(url)}: must use https:// (plain http is allowed only for localhost)`);
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new PmsyncError('USAGE', `--url ${redactUrl(url)}: must use https://`);
+  if (insecureHttpHost(url) && source?.allowInsecureHttp !== true) {
+    throw new PmsyncError(
+      'USAGE',
+      `--url ${redactUrl(url)}: plain http:// to ${url.host} would carry the webhook secret token and events unencrypted. ` +
+        `Use https://, or, only where the network between the API and the receiver is trusted, set "allowInsecureHttp": true on source "${source?.name ?? '<name>'}"`,
+    );
   }
   if (url.search || url.hash || url.username || url.password)
     throw new PmsyncError('USAGE', '--url must not carry a query string, fragment or credentials');

@@ -8,10 +8,9 @@
 import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../../simulator/index.ts';
-import { adminUrl, createTestDatabase, type TestDatabase } from '../support/db.ts';
+import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { cliEnv, ROOT, runCli, writeConfig, type CliResult } from '../support/cli.ts';
 import { coreEntry, TestClock } from '../support/harness.ts';
-import { startTlsPostgres, type TlsPostgres } from '../support/tls-proxy.ts';
 
 const TENANT = { apikey: 'cfg-key-Hx4', username: 'cfg.user', password: 'cfg-pass-Vb7', variant: 'core' as const };
 const NOW = '2026-03-02T10:00:00.000Z';
@@ -19,7 +18,6 @@ const CORE_ENV = { CORE_APIKEY: TENANT.apikey, CORE_USERNAME: TENANT.username, C
 
 let sim: Simulator;
 let db: TestDatabase;
-let tls: TlsPostgres;
 /** One source, "clinic", reading companies and customers. */
 let config: string;
 
@@ -30,12 +28,9 @@ beforeAll(async () => {
     tenants: [{ ...TENANT, dailyQuota: 0, sizes: { customers: 20, companies: 3 } }],
   });
   db = await createTestDatabase();
-  const admin = new URL(adminUrl());
-  tls = await startTlsPostgres(admin.hostname, Number(admin.port || 5432));
   config = writeConfig({ sources: [coreEntry(sim, 'clinic', TENANT, { streams: ['companies', 'customers'], lagSeconds: 0 })] });
 });
 afterAll(async () => {
-  await tls?.close();
   await sim?.close();
   await db?.drop();
 });
@@ -221,25 +216,5 @@ describe('machine-readable output', () => {
     expect(res.code, res.stderr).toBe(0);
     const statuses = JSON.parse(res.stdout) as Array<{ source: string }>;
     expect(statuses.map((s) => s.source)).toEqual(['clinic']);
-  });
-});
-
-describe('DATABASE_URL sslmode', () => {
-  it('require encrypts without checking the certificate, as libpq does, and prints no driver warning', async () => {
-    const before = tls.handshakes;
-    const res = await cli(['--config', config, 'status', '--json'], { DATABASE_URL: `${tls.url(db.url)}?sslmode=require` });
-    expect(res.code, res.stderr).toBe(0);
-    expect(JSON.parse(res.stdout)).toHaveLength(1);
-    expect(tls.handshakes).toBeGreaterThan(before);
-    expect(res.stderr).not.toMatch(/WARNING|sslmode|uselibpqcompat/i);
-  });
-
-  it('verify-full, the recommended mode, checks the certificate: a self-signed one is refused (6), quietly', async () => {
-    const res = await cli(['--config', config, 'status'], { DATABASE_URL: `${tls.url(db.url)}?sslmode=verify-full` });
-    expect(res.code).toBe(6);
-    expect(res.stderr).toMatch(
-      /Cannot reach PostgreSQL at postgres:\/\/127\.0\.0\.1:\d+\/\w+\?sslmode=verify-full: self[- ]signed certificate/,
-    );
-    expect(res.stderr).not.toMatch(/WARNING/);
   });
 });

@@ -154,7 +154,7 @@ describe('pmsync serve reloads its config file', () => {
         expect.stringMatching(
           /sources\[1\]\.password: file .*nowhere\/second-password does not exist \(it holds the API user's password\)/,
         ),
-        expect.stringMatching(/source "third" \(sources\[2\]\): baseUrl must use https/),
+        expect.stringMatching(/source "third" \(sources\[2\]\): baseUrl is plain http:\/\/ to remote\.example: /),
       ]),
     );
     expect(await (await fetch(`${p.url}/healthz`)).json()).toEqual({ status: 'ok' });

@@ -99,6 +99,23 @@ describe('diffConfig', () => {
     expect(live.sources).toBe(after.sources);
   });
 
+  it("keeps the status page's token until a restart when its file changes, naming it without its value", () => {
+    const file = write(dir, { sources: [core('a')] }, 'token.json');
+    const tokenFile = join(dir, 'status-token');
+    const read = (token: string) => {
+      writeFileSync(tokenFile, token);
+      return loadConfig({ configFile: file, env: { PMSYNC_STATUS_TOKEN_FILE: tokenFile }, statusToken: true });
+    };
+    const running = read('first-token-0123456789');
+    const next = read('second-token-0123456789');
+    const changes = diffConfig(running, next);
+    expect(changes.needsRestart).toEqual(['statusToken']);
+    expect(hasChanges(changes)).toBe(false);
+    expect(JSON.stringify(changes)).not.toContain('token-0123456789');
+    expect(keepRestartSettings(running, next).statusToken).toBe('first-token-0123456789');
+    expect(loadConfig({ configFile: file, env: { PMSYNC_STATUS_TOKEN_FILE: tokenFile } }).statusToken).toBeUndefined();
+  });
+
   it('finds nothing in two loads of the same file', () => {
     const file = write(dir, { sources: [core('a', { apikey: { file: 'key' } })] }, 'same.json');
     const changes = diffConfig(loadConfig({ configFile: file, env: {} }), loadConfig({ configFile: file, env: {} }));
@@ -188,7 +205,7 @@ describe('ConfigReloader', () => {
       expect.arrayContaining([
         expect.stringMatching(/sources\[0\]: unknown key "dailyQuotaa" \(did you mean "dailyQuota"\?\)/),
         expect.stringMatching(/sources\[1\]\.apikey: file .*nowhere does not exist/),
-        expect.stringMatching(/source "b" \(sources\[1\]\): baseUrl must use https/),
+        expect.stringMatching(/source "b" \(sources\[1\]\): baseUrl is plain http:\/\//),
       ]),
     );
     // SIGHUP logs the problems again.

@@ -58,9 +58,50 @@ describe('loadConfig', () => {
 
   it('refuses plain http except for loopback hosts, and a username with a colon', () => {
     const list = problems(() => loadConfig({ env: { ...goodEnv, CORE_BASE_URL: 'http://api.example.com/api/v1', CORE_USERNAME: 'a:b' } }));
-    expect(list.join('\n')).toMatch(/https/);
+    expect(list.join('\n')).toMatch(
+      /baseUrl is plain http:\/\/ to api\.example\.com: .* Use https:\/\/, or, .* set CORE_ALLOW_INSECURE_HTTP=true/,
+    );
     expect(list.join('\n')).toMatch(/must not contain ":"/);
-    expect(loadConfig({ env: { ...goodEnv, CORE_BASE_URL: 'http://127.0.0.1:4010/api/v1' } }).sources).toHaveLength(1);
+    for (const host of ['127.0.0.1:4010', 'localhost', '[::1]:4010'])
+      expect(loadConfig({ env: { ...goodEnv, CORE_BASE_URL: `http://${host}/api/v1` } }).sources).toHaveLength(1);
+    expect(problems(() => loadConfig({ env: { ...goodEnv, CORE_BASE_URL: 'ftp://api.example.com/api/v1' } }))).toEqual([
+      'source "core" (CORE_* environment variables): baseUrl must use https://',
+    ]);
+  });
+
+  it('accepts plain http to another machine only for a source that says so, in a file or through CORE_ALLOW_INSECURE_HTTP', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'pmsync-cfg-'));
+    const file = join(dir, 'c.json');
+    const source = { name: 'clinic', kind: 'core', baseUrl: 'http://10.0.0.5/api/v1', apikey: 'k1', username: 'u', password: 'p1' };
+    const pro = { name: 'pro', kind: 'pro', baseUrl: 'http://10.0.0.6/v1', practiceId: 1, token: 't1' };
+    writeFileSync(file, JSON.stringify({ sources: [source, pro] }));
+    expect(problems(() => loadConfig({ configFile: file, env: {} }))).toEqual([
+      expect.stringMatching(
+        /^source "clinic" \(sources\[0\]\): baseUrl is plain http:\/\/ to 10\.0\.0\.5: .*set "allowInsecureHttp": true on this source$/,
+      ),
+      expect.stringMatching(/^source "pro" \(sources\[1\]\): baseUrl is plain http:\/\/ to 10\.0\.0\.6: /),
+    ]);
+    writeFileSync(
+      file,
+      JSON.stringify({
+        sources: [
+          { ...source, allowInsecureHttp: true },
+          { ...pro, allowInsecureHttp: true },
+        ],
+      }),
+    );
+    expect(loadConfig({ configFile: file, env: {} }).sources.map((s) => s.allowInsecureHttp)).toEqual([true, true]);
+    writeFileSync(file, JSON.stringify({ sources: [{ ...source, allowInsecureHttp: 'yes' }] }));
+    expect(problems(() => loadConfig({ configFile: file, env: {} }))).toEqual([
+      expect.stringMatching(/sources\[0\]\.allowInsecureHttp: /),
+      expect.stringMatching(/baseUrl is plain http:\/\//),
+    ]);
+
+    const env = { ...goodEnv, CORE_BASE_URL: 'http://10.0.0.5/api/v1' };
+    expect(loadConfig({ env: { ...env, CORE_ALLOW_INSECURE_HTTP: 'true' } }).sources[0]!.allowInsecureHttp).toBe(true);
+    expect(problems(() => loadConfig({ env: { ...env, CORE_ALLOW_INSECURE_HTTP: 'false' } }))).toEqual([
+      expect.stringMatching(/baseUrl is plain http:\/\//),
+    ]);
   });
 
   it('reads several sources from a file, resolving {env} secrets', () => {
@@ -372,11 +413,43 @@ describe('every problem at once', () => {
 });
 
 describe('DATABASE_URL sslmode', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'pmsync-ca-'));
+  const ca = join(dir, 'ca.pem');
+  writeFileSync(ca, '-----BEGIN CERTIFICATE-----\n');
+  const load = (query: string) => loadConfig({ env: { DATABASE_URL: `postgres://u:p@db.internal:5432/practice${query}` } });
+
   it('gives prefer, require and verify-ca libpq meaning; leaves verify-full, disable, no-verify and an explicit choice as written', () => {
-    const url = (query: string) => loadConfig({ env: { DATABASE_URL: `postgres://u:p@db.internal:5432/practice${query}` } }).databaseUrl;
-    for (const mode of ['prefer', 'require', 'verify-ca'])
-      expect(url(`?sslmode=${mode}`)).toBe(`postgres://u:p@db.internal:5432/practice?sslmode=${mode}&uselibpqcompat=true`);
-    for (const query of ['', '?sslmode=verify-full', '?sslmode=disable', '?sslmode=no-verify', '?sslmode=require&uselibpqcompat=false'])
-      expect(url(query)).toBe(`postgres://u:p@db.internal:5432/practice${query}`);
+    for (const mode of ['prefer', 'require'])
+      expect(load(`?sslmode=${mode}`).databaseUrl).toBe(`postgres://u:p@db.internal:5432/practice?sslmode=${mode}&uselibpqcompat=true`);
+    // The query is written anew, so the path comes back form-encoded: the driver decodes it.
+    expect(load(`?sslmode=verify-ca&sslrootcert=${ca}`).databaseUrl).toBe(
+      `postgres://u:p@db.internal:5432/practice?sslmode=verify-ca&sslrootcert=${encodeURIComponent(ca)}&uselibpqcompat=true`,
+    );
+    for (const query of [
+      '',
+      '?sslmode=verify-full',
+      `?sslmode=verify-full&sslrootcert=${ca}`,
+      '?sslmode=disable',
+      '?sslmode=no-verify',
+      '?sslmode=require&uselibpqcompat=false',
+    ])
+      expect(load(query).databaseUrl).toBe(`postgres://u:p@db.internal:5432/practice${query}`);
+  });
+
+  it('refuses a CA, certificate or key file that cannot be read, and verify-ca without a CA, naming what each holds', () => {
+    const missing = join(dir, 'nope.pem');
+    const empty = join(dir, 'empty.pem');
+    writeFileSync(empty, '');
+    expect(problems(() => load(`?sslmode=verify-full&sslrootcert=${missing}&sslcert=${empty}&sslkey=${dir}`))).toEqual([
+      `DATABASE_URL sslrootcert: file ${missing} does not exist (it holds the CA certificate that signed the database server's certificate)`,
+      `DATABASE_URL sslcert: file ${empty} is empty (it should hold the client certificate pmsync shows the database server)`,
+      `DATABASE_URL sslkey: file ${dir} cannot be read (EISDIR) (it holds the client certificate's private key)`,
+    ]);
+    expect(problems(() => load('?sslmode=verify-ca'))).toEqual([
+      'DATABASE_URL: sslmode=verify-ca checks the certificate against the CA in sslrootcert: add sslrootcert=/path/to/ca.pem, or use sslmode=verify-full',
+    ]);
+    expect(problems(() => load('?sslmode=verify-full&sslrootcert=system'))).toEqual([
+      expect.stringMatching(/sslrootcert=system is not supported/),
+    ]);
   });
 });

@@ -80,7 +80,7 @@ describe('{ "file": ... } secrets', () => {
         expect.stringMatching(/sources\[1\]\.pageLimit: Too small/),
         expect.stringMatching(/sources\[2\]\.apikey: write the value, \{ "env": "VARIABLE" \} or \{ "file": "\/path\/of\/a\/file" \}/),
         expect.stringMatching(/source "b" \(sources\[2\]\): baseUrl must use https/),
-        expect.stringMatching(/source "c" \(sources\[3\]\): baseUrl must use https/),
+        expect.stringMatching(/source "c" \(sources\[3\]\): baseUrl is plain http:\/\//),
       ]),
     );
     expect(list.join('\n')).not.toContain(KEY);

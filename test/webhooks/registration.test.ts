@@ -46,10 +46,14 @@ describe('registration URLs', () => {
     expect(maskUrl('https://u:p@other.example.com/hook?token=abc')).not.toMatch(/u:p|abc/);
   });
 
-  it('need an https public base (http only on loopback), without query or credentials', () => {
+  it('need an https public base (http only on loopback, or for a source that accepts it), without query or credentials', () => {
     expect(normalizePublicBase('https://sync.example.com/pmsync/')).toBe('https://sync.example.com/pmsync');
     expect(normalizePublicBase('http://127.0.0.1:8080')).toBe('http://127.0.0.1:8080');
-    expect(() => normalizePublicBase('http://sync.example.com')).toThrow(/https/);
+    expect(() => normalizePublicBase('http://sync.example.com', { name: 'clinic' })).toThrow(
+      /plain http:\/\/ to sync\.example\.com .*Use https:\/\/, or, .* set "allowInsecureHttp": true on source "clinic"$/,
+    );
+    expect(normalizePublicBase('http://sync.example.com/', { name: 'clinic', allowInsecureHttp: true })).toBe('http://sync.example.com');
+    expect(() => normalizePublicBase('ftp://sync.example.com', { name: 'clinic', allowInsecureHttp: true })).toThrow(/must use https/);
     expect(() => normalizePublicBase('https://sync.example.com/?a=1')).toThrow(/query/);
     expect(() => normalizePublicBase('https://u:p@sync.example.com')).toThrow(/credentials/);
     expect(() => normalizePublicBase('sync.example.com')).toThrow(/absolute/);

@@ -47,7 +47,7 @@ logged) and the last good configuration stays in force.`,
       try {
         // The command line's settings win over the file's, at start and at every reload.
         const load = (): Config => {
-          const loaded = configFrom(cmd);
+          const loaded = configFrom(cmd, { statusToken: true });
           requireSources(loaded);
           const serve = { ...loaded.serve };
           if (opts.port !== undefined) serve.port = opts.port;

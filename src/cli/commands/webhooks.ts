@@ -7,7 +7,7 @@
 import { createInterface } from 'node:readline/promises';
 import { Command, InvalidArgumentError } from 'commander';
 import type { App } from '../../app.ts';
-import { findSource } from '../../config.ts';
+import { findSource, insecureHttpHost } from '../../config.ts';
 import { type Config, type CoreSourceConfig } from '../../config-schema.ts';
 import { PmsyncError } from '../../errors.ts';
 import { canonicalEventName, EVENT_NAMES, type EventName } from '../../webhooks/events.ts';
@@ -114,7 +114,7 @@ async function register(app: App, config: Config, opts: RegisterOptions, rotate:
   for (const r of owned) app.redactor.add(r.token);
 
   let publicBase: string;
-  if (opts.url) publicBase = normalizePublicBase(opts.url);
+  if (opts.url) publicBase = normalizePublicBase(opts.url, source);
   else {
     // rotate-secret without --url keeps the URL the registrations already use.
     const bases = [...new Set((owned.some((r) => r.current) ? owned.filter((r) => r.current) : owned).map((r) => r.base))];
@@ -127,6 +127,13 @@ async function register(app: App, config: Config, opts: RegisterOptions, rotate:
       );
     }
     publicBase = bases[0]!;
+  }
+  const clear = insecureHttpHost(publicBase);
+  if (clear) {
+    app.logger.warn(
+      { source: source.name, host: clear },
+      `the API delivers the webhooks of source "${source.name}" to ${clear} in plain http, as its configuration allows (allowInsecureHttp): the secret token and the events cross the network unencrypted`,
+    );
   }
   const plan = planRegistration({
     source: source.name,
