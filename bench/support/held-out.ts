@@ -97,7 +97,26 @@ export const HELD_OUT_DAYS: readonly HeldOutDay[] = [
     scored: [REFERENCE_DAY],
   },
   { key: 'new-practice', name: 'a new practice, no history', date: DATE, history: 'none', scored: [REFERENCE_DAY] },
+  {
+    key: 'evening-4th',
+    name: 'the fourth evening day in a row (18:00-21:00), after 25 ordinary days',
+    date: DATE,
+    history: movedHistory(DATE, 3, EVENING_DAY),
+    scored: [EVENING_DAY],
+  },
 ];
+
+/** 28 days before `date`: ordinary ones, then the last `moved` of them (Sundays aside) played as `pattern`. */
+export function movedHistory(date: string, moved: number, pattern: DayPattern): Array<DayPattern | null> {
+  const out = ordinaryHistory(date);
+  let left = moved;
+  for (let i = out.length - 1; i >= 0 && left > 0; i--) {
+    if (out[i] === null) continue;
+    out[i] = pattern;
+    left--;
+  }
+  return out;
+}
 
 export function scoredChanges(day: HeldOutDay, seed: number): DayChange[] {
   return planLayers(day.scored, day.date, ZONE, seed);

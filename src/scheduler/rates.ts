@@ -8,7 +8,7 @@
  * hour of the week (toward its hour of the day). A Monday 10:00 slot is learned
  * from every weekday's 10:00 until Mondays have been seen.
  */
-import { HALF_LIFE_DAYS, SLOTS, type StoredSlot } from '../state/change-model.ts';
+import { HALF_LIFE_DAYS, RECENT_HALF_LIFE_DAYS, SLOTS, type StoredSlot } from '../state/change-model.ts';
 import { forEachSlotPiece } from '../time.ts';
 
 /** What a stream is assumed to do before anything is seen: one change a day. */
@@ -16,9 +16,9 @@ export const PRIOR_PER_HOUR = 1 / 24;
 /** Pseudo-exposure (hours) of each level's prior. */
 const PRIOR_HOURS = { overall: 24, hourOfDay: 0.25, hourOfWeek: 0.25 } as const;
 
-export function decayFactor(asOf: Date, at: Date): number {
+export function decayFactor(asOf: Date, at: Date, halfLifeDays: number = HALF_LIFE_DAYS): number {
   const days = Math.max(0, at.getTime() - asOf.getTime()) / 86_400_000;
-  return 0.5 ** (days / HALF_LIFE_DAYS);
+  return 0.5 ** (days / halfLifeDays);
 }
 
 /** Changes per hour in each of the 168 slots, as of `at`. */
@@ -51,7 +51,69 @@ export function slotRates(stored: StoredSlot[], at: Date): Float64Array {
   const rates = new Float64Array(SLOTS);
   for (let i = 0; i < SLOTS; i++)
     rates[i] = (changes[i]! + PRIOR_HOURS.hourOfWeek * hourOfDay[i % 24]!) / (exposure[i]! + PRIOR_HOURS.hourOfWeek);
-  return rates;
+  return withRecentHours(rates, stored, at);
+}
+
+/** How far (in standard deviations of a Poisson count) the recent days must differ from the long memory to overrule it. */
+const RECENT_SIGNIFICANCE = 3;
+/** Pseudo-hours and pseudo-changes behind the recent profile's estimates. */
+const RECENT_PRIOR_HOURS = 0.5;
+const RECENT_PRIOR_CHANGES = 3;
+/** A weekday whose usual changes are below this share of the busiest one's is closed: moved hours are not added to it. */
+const OPEN_DAY_SHARE = 0.2;
+
+/**
+ * The practice's hours, learned within days. The long memory (a half-life of
+ * HALF_LIFE_DAYS) needs weeks to believe that a practice now opens in the
+ * evening; the recent profile (RECENT_HALF_LIFE_DAYS) knows in a few days.
+ * For each hour of the day, pooled over the weekdays, the changes the recent
+ * days brought (C) are set against those the long memory expected over the
+ * same recent hours (M). Where they differ by more than chance (C beyond
+ * M +- RECENT_SIGNIFICANCE * sqrt(M + 1)), the recent days win: an hour busier
+ * than remembered gets the difference per recent hour added on the days the
+ * practice opens, one quieter is scaled down by (C + 3) / (M + 3). Where they
+ * agree, the long memory stands, with its finer hour-of-week detail. A
+ * one-off day (a holiday) moves it for a day or two, which today's evidence
+ * and activity factor correct within hours; a move that lasts is learned in
+ * about three days (docs/operations.md).
+ */
+export function withRecentHours(rates: Float64Array, stored: StoredSlot[], at: Date): Float64Array {
+  const changes = new Float64Array(SLOTS);
+  const exposure = new Float64Array(SLOTS);
+  let any = false;
+  for (const s of stored) {
+    if (s.slot < 0 || s.slot >= SLOTS || !(s.recentExposureHours > 0)) continue;
+    const f = decayFactor(s.asOf, at, RECENT_HALF_LIFE_DAYS);
+    changes[s.slot] = changes[s.slot]! + s.recentChanges * f;
+    exposure[s.slot] = exposure[s.slot]! + s.recentExposureHours * f;
+    any = true;
+  }
+  if (!any) return rates;
+  const dayTotal = new Float64Array(7);
+  for (let i = 0; i < SLOTS; i++) dayTotal[Math.floor(i / 24)] = dayTotal[Math.floor(i / 24)]! + rates[i]!;
+  const busiest = Math.max(...dayTotal);
+  const open = Array.from(dayTotal, (t) => busiest > 0 && t >= OPEN_DAY_SHARE * busiest);
+  const out = Float64Array.from(rates);
+  for (let h = 0; h < 24; h++) {
+    let c = 0;
+    let m = 0;
+    let openHours = 0;
+    for (let d = 0; d < 7; d++) {
+      const i = d * 24 + h;
+      c += changes[i]!;
+      m += exposure[i]! * rates[i]!;
+      if (open[d]) openHours += exposure[i]!;
+    }
+    const spread = RECENT_SIGNIFICANCE * Math.sqrt(m + 1);
+    if (c > m + spread && openHours > 0) {
+      const more = (c - m) / (openHours + RECENT_PRIOR_HOURS);
+      for (let d = 0; d < 7; d++) if (open[d]) out[d * 24 + h] = rates[d * 24 + h]! + more;
+    } else if (c < m - spread) {
+      const factor = (c + RECENT_PRIOR_CHANGES) / (m + RECENT_PRIOR_CHANGES);
+      for (let d = 0; d < 7; d++) out[d * 24 + h] = rates[d * 24 + h]! * factor;
+    }
+  }
+  return out;
 }
 
 /**

@@ -11,20 +11,48 @@
  * (changesBehind). Stored counts and
  * exposure decay with a half-life of HALF_LIFE_DAYS, so the model follows a
  * practice's seasons. src/scheduler/rates.ts reads rates from it.
+ *
+ * Beside them each slot keeps a recent profile: the same counts and exposure
+ * decaying with a half-life of RECENT_HALF_LIFE_DAYS, so hours that moved (an
+ * evening opening, a new closed weekday) show within days, where the long
+ * memory needs weeks. On a first pass each hour of the warm-start history
+ * counts in it by its age (the tally keeps the changes by wall-clock hour).
  */
 import type { Queryable } from '../db/pool.ts';
-import { forEachSlotPiece, wallSlot } from '../time.ts';
+import { forEachSlotPiece, formatInZone, wallSlot } from '../time.ts';
 
 /** Hours of the week: weekday * 24 + hour, Sunday = 0. */
 export const SLOTS = 168;
 export const HALF_LIFE_DAYS = 28;
+export const RECENT_HALF_LIFE_DAYS = 2;
 export const WARM_START_DAYS = 28;
 
 export interface StoredSlot {
   slot: number;
   changes: number;
   exposureHours: number;
+  /** The same, decaying with RECENT_HALF_LIFE_DAYS. */
+  recentChanges: number;
+  recentExposureHours: number;
   asOf: Date;
+}
+
+const DAY_MS = 86_400_000;
+
+/** Weight in the recent profile of something `ageMs` old. */
+export function recentWeight(ageMs: number): number {
+  return 0.5 ** (Math.max(0, ageMs) / (RECENT_HALF_LIFE_DAYS * DAY_MS));
+}
+
+/** Milliseconds between two wall-clock times "YYYY-MM-DDThh[:mm[:ss]]", read alike. */
+function wallMs(wall: string): number {
+  return Date.UTC(
+    Number(wall.slice(0, 4)),
+    Number(wall.slice(5, 7)) - 1,
+    Number(wall.slice(8, 10)),
+    Number(wall.slice(11, 13) || 0),
+    Number(wall.slice(14, 16) || 0),
+  );
 }
 
 /** Hours of [from, to) in each slot. */
@@ -43,6 +71,8 @@ export function exposureBySlot(from: Date, to: Date, timeZone: string): Map<numb
  */
 export class ChangeTally {
   readonly bySlot = new Map<number, number>();
+  /** The same changes by wall-clock hour ("YYYY-MM-DDThh"): their age weighs them in the recent profile. */
+  readonly byHour = new Map<string, number>();
   undated = 0;
   /** Rows read that carry a ModifiedOn, at or after `sinceWall` or not. */
   dated = 0;
@@ -61,21 +91,24 @@ export class ChangeTally {
       if (this.sinceWall !== null && wall < this.sinceWall) continue;
       const slot = wallSlot(wall);
       this.bySlot.set(slot, (this.bySlot.get(slot) ?? 0) + 1);
+      const hour = wall.slice(0, 13);
+      this.byHour.set(hour, (this.byHour.get(hour) ?? 0) + 1);
     }
     this.dated += dated;
     if (dated === 0) this.undated += changed;
   }
 
-  toJSON(): { bySlot: Array<[number, number]>; undated: number; dated: number } {
-    return { bySlot: [...this.bySlot], undated: this.undated, dated: this.dated };
+  toJSON(): { bySlot: Array<[number, number]>; byHour: Array<[string, number]>; undated: number; dated: number } {
+    return { bySlot: [...this.bySlot], byHour: [...this.byHour], undated: this.undated, dated: this.dated };
   }
 
   static from(
     sinceWall: string | null,
-    saved: { bySlot?: Array<[number, number]>; undated?: number; dated?: number } | undefined,
+    saved: { bySlot?: Array<[number, number]>; byHour?: Array<[string, number]>; undated?: number; dated?: number } | undefined,
   ): ChangeTally {
     const t = new ChangeTally(sinceWall);
     for (const [slot, n] of saved?.bySlot ?? []) t.bySlot.set(slot, n);
+    for (const [hour, n] of saved?.byHour ?? []) t.byHour.set(hour, n);
     t.undated = saved?.undated ?? 0;
     t.dated = saved?.dated ?? 0;
     return t;
@@ -105,13 +138,15 @@ export function changesBehind(distinct: number, records: number): number {
  * spread over those hours; on a first pass they are history, not changes, and
  * are left out.
  */
-export function windowObservation(
-  tally: ChangeTally,
-  from: Date,
-  to: Date,
-  timeZone: string,
-  firstPass: boolean,
-): { changes: Map<number, number>; exposure: Map<number, number> } {
+export interface Observation {
+  changes: Map<number, number>;
+  exposure: Map<number, number>;
+  /** The same weighed by age for the recent profile (a first pass's history); absent: as the above. */
+  recentChanges?: Map<number, number>;
+  recentExposure?: Map<number, number>;
+}
+
+export function windowObservation(tally: ChangeTally, from: Date, to: Date, timeZone: string, firstPass: boolean): Observation {
   const exposure = exposureBySlot(from, to, timeZone);
   const changes = new Map(tally.bySlot);
   if (firstPass) {
@@ -120,8 +155,21 @@ export function windowObservation(
     for (const n of changes.values()) distinct += n;
     const scale = distinct > 0 ? changesBehind(distinct, tally.dated) / distinct : 1;
     if (scale !== 1) for (const [slot, n] of changes) changes.set(slot, n * scale);
+    // Weighed by age in the recent profile, hour by hour, measured from the window's end.
+    const end = to.getTime();
+    const recentExposure = new Map<number, number>();
+    forEachSlotPiece(from.getTime(), end, timeZone, (slot, a, b) =>
+      recentExposure.set(slot, (recentExposure.get(slot) ?? 0) + ((b - a) / 3_600_000) * recentWeight(end - (a + b) / 2)),
+    );
+    const endWall = wallMs(formatInZone(to, timeZone));
+    const recentChanges = new Map<number, number>();
+    for (const [hour, n] of tally.byHour) {
+      const slot = wallSlot(hour);
+      recentChanges.set(slot, (recentChanges.get(slot) ?? 0) + n * scale * recentWeight(endWall - wallMs(hour) - 1_800_000));
+    }
+    return { changes, exposure, recentChanges, recentExposure };
   }
-  if (!firstPass && tally.undated > 0) {
+  if (tally.undated > 0) {
     let hours = 0;
     for (const h of exposure.values()) hours += h;
     if (hours > 0) for (const [slot, h] of exposure) changes.set(slot, (changes.get(slot) ?? 0) + (tally.undated * h) / hours);
@@ -129,16 +177,37 @@ export function windowObservation(
   return { changes, exposure };
 }
 
+interface StoredRow {
+  slot: number;
+  changes: number;
+  exposure_hours: number;
+  recent_changes: number;
+  recent_exposure_hours: number;
+  as_of: Date;
+}
+const STORED_COLUMNS = 'slot, changes, exposure_hours, recent_changes, recent_exposure_hours, as_of';
+
+function storedSlot(r: StoredRow): StoredSlot {
+  return {
+    slot: r.slot,
+    changes: r.changes,
+    exposureHours: r.exposure_hours,
+    recentChanges: r.recent_changes,
+    recentExposureHours: r.recent_exposure_hours,
+    asOf: r.as_of,
+  };
+}
+
 /** Every stored slot of a source's streams, by resource. */
 export async function loadChangeModels(db: Queryable, source: string): Promise<Map<string, StoredSlot[]>> {
-  const res = await db.query<{ resource: string; slot: number; changes: number; exposure_hours: number; as_of: Date }>(
-    'SELECT resource, slot, changes, exposure_hours, as_of FROM pmsync.change_model WHERE source = $1',
+  const res = await db.query<StoredRow & { resource: string }>(
+    `SELECT resource, ${STORED_COLUMNS} FROM pmsync.change_model WHERE source = $1`,
     [source],
   );
   const out = new Map<string, StoredSlot[]>();
   for (const r of res.rows) {
     const list = out.get(r.resource) ?? [];
-    list.push({ slot: r.slot, changes: r.changes, exposureHours: r.exposure_hours, asOf: r.as_of });
+    list.push(storedSlot(r));
     out.set(r.resource, list);
   }
   return out;
@@ -146,15 +215,15 @@ export async function loadChangeModels(db: Queryable, source: string): Promise<M
 
 /** Every stored slot of many sources with one query: source -> resource -> slots. */
 export async function loadChangeModelsOf(db: Queryable, sources: string[]): Promise<Map<string, Map<string, StoredSlot[]>>> {
-  const res = await db.query<{ source: string; resource: string; slot: number; changes: number; exposure_hours: number; as_of: Date }>(
-    'SELECT source, resource, slot, changes, exposure_hours, as_of FROM pmsync.change_model WHERE source = ANY($1::text[])',
+  const res = await db.query<StoredRow & { source: string; resource: string }>(
+    `SELECT source, resource, ${STORED_COLUMNS} FROM pmsync.change_model WHERE source = ANY($1::text[])`,
     [sources],
   );
   const out = new Map<string, Map<string, StoredSlot[]>>();
   for (const r of res.rows) {
     const models = out.get(r.source) ?? new Map<string, StoredSlot[]>();
     const list = models.get(r.resource) ?? [];
-    list.push({ slot: r.slot, changes: r.changes, exposureHours: r.exposure_hours, asOf: r.as_of });
+    list.push(storedSlot(r));
     models.set(r.resource, list);
     out.set(r.source, models);
   }
@@ -162,27 +231,39 @@ export async function loadChangeModelsOf(db: Queryable, sources: string[]): Prom
 }
 
 /**
- * Adds one observation: `changes` and `exposure` are by slot. Stored values
- * decay to `at` before the new ones are added, in the same statement, so
- * replicas adding at once never lose each other's counts.
+ * Adds one observation: by slot, its changes and exposure, and their
+ * age-weighted counterparts for the recent profile (the same when absent).
+ * Stored values decay to `at` before the new ones are added, in the same
+ * statement, so replicas adding at once never lose each other's counts.
  */
-export async function addObservation(
-  db: Queryable,
-  source: string,
-  resource: string,
-  at: Date,
-  changes: Map<number, number>,
-  exposure: Map<number, number>,
-): Promise<void> {
-  const slots = [...new Set([...changes.keys(), ...exposure.keys()])];
+export async function addObservation(db: Queryable, source: string, resource: string, at: Date, seen: Observation): Promise<void> {
+  const { changes, exposure } = seen;
+  const recentChanges = seen.recentChanges ?? changes;
+  const recentExposure = seen.recentExposure ?? exposure;
+  const slots = [...new Set([...changes.keys(), ...exposure.keys(), ...recentChanges.keys(), ...recentExposure.keys()])];
   if (slots.length === 0) return;
+  const decay = (half: string) => `power(0.5, greatest(0, extract(epoch FROM $3::timestamptz - m.as_of)) / (${half} * 86400.0))`;
   await db.query(
-    `INSERT INTO pmsync.change_model AS m (source, resource, slot, changes, exposure_hours, as_of)
-     SELECT $1, $2, o.slot, o.changes, o.exposure, $3 FROM unnest($4::int[], $5::float8[], $6::float8[]) AS o(slot, changes, exposure)
+    `INSERT INTO pmsync.change_model AS m (source, resource, slot, changes, exposure_hours, recent_changes, recent_exposure_hours, as_of)
+     SELECT $1, $2, o.slot, o.changes, o.exposure, o.recent_changes, o.recent_exposure, $3
+     FROM unnest($4::int[], $5::float8[], $6::float8[], $7::float8[], $8::float8[]) AS o(slot, changes, exposure, recent_changes, recent_exposure)
      ON CONFLICT (source, resource, slot) DO UPDATE SET
-       changes = m.changes * power(0.5, greatest(0, extract(epoch FROM $3::timestamptz - m.as_of)) / ($7 * 86400.0)) + excluded.changes,
-       exposure_hours = m.exposure_hours * power(0.5, greatest(0, extract(epoch FROM $3::timestamptz - m.as_of)) / ($7 * 86400.0)) + excluded.exposure_hours,
+       changes = m.changes * ${decay('$9')} + excluded.changes,
+       exposure_hours = m.exposure_hours * ${decay('$9')} + excluded.exposure_hours,
+       recent_changes = m.recent_changes * ${decay('$10')} + excluded.recent_changes,
+       recent_exposure_hours = m.recent_exposure_hours * ${decay('$10')} + excluded.recent_exposure_hours,
        as_of = greatest(m.as_of, $3::timestamptz)`,
-    [source, resource, at, slots, slots.map((s) => changes.get(s) ?? 0), slots.map((s) => exposure.get(s) ?? 0), HALF_LIFE_DAYS],
+    [
+      source,
+      resource,
+      at,
+      slots,
+      slots.map((s) => changes.get(s) ?? 0),
+      slots.map((s) => exposure.get(s) ?? 0),
+      slots.map((s) => recentChanges.get(s) ?? 0),
+      slots.map((s) => recentExposure.get(s) ?? 0),
+      HALF_LIFE_DAYS,
+      RECENT_HALF_LIFE_DAYS,
+    ],
   );
 }

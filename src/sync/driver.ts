@@ -160,7 +160,7 @@ function learnerFor(learning: Learning | null, window: WindowCheckpoint): Learne
     tally,
     async complete(tx, source, resource) {
       const seen = windowObservation(tally, from, end, timeZone, firstPass);
-      await addObservation(tx, source, resource, end, seen.changes, seen.exposure);
+      await addObservation(tx, source, resource, end, seen);
     },
   };
 }

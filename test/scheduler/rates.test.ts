@@ -3,7 +3,7 @@
  * rates read back with their shrinkage.
  */
 import { describe, expect, it } from 'vitest';
-import { ChangeTally, exposureBySlot, SLOTS, windowObservation, type StoredSlot } from '../../src/state/change-model.ts';
+import { ChangeTally, exposureBySlot, recentWeight, SLOTS, windowObservation, type StoredSlot } from '../../src/state/change-model.ts';
 import {
   disjoint,
   evidenceOf,
@@ -65,7 +65,14 @@ describe('what a window teaches the model', () => {
 
 describe('slotRates', () => {
   const week = (perHour: (slot: number) => number, hours = 4, asOf = at('2026-11-23T00:00:00Z')): StoredSlot[] =>
-    Array.from({ length: SLOTS }, (_, slot) => ({ slot, changes: perHour(slot) * hours, exposureHours: hours, asOf }));
+    Array.from({ length: SLOTS }, (_, slot) => ({
+      slot,
+      changes: perHour(slot) * hours,
+      exposureHours: hours,
+      recentChanges: 0,
+      recentExposureHours: 0,
+      asOf,
+    }));
 
   it('knows nothing at first: one change a day, evenly', () => {
     const r = slotRates([], at('2026-11-23T00:00:00Z'));
@@ -208,5 +215,64 @@ describe("today's evidence", () => {
     const rates = withExcess(openHours(0.001), 'UTC', now, 10);
     expect(expectedSince(rates, 'UTC', now - HOUR, now).changes).toBeCloseTo(10, 0);
     expect(rates[slot('2026-11-23T23:30:00Z')]!).toBeLessThan(5);
+  });
+});
+
+describe('the practice hours, learned within days', () => {
+  const asOf = at('2026-11-20T00:00:00Z');
+  // 28 days of 8-19 at 30 an hour on weekdays, Sundays closed, as the long memory holds them.
+  const open = (slot: number) => slot >= 24 && slot % 24 >= 8 && slot % 24 < 19;
+  const long = (slot: number) => ({ changes: open(slot) ? 30 * 4 : 0, exposureHours: 4 });
+  /** The recent profile after `moved` days of 18-21 (of the last 4), as the recent half-life weighs them. */
+  function stored(moved: number): StoredSlot[] {
+    const weights = [0, 1, 2, 3].map((age) => recentWeight(age * 86_400_000));
+    const recentExposure = weights.reduce((a, b) => a + b, 0) / 7;
+    return Array.from({ length: SLOTS }, (_, slot) => {
+      const h = slot % 24;
+      const weekday = slot >= 24;
+      let recent = 0;
+      weights.forEach((w, age) => {
+        const evening = age < moved;
+        const busy = weekday && (evening ? h >= 18 && h < 21 : h >= 8 && h < 19);
+        recent += busy ? (30 * w) / 7 : 0;
+      });
+      return { slot, ...long(slot), recentChanges: recent, recentExposureHours: recentExposure, asOf };
+    });
+  }
+  const TUE = 2 * 24;
+
+  it('keeps the long memory where the recent days agree with it', () => {
+    const r = slotRates(stored(0), asOf);
+    expect(r[TUE + 10]!).toBeGreaterThan(25);
+    expect(r[TUE + 20]!).toBeLessThan(1);
+  });
+
+  it('moves to evening hours within three days, and leaves a closed weekday closed', () => {
+    const one = slotRates(stored(1), asOf);
+    const three = slotRates(stored(3), asOf);
+    // After one evening day, the evening is planned for at a fraction; after three, at most of its rate.
+    expect(one[TUE + 20]!).toBeGreaterThan(5);
+    expect(three[TUE + 20]!).toBeGreaterThan(one[TUE + 20]!);
+    expect(three[TUE + 20]!).toBeGreaterThan(15);
+    // The mornings it no longer has are planned for at a fraction.
+    expect(three[TUE + 10]!).toBeLessThan(10);
+    // Sunday stays closed.
+    expect(three[20]!).toBeLessThan(1);
+  });
+
+  it("weighs a first pass's history by its age in the recent profile", () => {
+    const tally = new ChangeTally(null);
+    // 20 changes at 10:00 three weeks ago, 20 at 20:00 yesterday.
+    tally.addPage([...Array(20).fill('2026-11-02T10:15:00'), ...Array(20).fill('2026-11-22T20:15:00')], 40);
+    const seen = windowObservation(tally, at('2026-10-26T00:00:00Z'), at('2026-11-23T12:00:00Z'), 'UTC', true);
+    expect(seen.changes.get(1 * 24 + 10)).toBeCloseTo(seen.changes.get(0 * 24 + 20)!, 6);
+    // Yesterday's count about 0.7 of its own (a day and some hours old), three weeks ago's about 0.1%.
+    expect(seen.recentChanges!.get(0 * 24 + 20)! / seen.changes.get(0 * 24 + 20)!).toBeGreaterThan(0.6);
+    expect(seen.recentChanges!.get(1 * 24 + 10)! / seen.changes.get(1 * 24 + 10)!).toBeLessThan(0.002);
+    // Exposure too: the recent profile's hours are mostly the last few days'.
+    let recent = 0;
+    for (const h of seen.recentExposure!.values()) recent += h;
+    expect(recent).toBeGreaterThan(60);
+    expect(recent).toBeLessThan(80);
   });
 });

@@ -80,7 +80,7 @@ describe('stream schedules, checkpoints and change models of many sources', () =
       });
       await setWarning(db.pool, source, 'orders', `${source} is late`);
       await completeWindow(db.pool, source, 'customers', new Date('2026-03-12T22:00:00Z'), null);
-      await addObservation(db.pool, source, 'customers', NOW, new Map([[3, 2]]), new Map([[3, 1]]));
+      await addObservation(db.pool, source, 'customers', NOW, { changes: new Map([[3, 2]]), exposure: new Map([[3, 1]]) });
     }
     await saveWindow(
       db.pool,
