@@ -30,9 +30,11 @@ export interface TablePolicy extends RecordPolicy {
   columns: Record<string, { rule: Rule; facts: ColumnFacts }>;
   /** What pmsync.privacy_policies keeps of it. */
   stored: StoredPolicy;
+  /** Raw fields named by a policy of their own (`<table>.raw.<field>`), whatever it is: reviewed ones. */
+  named: string[];
 }
 
-export const OPEN_TABLE_POLICY: TablePolicy = { ...OPEN_POLICY, columns: {}, stored: OPEN_STORED };
+export const OPEN_TABLE_POLICY: TablePolicy = { ...OPEN_POLICY, columns: {}, stored: OPEN_STORED, named: [] };
 
 const RAW = 'raw.';
 
@@ -94,7 +96,7 @@ export function tablePolicy(source: SourceConfig, stream: StreamBase, overrides:
   stored.key = key === null ? null : keyFingerprint(key);
   // Deeper paths first: a rule on `patient` then sees what the rule on `patient.firstName` left.
   const paths = [...byPath.values()].sort((a, b) => b.path.length - a.path.length);
-  return { paths, declared, key, columns, stored };
+  return { paths, declared, key, columns, stored, named };
 }
 
 /** The policies a column of this type can take, in words. */
