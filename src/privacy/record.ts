@@ -42,15 +42,17 @@ const isPlainObject = (v: unknown): v is Record<string, unknown> => v !== null &
  * shared with it.
  */
 export function transformRecord(p: RecordPolicy, record: Record<string, unknown>): Record<string, unknown> {
+  // Objects made by this call: changed in place by the rules that follow (one copy per object, not per rule).
+  const own = new Set<object>();
   let out: unknown = record;
-  for (const r of p.paths) out = applyAt(out, r, 0, p.key);
+  for (const r of p.paths) out = applyAt(out, r, 0, p.key, own);
   if (p.declared) out = prune(out, p.declared);
   return isPlainObject(out) ? out : {};
 }
 
 const GONE = Symbol('gone');
 
-function applyAt(node: unknown, r: PathRule, depth: number, key: string | null): unknown {
+function applyAt(node: unknown, r: PathRule, depth: number, key: string | null, own: Set<object>): unknown {
   if (node === null || node === undefined) return node;
   if (depth === r.path.length || (!isPlainObject(node) && !Array.isArray(node))) {
     // The value itself, or a value of another shape where an object was expected
@@ -59,16 +61,19 @@ function applyAt(node: unknown, r: PathRule, depth: number, key: string | null):
     return isRemoved(v) ? GONE : v;
   }
   if (Array.isArray(node)) {
-    const items = node.map((item) => applyAt(item, r, depth, key));
-    return items.filter((item) => item !== GONE);
+    const items = node.map((item) => applyAt(item, r, depth, key, own)).filter((item) => item !== GONE);
+    own.add(items);
+    return items;
   }
   const field = r.path[depth]!;
   if (!Object.hasOwn(node, field)) return node;
-  const child = applyAt(node[field], r, depth + 1, key);
-  const copy = { ...node };
-  if (child === GONE) delete copy[field];
-  else copy[field] = child;
-  return copy;
+  const child = applyAt(node[field], r, depth + 1, key, own);
+  if (child === node[field]) return node;
+  const target = own.has(node) ? node : { ...node };
+  own.add(target);
+  if (child === GONE) delete target[field];
+  else target[field] = child;
+  return target;
 }
 
 function prune(node: unknown, tree: DeclaredTree): unknown {

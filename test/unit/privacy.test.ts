@@ -161,6 +161,12 @@ describe('a source with policies', () => {
     const entry = { waitlistId: 5, patient: { patientId: 9, firstName: 'Ann', lastName: 'Lee', email: 'A@x.org' }, comments: 'knee pain' };
     expect(transformRecord(policy, entry)).toEqual({ waitlistId: 5, patient: { patientId: 9, email: hmacHex(KEY, 'A@x.org') } });
     expect(transformRecord(policy, { waitlistId: 6, patient: 'Ann Lee' })).toEqual({ waitlistId: 6 });
+    // The received record is left as it was, nested objects included.
+    expect(entry).toEqual({
+      waitlistId: 5,
+      patient: { patientId: 9, firstName: 'Ann', lastName: 'Lee', email: 'A@x.org' },
+      comments: 'knee pain',
+    });
   });
 });
 
