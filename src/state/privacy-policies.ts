@@ -85,6 +85,14 @@ export async function ensurePolicy(
   mode: EnsureMode,
 ): Promise<PolicyOutcome> {
   const table = stream.table.name;
+  // The common case, one read: the stored policy is the configured one and nothing waits for a full pass.
+  const seen = await pool.query<PolicyRow>(
+    'SELECT policy, resync_needed FROM pmsync.privacy_policies WHERE source = $1 AND table_name = $2',
+    [source, table],
+  );
+  const known = seen.rows[0];
+  if (known && known.resync_needed === null && canonical(storedFrom(known.policy)) === canonical(policy.stored))
+    return { rewritten: null, looser: [], resyncNeeded: null, resolved: false };
   return withTransaction(pool, async (tx) => {
     await tx.query(
       'INSERT INTO pmsync.privacy_policies (source, table_name, policy) VALUES ($1, $2, $3::jsonb) ON CONFLICT (source, table_name) DO NOTHING',
@@ -159,6 +167,25 @@ async function rewriteStored(
     versions: await rewriteRows(tx, stream.table, source, rw, true),
     quarantined: await rewriteQuarantine(tx, source, stream.resource, rw.record),
   };
+}
+
+/** The stored policies of some sources, as canonical text, and whether each waits for a full pass. */
+export async function storedPolicies(db: Queryable, sources: string[]): Promise<Map<string, { policy: string; waiting: boolean }>> {
+  const res = await db.query<{ source: string; table_name: string; policy: unknown; waiting: boolean }>(
+    'SELECT source, table_name, policy, resync_needed IS NOT NULL AS waiting FROM pmsync.privacy_policies WHERE source = ANY($1::text[])',
+    [sources],
+  );
+  return new Map(res.rows.map((r) => [`${r.source}/${r.table_name}`, { policy: canonical(storedFrom(r.policy)), waiting: r.waiting }]));
+}
+
+/** Records, in one statement, that these tables follow the open policy (what pmsync wrote before policies existed). */
+export async function recordOpenPolicies(db: Queryable, tables: Array<{ source: string; table: string }>): Promise<void> {
+  if (tables.length === 0) return;
+  await db.query(
+    `INSERT INTO pmsync.privacy_policies (source, table_name, policy)
+     SELECT s, t, $3::jsonb FROM unnest($1::text[], $2::text[]) AS x(s, t) ON CONFLICT (source, table_name) DO NOTHING`,
+    [tables.map((t) => t.source), tables.map((t) => t.table), JSON.stringify(OPEN_STORED)],
+  );
 }
 
 /** The looser changes still waiting for a full pass, per source and table (for status). */

@@ -10,7 +10,8 @@ import type { SourceConfig } from '../config-schema.ts';
 import type { Pool, Queryable } from '../db/pool.ts';
 import { PmsyncError } from '../errors.ts';
 import type { Logger } from '../log.ts';
-import { ensurePolicy, type EnsureMode, type ResyncNeeded } from '../state/privacy-policies.ts';
+import { canonical, OPEN_STORED } from '../privacy/stored.ts';
+import { ensurePolicy, recordOpenPolicies, storedPolicies, type EnsureMode, type ResyncNeeded } from '../state/privacy-policies.ts';
 import { OPEN_TABLE_POLICY } from './privacy.ts';
 import type { RestStream } from './streams/rest.ts';
 import type { ProFanOutStream, ProListStream } from './streams/pro/stream.ts';
@@ -100,14 +101,31 @@ export async function applyPolicy(
  * until a restart).
  */
 export async function applyPolicies(pool: Pool, logger: Logger, sources: SourceConfig[], mode: EnsureMode = 'start'): Promise<void> {
+  // One read for every table: a fleet's start touches only the tables whose policy changed (or waits for a full pass).
+  const stored = await storedPolicies(
+    pool,
+    sources.map((s) => s.name),
+  );
+  const open = canonical(OPEN_STORED);
+  const unrecorded: Array<{ source: string; table: string }> = [];
   for (const source of sources) {
     for (const stream of tableStreams(source)) {
+      const settings = settingsFor(source, stream);
+      const wanted = canonical(settings.privacy?.stored ?? OPEN_STORED);
+      const have = stored.get(`${source.name}/${stream.table.name}`);
+      if (have && have.policy === wanted && !have.waiting) continue;
+      if (!have && wanted === open) {
+        unrecorded.push({ source: source.name, table: stream.table.name });
+        continue;
+      }
       try {
-        await applyPolicy(pool, logger, source, stream, settingsFor(source, stream), mode);
+        await applyPolicy(pool, logger, source, stream, settings, mode);
       } catch (err) {
         if (mode === 'start' || !(err instanceof PmsyncError) || err.code !== 'CONFIG_INVALID') throw err;
         logger.warn({ source: source.name, table: stream.table.name }, err.message);
       }
     }
   }
+  // Recorded so a stricter policy another process takes later is serialised with this one's pages (see assertPolicy).
+  await recordOpenPolicies(pool, unrecorded);
 }
