@@ -227,6 +227,7 @@ describe('strict configuration', () => {
             fullRefresh: ['orders'],
             appointments: { historyStart: '2010-01-01', horizonDays: 30 },
             webhook: { tenantId: 't', secretGraceSeconds: 60 },
+            privacy: { columns: { 'customers.email': 'hash', 'customers.raw.Notes': 'drop' }, raw: 'declared' },
           },
           {
             ...pro,
@@ -239,8 +240,10 @@ describe('strict configuration', () => {
             appointments: { fullSweepHours: 12 },
             waitlistIds: [1],
             availability: { horizonDays: 7, minIntervalMinutes: 30 },
+            privacy: { columns: 'personal:drop' },
           },
         ],
+        privacy: { key: 'k'.repeat(32), columns: { personal: 'keep' }, raw: 'all' },
         schedules: {
           incremental: '*/5 * * * *',
           full: 'off',
