@@ -17,7 +17,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { startBenchServer } from './support/db.ts';
 
-const PARTS = ['economy', 'write', 'e2e', 'webhooks', 'schedule'] as const;
+const PARTS = ['economy', 'write', 'e2e', 'webhooks', 'schedule', 'privacy'] as const;
 type Part = (typeof PARTS)[number];
 
 const { values } = parseArgs({
@@ -98,6 +98,12 @@ try {
     const r = await runSchedule(server, { full, log });
     sections.push(`## 5. Scheduling: requests and freshness over a practice day\n\n${r.markdown}`);
     data.schedule = r.data;
+  }
+  if (selected('privacy')) {
+    const { runPrivacy } = await import('./privacy.ts');
+    const r = await runPrivacy(server, { size: full ? 100_000 : 10_000, reps: 3, log });
+    sections.push(`## 6. Write cost of column policies\n\n${r.markdown}`);
+    data.privacy = r.data;
   }
 } finally {
   await server.stop();

@@ -85,8 +85,13 @@ function renderFields(lines: Line[]): string[] {
 
 const idPrisma = (t: TableDef) => (t.idType === 'bigint' ? 'BigInt' : 'String');
 
+/** A personal column says so in its doc, which docs/tables.md shows (the stream files declare it). */
+export function personalDoc(kind: string): string {
+  return `Personal data (${kind}): a source's privacy settings may drop, hash or generalise it (docs/privacy.md).`;
+}
+
 function streamColumns(t: TableDef): Line[] {
-  return Object.entries(t.columns).map(([c, type]) => field(c, type));
+  return Object.entries(t.columns).map(([c, type]) => field(c, type, t.personal?.[c] ? personalDoc(t.personal[c]) : undefined));
 }
 
 function managedColumns(managed: Record<string, ManagedColumn> = {}): Line[] {

@@ -4,8 +4,8 @@
  * every view and function the migrations create, read with its comments from
  * a database the migrations were just applied to.
  *
- *   npm run docs:tables                       rewrite docs/tables.md
- *   npm run docs:tables -- --check            exit 1 if docs/tables.md is stale
+ *   npm run docs:tables                       rewrite docs/tables.md (and the personal columns in docs/privacy.md)
+ *   npm run docs:tables -- --check            exit 1 if either is stale
  *
  * The scratch database is created next to DATABASE_URL's (and dropped after)
  * when it is set, else in a throw-away embedded PostgreSQL.
@@ -20,6 +20,7 @@ import { readModels, type DmmfField } from './prisma-dmmf.ts';
 import pg from 'pg';
 import type { Queryable } from '../src/db/pool.ts';
 import { PRO_STREAMS, REST_STREAMS } from '../src/sync/streams/index.ts';
+import { writePrivacyDoc } from './privacy-columns.ts';
 
 export const SCHEMA_FILE = fileURLToPath(new URL('../prisma/schema.prisma', import.meta.url));
 export const DICTIONARY_FILE = fileURLToPath(new URL('../docs/tables.md', import.meta.url));
@@ -293,13 +294,14 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   const text = await buildDictionary();
   if (process.argv.includes('--check')) {
     const current = readFileSync(DICTIONARY_FILE, 'utf8');
-    if (current !== text) {
-      process.stderr.write('docs/tables.md is stale: run "npm run docs:tables"\n');
+    if (current !== text || !writePrivacyDoc(true)) {
+      process.stderr.write('docs/tables.md or the personal columns in docs/privacy.md are stale: run "npm run docs:tables"\n');
       process.exit(1);
     }
-    process.stdout.write('docs/tables.md is up to date\n');
+    process.stdout.write('docs/tables.md and docs/privacy.md are up to date\n');
   } else {
     writeFileSync(DICTIONARY_FILE, text);
-    process.stdout.write(`wrote ${DICTIONARY_FILE}\n`);
+    writePrivacyDoc(false);
+    process.stdout.write(`wrote ${DICTIONARY_FILE} and the personal columns in docs/privacy.md\n`);
   }
 }

@@ -66,6 +66,7 @@ function addSecrets(redactor: Redactor, config: Config): void {
   for (const s of config.sources) {
     if (s.kind === 'pro') redactor.add(s.token);
     else redactor.add(s.apikey, s.password, basicValue(s.username, s.password));
+    if (s.privacy?.key) redactor.add(s.privacy.key);
   }
   redactor.add(config.statusToken);
   for (const url of [config.databaseUrl, config.redisUrl]) {

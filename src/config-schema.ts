@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import { DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_RETRY, type CredentialNames } from './api/http.ts';
 import type { LogFormat } from './log-format.ts';
+import type { PrivacySettings } from './privacy/settings.ts';
 import { budgetValue, type ScheduleSettings, type ServeSettings } from './scheduler/settings.ts';
 import { strictObject } from './strict-schema.ts';
 import { isValidTimeZone } from './time.ts';
@@ -80,6 +81,18 @@ const retry = strictObject({
 const tableColumns = z.record(z.string(), z.string().min(1, 'name the raw field to read')).default({});
 /** Tables that keep `<table>_history` versions (history mode). */
 const historyTables = z.array(z.string()).default([]);
+/**
+ * Column policies (src/privacy/settings.ts): at the top level for every
+ * source, and per source over the top level's. Names and policies are checked
+ * against the streams at start-up (src/sync/privacy.ts).
+ */
+const privacy = strictObject({
+  key: secret.optional(),
+  columns: z
+    .union([z.string(), z.record(z.string(), z.string())], { error: 'write a map of columns to policies, or "personal:<policy>"' })
+    .optional(),
+  raw: z.enum(['all', 'declared']).optional(),
+}).optional();
 
 const restFields = {
   name: sourceName,
@@ -112,6 +125,7 @@ const restFields = {
   fullRefresh: z.array(z.string()).default([]),
   columns: tableColumns,
   history: historyTables,
+  privacy,
   appointments: strictObject({
     /** First appointment date to read (YYYY-MM-DD). */
     historyStart: z.iso.date().default('2000-01-01'),
@@ -167,6 +181,7 @@ const proSource = strictObject({
   streams: z.array(z.string()).optional(),
   columns: tableColumns,
   history: historyTables,
+  privacy,
   appointments: strictObject({
     /**
      * Between full sweeps only patients that are new or changed are re-read;
@@ -209,6 +224,7 @@ export type RetentionSettings = z.infer<typeof retentionSchema>;
 export const fileSchema = strictObject({
   databaseUrl: z.string().optional(),
   retention: retentionSchema,
+  privacy,
   sources: z.array(sourceSchema).default([]),
   // Parsed by their own modules (src/scheduler/settings.ts, src/webhooks/settings.ts), strictly too.
   schedules: z.unknown().optional(),
@@ -218,8 +234,10 @@ export const fileSchema = strictObject({
 
 export type SecretKey = 'apikey' | 'password' | 'token';
 /** Secrets are read from the environment or their files and budgets turned into requests a day at load time. */
-type Resolved<T> = Omit<{ [K in keyof T]: K extends SecretKey ? string : T[K] }, 'budget'> & {
+type Resolved<T> = Omit<{ [K in keyof T]: K extends SecretKey ? string : T[K] }, 'budget' | 'privacy'> & {
   budget: number;
+  /** Column policies, the top level's and the source's own together, the key read (src/privacy/settings.ts); none when absent. */
+  privacy?: PrivacySettings;
   /** Where each credential was configured, in an operator's words, for messages after a 401. */
   credentialNames?: CredentialNames;
 };

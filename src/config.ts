@@ -16,7 +16,9 @@ import { dirname, resolve } from 'node:path';
 import type { z } from 'zod';
 import { ConfigError, PmsyncError } from './errors.ts';
 import type { CredentialNames } from './api/http.ts';
-import { checkTableSettings } from './sync/table-settings.ts';
+import { checkTableSettings, tableStreams } from './sync/table-settings.ts';
+import { checkPrivacyColumns, checkSourcePrivacy, keyProblem } from './sync/privacy.ts';
+import { mergePrivacy, parseColumns, type PrivacySection } from './privacy/settings.ts';
 import { parseServeSettings, resolveBudget } from './scheduler/settings.ts';
 import { parseWebhookSettings } from './webhooks/settings.ts';
 import { suggestion, validNames } from './strict-schema.ts';
@@ -124,6 +126,19 @@ export function loadConfig(options: LoadOptions = {}): Config {
     else problems.push(...envProblems(fromEnv.error.issues, env));
   }
 
+  // Column policies: the top-level section checked once against every kind's tables, each source's against its own.
+  const top = readPrivacy(fileInput, 'privacy', secrets, problems);
+  if (top) problems.push(...checkPrivacyColumns(top.section.columns, `${configFile ?? 'config'}: privacy`));
+  const ownPrivacy = new Map<SourceConfig, PrivacySection>();
+  for (const s of sources) {
+    const entry = entryOf.get(s);
+    const entries = (fileInput as { sources?: unknown[] } | null)?.sources;
+    const own = entry === undefined ? undefined : readPrivacy(entries?.[entry], `sources[${entry}].privacy`, secrets, problems);
+    if (own) ownPrivacy.set(s, own.section);
+    if (top || own) s.privacy = mergePrivacy(top?.section, own?.section, own?.key ?? top?.key ?? null);
+    else delete s.privacy;
+  }
+
   const declared = declaredSources(fileInput, sources);
   problems.push(...resourceProblems(declared, configFile ?? 'config'));
   problems.push(...overrideProblems(rawOverrides(fileInput), declared, configFile ?? 'config'));
@@ -140,6 +155,9 @@ export function loadConfig(options: LoadOptions = {}): Config {
     resolveSourceBudget(s, schedules.budget);
     problems.push(...checkSource(s, entryOf.has(s) ? FILE_OPT_IN : ENV_OPT_IN).map((p) => `${where}: ${p}`));
     problems.push(...checkTableSettings(s).map((p) => `${where}: ${p}`));
+    const own = ownPrivacy.get(s);
+    if (own) problems.push(...checkPrivacyColumns(own.columns, 'privacy', tableStreams(s)).map((p) => `${where}: ${p}`));
+    problems.push(...checkSourcePrivacy(s, tableStreams(s)).map((p) => `${where}: ${p}`));
   });
   const sameAccount = sameAccountPairs(sources);
   problems.push(...sameAccount.map((pair) => describeSameAccount(pair, whereOf)));
@@ -551,15 +569,53 @@ function resolveSecrets(source: Record<string, unknown>, where: string, lookup: 
   for (const key of ['apikey', 'password', 'token']) {
     const v = out[key];
     if (!v || typeof v !== 'object') continue;
-    if ('env' in v && typeof v.env === 'string') {
-      const value = lookup.env[v.env];
-      if (!value) problems.push(`${where}.${key}: environment variable ${v.env} is not set (it holds ${SECRET_WHAT[key]})`);
-      out[key] = value ?? '';
-    } else if ('file' in v && typeof v.file === 'string') {
-      out[key] = readSecretFile(resolve(lookup.dir, v.file), `${where}.${key}`, SECRET_WHAT[key]!, problems);
-    }
+    out[key] = resolveSecret(v, `${where}.${key}`, SECRET_WHAT[key]!, lookup, problems) ?? v;
   }
   return out;
+}
+
+/** The value of a `{ "env" }` or `{ "file" }` secret ('' with a problem when it cannot be read); undefined for any other shape. */
+function resolveSecret(v: object, where: string, what: string, lookup: SecretLookup, problems: string[]): string | undefined {
+  if ('env' in v && typeof v.env === 'string') {
+    const value = lookup.env[v.env];
+    if (!value) problems.push(`${where}: environment variable ${v.env} is not set (it holds ${what})`);
+    return value ?? '';
+  }
+  if ('file' in v && typeof v.file === 'string') return readSecretFile(resolve(lookup.dir, v.file), where, what, problems);
+  return undefined;
+}
+
+const HASH_KEY_WHAT = 'the secret key column policies hash with';
+
+/**
+ * A `privacy` section as written (top level or a source's), its key read like
+ * every secret. Read from the raw input, so a file failing its schema
+ * elsewhere is still checked here; shapes the schema refuses are skipped.
+ */
+function readPrivacy(
+  container: unknown,
+  where: string,
+  lookup: SecretLookup,
+  problems: string[],
+): { section: PrivacySection; key: string | null } | undefined {
+  const v = container !== null && typeof container === 'object' ? (container as { privacy?: unknown }).privacy : undefined;
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) return undefined;
+  const p = v as { key?: unknown; columns?: unknown; raw?: unknown };
+  const columns =
+    typeof p.columns === 'string' ||
+    (p.columns !== null && typeof p.columns === 'object' && Object.values(p.columns).every((x) => typeof x === 'string'))
+      ? (p.columns as string | Record<string, string>)
+      : undefined;
+  const section = parseColumns(columns, where, problems);
+  if (p.raw === 'all' || p.raw === 'declared') section.raw = p.raw;
+  let key: string | null = null;
+  if (typeof p.key === 'string') key = p.key;
+  else if (p.key !== null && typeof p.key === 'object') key = resolveSecret(p.key, `${where}.key`, HASH_KEY_WHAT, lookup, problems) ?? null;
+  if (key) {
+    const short = keyProblem(key, `${where}.key`);
+    if (short) problems.push(short);
+  }
+  return { section, key: key || null };
 }
 
 /**
@@ -595,15 +651,21 @@ function readSecretFile(path: string, where: string, what: string, problems: str
  */
 export function secretFiles(fileInput: unknown, configFile: string): string[] {
   const entries = (fileInput as { sources?: unknown } | null)?.sources;
-  if (!Array.isArray(entries)) return [];
   const dir = dirname(resolve(configFile));
   const out: string[] = [];
+  const add = (v: unknown) => {
+    if (v && typeof v === 'object' && 'file' in v && typeof v.file === 'string') out.push(resolve(dir, v.file));
+  };
+  const privacyKey = (container: unknown) => {
+    const p = container && typeof container === 'object' ? (container as { privacy?: unknown }).privacy : undefined;
+    if (p && typeof p === 'object') add((p as { key?: unknown }).key);
+  };
+  privacyKey(fileInput);
+  if (!Array.isArray(entries)) return out;
   for (const entry of entries) {
     if (!entry || typeof entry !== 'object') continue;
-    for (const key of ['apikey', 'password', 'token']) {
-      const v = (entry as Record<string, unknown>)[key];
-      if (v && typeof v === 'object' && 'file' in v && typeof v.file === 'string') out.push(resolve(dir, v.file));
-    }
+    for (const key of ['apikey', 'password', 'token']) add((entry as Record<string, unknown>)[key]);
+    privacyKey(entry);
   }
   return out;
 }

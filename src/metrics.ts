@@ -353,7 +353,7 @@ export class Metrics {
 
   /**
    * Adds the schema-drift gauge: findings per source, table and kind
-   * (unmapped_field, empty_column, disappeared_field, type_changed), read from
+   * (unmapped_field, personal_field, empty_column, disappeared_field, type_changed), read from
    * pmsync.schema_drift when scraped, so every replica reports the same.
    */
   watchDrift(

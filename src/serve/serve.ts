@@ -16,6 +16,7 @@
  * the settings it started with; one of a removed source stops at its next
  * page boundary, its checkpoint saved.
  */
+import { applyPolicies } from '../sync/privacy-policies.ts';
 import { describePurge, purgeRetention } from '../sync/retention.ts';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -87,6 +88,8 @@ export async function startServe(app: App, config: Config, options: ServeOptions
   const serveSettings = config.serve;
   const log = app.logger.child({ component: 'serve' });
   if (app.config !== config) app.applyConfig(config);
+  // Before any run or refresh writes: stored data follows a stricter column policy, a looser one is said.
+  await applyPolicies(app.pool, app.logger, config.sources);
   const current = () => app.config;
   const dispatcher = await openDispatcher(app.databaseUrl, app.logger, { heartbeatSeconds: serveSettings.runHeartbeatSeconds });
   let scheduler: Scheduler;
@@ -221,6 +224,12 @@ export async function startServe(app: App, config: Config, options: ServeOptions
             if (await liftSourcePause(app.pool, s.name))
               log.info({ source: s.name }, 'its connection settings changed: its pause ends and its next run tries them');
           }
+          // A source whose column policies or remaps changed: a stricter policy reaches what is stored now, not at its tables' next runs.
+          const privacyChanged = next.sources.filter((s) => {
+            const before = was.sources.find((x) => x.name === s.name);
+            return before && changedSettings(before, s).some((k) => k === 'privacy' || k === 'columns');
+          });
+          if (privacyChanged.length > 0) await applyPolicies(app.pool, app.logger, privacyChanged, 'run');
           for (const [name, stop] of removal) {
             if (next.sources.some((s) => s.name === name)) continue;
             const going = [...running].filter((key) => key.startsWith(`${name}/`));

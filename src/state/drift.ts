@@ -7,7 +7,15 @@
  */
 import { withTransaction, type Pool, type Queryable } from '../db/pool.ts';
 import type { Logger } from '../log.ts';
-import { driftReport, mergeObservation, type ColumnState, type DriftObserver, type FieldState, type Finding } from '../sync/drift.ts';
+import {
+  driftReport,
+  mergeObservation,
+  type ColumnState,
+  type DriftObserver,
+  type DriftPrivacy,
+  type FieldState,
+  type Finding,
+} from '../sync/drift.ts';
 import { effectiveFields, type TableSettings } from '../sync/table-settings.ts';
 import type { StreamBase } from '../sync/types.ts';
 
@@ -29,6 +37,10 @@ interface FieldRow {
   last_present: number;
   last_non_null: number;
   seen_share: number;
+}
+
+function driftPrivacy(settings: TableSettings): DriftPrivacy {
+  return { named: settings.privacy?.named ?? [], declaredOnly: (settings.privacy?.declared ?? null) !== null };
 }
 
 async function loadFields(db: Queryable, source: string, table: string): Promise<FieldState[]> {
@@ -96,7 +108,7 @@ async function refreshFindings(
   columns: ColumnState[],
 ): Promise<Finding[]> {
   const table = t.stream.table.name;
-  const findings = driftReport(t.source, t.stream, effectiveFields(t.stream, t.settings), fields, columns);
+  const findings = driftReport(t.source, t.stream, effectiveFields(t.stream, t.settings), fields, columns, driftPrivacy(t.settings));
   const before = await db.query<{ kind: string; subject: string; signature: string; detail: string }>(
     'SELECT kind, subject, signature, detail FROM pmsync.schema_drift WHERE source = $1 AND table_name = $2',
     [t.source, table],
@@ -183,7 +195,14 @@ export async function acceptDrift(pool: Pool, log: Logger, t: DriftTable): Promi
   return withTransaction(pool, async (tx) => {
     await lockTable(tx, t.source, table);
     const fields = await loadFields(tx, t.source, table);
-    const report = driftReport(t.source, t.stream, effectiveFields(t.stream, t.settings), fields, await loadColumns(tx, t.source, table));
+    const report = driftReport(
+      t.source,
+      t.stream,
+      effectiveFields(t.stream, t.settings),
+      fields,
+      await loadColumns(tx, t.source, table),
+      driftPrivacy(t.settings),
+    );
     const gone = report.filter((f) => f.kind === 'disappeared_field').map((f) => f.subject);
     await tx.query('DELETE FROM pmsync.raw_fields WHERE source = $1 AND table_name = $2 AND field = ANY($3::text[])', [
       t.source,
@@ -202,22 +221,40 @@ export interface StoredFinding {
   table: string;
   kind: string;
   subject: string;
+  /** What the finding says without counts (for an unmapped field: whether raw keeps it). */
+  signature: string;
   detail: string;
   since: string;
 }
 
 /** The current report of some sources, for `status`. */
 export async function driftFindings(db: Queryable, sources: string[]): Promise<Map<string, StoredFinding[]>> {
-  const res = await db.query<{ source: string; table_name: string; kind: string; subject: string; detail: string; first_seen_at: Date }>(
-    `SELECT source, table_name, kind, subject, detail, first_seen_at FROM pmsync.schema_drift WHERE source = ANY($1::text[])
-     ORDER BY source, table_name, CASE kind WHEN 'empty_column' THEN 0 WHEN 'disappeared_field' THEN 1 WHEN 'type_changed' THEN 2 ELSE 3 END, subject`,
+  const res = await db.query<{
+    source: string;
+    table_name: string;
+    kind: string;
+    subject: string;
+    signature: string;
+    detail: string;
+    first_seen_at: Date;
+  }>(
+    `SELECT source, table_name, kind, subject, signature, detail, first_seen_at FROM pmsync.schema_drift WHERE source = ANY($1::text[])
+     ORDER BY source, table_name,
+       CASE kind WHEN 'personal_field' THEN 0 WHEN 'empty_column' THEN 1 WHEN 'disappeared_field' THEN 2 WHEN 'type_changed' THEN 3 ELSE 4 END, subject`,
     [sources],
   );
   const out = new Map<string, StoredFinding[]>();
   for (const r of res.rows) {
     const key = `${r.source}/${r.table_name}`;
     const list = out.get(key) ?? [];
-    list.push({ table: r.table_name, kind: r.kind, subject: r.subject, detail: r.detail, since: r.first_seen_at.toISOString() });
+    list.push({
+      table: r.table_name,
+      kind: r.kind,
+      subject: r.subject,
+      signature: r.signature,
+      detail: r.detail,
+      since: r.first_seen_at.toISOString(),
+    });
     out.set(key, list);
   }
   return out;

@@ -1,10 +1,13 @@
 /**
  * The column vocabulary of stream files: each typed column of a resource table
  * is declared once, as its name, its kind and the raw field it is read from
- * (`first_name: text('FirstName')`). From these declarations the stream gets
- * its raw zod schema, its mapper, its `fields` (drift reports, per-source
- * column overrides) and its table's column types; `npm run tables` writes the
- * Prisma models and the migrations from the same declarations.
+ * (`first_name: text('FirstName')`), and whether it holds personal data
+ * (`email: text('Email', { personal: 'email' })`). From these declarations the
+ * stream gets its raw zod schema, its mapper, its `fields` (drift reports,
+ * per-source column overrides), its table's column types and what column
+ * policies may apply where (src/sync/privacy.ts); `npm run tables` writes the
+ * Prisma models and the migrations from the same declarations, and
+ * docs/privacy.md lists the personal columns from them.
  */
 import { z } from 'zod';
 import {
@@ -22,7 +25,8 @@ import {
   toTimestamp,
 } from '../mappers/common.ts';
 import { optProId, proId as proIdSchema } from '../mappers/pro/common.ts';
-import type { ColumnType, ManagedColumn, MappedRow, TableDef } from './types.ts';
+import type { PersonalKind } from '../privacy/rules.ts';
+import type { ColumnFacts, ColumnType, ManagedColumn, MappedRow, TableDef } from './types.ts';
 
 type RawRecord = Record<string, unknown>;
 
@@ -37,6 +41,11 @@ export interface Column {
    */
   field?: string;
   value: (record: RawRecord) => unknown;
+  /** Raw paths the value comes from (dotted for nested fields): where the column's policy applies in raw. */
+  reads: string[];
+  /** What personal data the column holds, if it holds any. */
+  personal?: PersonalKind;
+  filledByRequest?: boolean;
 }
 
 export interface ColumnOptions {
@@ -46,6 +55,12 @@ export interface ColumnOptions {
    * and the column cannot be remapped.
    */
   filledByRequest?: boolean;
+  /**
+   * The column holds personal data of this kind: `"columns": "personal:hash"`
+   * reaches it, the docs mark it, and its values are normalised for hashing
+   * as the kind says (emails lower-cased, phones reduced to digits).
+   */
+  personal?: PersonalKind;
 }
 
 function fieldColumn(
@@ -55,8 +70,10 @@ function fieldColumn(
   field: string,
   options: ColumnOptions = {},
 ): Column {
-  const column: Column = { type, raw: { [field]: schema }, value: (r) => convert(r[field] as never) };
+  const column: Column = { type, raw: { [field]: schema }, value: (r) => convert(r[field] as never), reads: [field] };
   if (!options.filledByRequest) column.field = field;
+  else column.filledByRequest = true;
+  if (options.personal) column.personal = options.personal;
   return column;
 }
 
@@ -78,13 +95,22 @@ export const integer = (field: string, options?: ColumnOptions) => fieldColumn('
 export const jsonb = (field: string, schema: z.ZodType, options?: ColumnOptions) =>
   fieldColumn('jsonb', schema.nullish(), orNull, field, options);
 
+export interface ComputedOptions {
+  /** The raw paths the value is taken from (`patient.firstName`), where the column's policy applies in raw. */
+  reads: string[];
+  personal?: PersonalKind;
+}
+
 /**
  * The escape hatch: a column computed from the whole (validated) record, e.g.
  * from a nested object. The raw fields it reads are declared by the stream
- * (`raw`) so that several computed columns can share them.
+ * (`raw`) so that several computed columns can share them; `reads` names the
+ * paths its value comes from, so a policy on the column reaches them.
  */
-export function computed<R>(type: ColumnType, value: (record: R) => unknown): Column {
-  return { type, raw: {}, value: value as unknown as (record: RawRecord) => unknown };
+export function computed<R>(type: ColumnType, value: (record: R) => unknown, options: ComputedOptions): Column {
+  const column: Column = { type, raw: {}, value: value as unknown as (record: RawRecord) => unknown, reads: options.reads };
+  if (options.personal) column.personal = options.personal;
+  return column;
 }
 
 export interface ColumnsDef {
@@ -107,6 +133,7 @@ export interface Derived {
   map: (raw: RawRecord) => MappedRow;
   fields: Record<string, string>;
   table: TableDef;
+  columnFacts: Record<string, ColumnFacts>;
 }
 
 /** The kind-specific parts: how the id is validated and stored, and whether records carry ModifiedOn. */
@@ -124,6 +151,8 @@ export function deriveColumns(def: ColumnsDef, kind: IdentityKind): Derived {
   const shape: Record<string, z.ZodType> = { [def.idField]: kind.idSchema, ...def.raw };
   const fields: Record<string, string> = {};
   const types: Record<string, ColumnType> = {};
+  const facts: Record<string, ColumnFacts> = {};
+  const personal: Record<string, PersonalKind> = {};
   const columns = Object.entries(def.table.columns);
   for (const [name, column] of columns) {
     for (const [field, schema] of Object.entries(column.raw)) {
@@ -132,6 +161,13 @@ export function deriveColumns(def: ColumnsDef, kind: IdentityKind): Derived {
     }
     if (column.field !== undefined) fields[name] = column.field;
     types[name] = column.type;
+    facts[name] = {
+      type: column.type,
+      reads: column.reads,
+      ...(column.personal ? { personal: column.personal } : {}),
+      ...(column.filledByRequest ? { filledByRequest: true } : {}),
+    };
+    if (column.personal) personal[name] = column.personal;
   }
   if (kind.modifiedOn) shape.ModifiedOn = optDateTime;
   const idField = def.idField;
@@ -147,5 +183,6 @@ export function deriveColumns(def: ColumnsDef, kind: IdentityKind): Derived {
   const table: TableDef = { name: def.table.name, idType: kind.idType, columns: types };
   if (def.table.indexes) table.indexes = def.table.indexes;
   if (def.table.managed) table.managed = def.table.managed;
-  return { raw: z.looseObject(shape), map, fields, table };
+  if (Object.keys(personal).length > 0) table.personal = personal;
+  return { raw: z.looseObject(shape), map, fields, table, columnFacts: facts };
 }

@@ -12,7 +12,11 @@
  * observation is merged into the table's stored state (src/state/drift.ts)
  * and the report is recomputed from that state. Findings, per table:
  *
- * - unmapped_field: a field in raw that no typed column reads (kept in raw only);
+ * - unmapped_field: a field in raw that no typed column reads (kept in raw
+ *   only, or not kept at all when raw keeps only declared fields);
+ * - personal_field: such a field whose name looks like personal data (a
+ *   name, an email, a phone, a birth date, an address, notes...) that no
+ *   column policy names yet: someone should decide what becomes of it;
  * - empty_column: a typed column null in every recent row while raw has a
  *   field whose name resembles it (the likely fix: a `columns` override);
  * - disappeared_field: a field no recent record had;
@@ -27,7 +31,7 @@ import type { ColumnType, StreamBase } from './types.ts';
 export const RECENT_RECORDS = 20;
 
 export type JsonType = 'string' | 'number' | 'boolean' | 'object' | 'array' | 'null';
-export type DriftKind = 'unmapped_field' | 'empty_column' | 'disappeared_field' | 'type_changed';
+export type DriftKind = 'unmapped_field' | 'personal_field' | 'empty_column' | 'disappeared_field' | 'type_changed';
 
 export function jsonType(value: unknown): JsonType {
   if (value === null) return 'null';
@@ -226,6 +230,67 @@ export function sharedWords(candidate: string, column: string, defaultField: str
 
 const typesText = (types: string[]) => (types.length > 0 ? types.join(' or ') : 'null only');
 
+/** Words of a field name that suggest personal data, by what they suggest. */
+const PERSONAL_WORDS: Record<string, string[]> = {
+  name: ['firstname', 'lastname', 'fullname', 'surname', 'nickname', 'maiden'],
+  contact: ['email', 'mail', 'phone', 'mobile', 'cell', 'tel', 'telephone', 'fax', 'contact'],
+  'birth date': ['birth', 'birthday', 'birthdate', 'dob', 'born', 'age'],
+  address: ['address', 'addr', 'street', 'city', 'zip', 'zipcode', 'postal', 'postcode'],
+  identifier: ['ssn', 'social', 'passport', 'license', 'licence', 'insurance', 'medicare', 'medicaid', 'mrn', 'national'],
+  'health or free text': [
+    'note',
+    'notes',
+    'comment',
+    'comments',
+    'diagnosis',
+    'allergy',
+    'allergies',
+    'medication',
+    'condition',
+    'symptom',
+    'symptoms',
+  ],
+  demographic: ['gender', 'sex', 'ethnicity', 'race'],
+  'related person': ['emergency', 'guardian', 'spouse', 'parent', 'relative'],
+};
+
+/** Words that make a "name" a person's (`GuardianName`, `FirstName`), where `Name` alone may be a company's. */
+const PERSON_WORDS = [
+  'first',
+  'last',
+  'full',
+  'given',
+  'family',
+  'middle',
+  'nick',
+  'patient',
+  'customer',
+  'client',
+  'person',
+  'member',
+  'owner',
+];
+
+/**
+ * What a field name suggests it holds when that looks like personal data
+ * (`HomePhone`: "contact"), else null. A bare `Name` counts only in a table
+ * that holds personal data.
+ */
+export function personalLooking(field: string, personalTable = false): string | null {
+  const words = nameWords(field);
+  for (const [what, list] of Object.entries(PERSONAL_WORDS)) if (words.some((w) => list.includes(w))) return what;
+  if (words.includes('name') && (personalTable || words.some((w) => PERSON_WORDS.includes(w)))) return 'name';
+  return null;
+}
+
+/** What the table's column policies say about raw fields no column reads. */
+export interface DriftPrivacy {
+  /** Raw fields a policy names (`<table>.raw.<field>`): reviewed, whatever the policy. */
+  named: string[];
+  /** Raw keeps only declared fields: an unmapped field is not stored. */
+  declaredOnly: boolean;
+}
+
 /** The findings for one table, from its stored state (pure). */
 export function driftReport(
   source: string,
@@ -233,6 +298,7 @@ export function driftReport(
   effective: Record<string, string>,
   fields: FieldState[],
   columns: ColumnState[],
+  privacy: DriftPrivacy = { named: [], declaredOnly: false },
 ): Finding[] {
   const table = stream.table.name;
   const overridden = new Set(
@@ -265,12 +331,28 @@ export function driftReport(
       });
     }
     if (!known.has(f.field) && f.lastPresent > 0) {
-      findings.push({
-        kind: 'unmapped_field',
-        subject: f.field,
-        signature: 'unmapped',
-        detail: `${f.field} (${typesText(f.lastTypes)}) is kept in raw only: no typed column reads it`,
-      });
+      const looks = privacy.named.includes(f.field) ? null : personalLooking(f.field, stream.table.personal !== undefined);
+      const name = `"${table}.raw.${f.field}"`;
+      if (looks) {
+        findings.push({
+          kind: 'personal_field',
+          subject: f.field,
+          signature: privacy.declaredOnly ? 'not kept' : 'kept',
+          detail: privacy.declaredOnly
+            ? `${f.field} (${typesText(f.lastTypes)}) looks like personal data (${looks}); raw keeps declared fields only, so it is not stored. To keep it, name it in the source's privacy columns as ${name} with "hash", "drop", "keep" or another policy`
+            : `${f.field} (${typesText(f.lastTypes)}) looks like personal data (${looks}) and is stored in raw as received: no typed column reads it and no policy names it. Decide what becomes of it in the source's privacy columns: ${name}: "drop", "hash" or "keep" (or set "raw": "declared")`,
+        });
+      } else {
+        findings.push({
+          kind: 'unmapped_field',
+          subject: f.field,
+          signature: privacy.declaredOnly && !privacy.named.includes(f.field) ? 'not kept' : 'unmapped',
+          detail:
+            privacy.declaredOnly && !privacy.named.includes(f.field)
+              ? `${f.field} (${typesText(f.lastTypes)}) is not stored: no typed column reads it and raw keeps declared fields only`
+              : `${f.field} (${typesText(f.lastTypes)}) is kept in raw only: no typed column reads it`,
+        });
+      }
     }
   }
 
@@ -298,6 +380,6 @@ export function driftReport(
         `if that is the value, set "columns": { "${table}.${c.column}": "${best.field}" } for source ${source}, then run pmsync repopulate --source ${source} --table ${table}`,
     });
   }
-  const order: DriftKind[] = ['empty_column', 'disappeared_field', 'type_changed', 'unmapped_field'];
+  const order: DriftKind[] = ['personal_field', 'empty_column', 'disappeared_field', 'type_changed', 'unmapped_field'];
   return findings.sort((a, b) => order.indexOf(a.kind) - order.indexOf(b.kind) || a.subject.localeCompare(b.subject));
 }

@@ -1,9 +1,10 @@
 /**
- * Turning one fetched page into stored rows: validate and map every record
- * (through the source's column overrides), set aside the ones that fail, and
- * write the rest with one upsert, plus their history versions when the table
- * keeps history. The caller runs this inside the transaction that also saves
- * the checkpoint.
+ * Turning one fetched page into stored rows: apply the source's column
+ * policies to every record first (so every copy below is the transformed
+ * one), validate and map it (through the source's column overrides), set
+ * aside the ones that fail, and write the rest with one upsert, plus their
+ * history versions when the table keeps history. The caller runs this inside
+ * the transaction that also saves the checkpoint.
  */
 import type { SourceConfig } from '../config-schema.ts';
 import { buildHistoryWrite, syncHistoryState } from '../db/history.ts';
@@ -13,8 +14,12 @@ import { upsertPage, type UpsertMeta, type UpsertOutcome } from '../db/upsert.ts
 import type { Logger } from '../log.ts';
 import { describeIssues } from '../mappers/common.ts';
 import type { ChangeTally } from '../state/change-model.ts';
+import { transformRecord, isOpen, type RecordPolicy } from '../privacy/record.ts';
+import { OPEN_STORED } from '../privacy/stored.ts';
+import { assertPolicy } from '../state/privacy-policies.ts';
 import { clearQuarantine, quarantine, type Rejected } from '../state/quarantine.ts';
 import type { DriftObserver } from './drift.ts';
+import { applyPolicy } from './privacy-policies.ts';
 import { DEFAULT_SETTINGS, remap, settingsFor, type ColumnOverride, type TableSettings } from './table-settings.ts';
 import type { MappedRow, PageTotals, StreamBase, TableDef } from './types.ts';
 
@@ -36,7 +41,12 @@ export interface ValidateOptions {
   overrides?: ColumnOverride[];
   /** Notes the fields and filled columns of every record, for the schema-drift report. */
   observer?: DriftObserver;
+  /** The column policies, applied to each record before anything else reads it. */
+  privacy?: RecordPolicy;
 }
+
+/** Why a record that is not a JSON object is set aside without its content when policies apply. */
+export const NOT_AN_OBJECT = 'not a JSON object: set aside without its content, as column policies cannot apply to it';
 
 export function validateRecords(
   stream: StreamBase,
@@ -44,17 +54,27 @@ export function validateRecords(
   idOf: (raw: unknown) => string | null,
   options: ValidateOptions = {},
 ): { good: ValidRow[]; rejected: Rejected[] } {
-  const { fromRequest, overrides = [], observer } = options;
+  const { fromRequest, overrides = [], observer, privacy } = options;
+  const transform = privacy && !isOpen(privacy) ? privacy : null;
   const good: ValidRow[] = [];
   const rejected: Rejected[] = [];
-  for (const [index, raw] of records.entries()) {
+  for (const [index, received] of records.entries()) {
+    let raw = received;
+    if (transform) {
+      if (received === null || typeof received !== 'object' || Array.isArray(received)) {
+        rejected.push({ recordId: null, raw: {}, reason: NOT_AN_OBJECT });
+        continue;
+      }
+      raw = transformRecord(transform, received as Record<string, unknown>);
+    }
     // Checked first: such a record cannot be stored, not even its raw copy, and would fail the page's statement.
     const unstorable = unstorableReason(raw);
     if (unstorable) {
       rejected.push({ recordId: idOf(raw), raw, reason: unstorable });
       continue;
     }
-    observer?.record(raw);
+    // Field names and JSON types only: the drift report also sees the fields raw does not keep.
+    observer?.record(received);
     const parsed = stream.raw.safeParse(remap(raw, overrides));
     if (!parsed.success) {
       rejected.push({ recordId: idOf(raw), raw, reason: describeIssues(parsed.error) });
@@ -106,10 +126,13 @@ export interface WriteOptions {
 
 export async function writePage(tx: Queryable, stream: StreamBase, records: unknown[], options: WriteOptions): Promise<PageTotals> {
   const settings = options.settings ?? DEFAULT_SETTINGS;
+  // The policy this page is written under must be the stored one (held FOR SHARE until commit).
+  await assertPolicy(tx, options.source, stream.table.name, settings.privacy?.stored ?? OPEN_STORED);
   const { good, rejected } = validateRecords(stream, records, options.idOf, {
     fromRequest: options.fromRequest,
     overrides: settings.overrides,
     observer: options.observer,
+    privacy: settings.privacy,
   });
   const outcome = await upsertRows(
     tx,
@@ -156,11 +179,13 @@ export async function upsertRows(
 
 /**
  * The source's settings for a stream's table, read once per run before its
- * first page; brings the table's history in line when history was just
- * switched on (or forgets it when switched off).
+ * first page; brings what is stored in line with a stricter column policy,
+ * and the table's history in line when history was just switched on (or
+ * forgets it when switched off).
  */
 export async function prepareTable(pool: Pool, logger: Logger, source: SourceConfig, stream: StreamBase): Promise<TableSettings> {
   const settings = settingsFor(source, stream);
+  await applyPolicy(pool, logger, source, stream, settings, 'run');
   const copied = await withTransaction(pool, (tx) => syncHistoryState(tx, stream.table, source.name, settings.history));
   if (copied !== null)
     logger.info(

@@ -14,6 +14,7 @@ import { withTransaction } from '../db/pool.ts';
 import type { SyncContext } from './context.ts';
 import { idReader, writePage } from './page.ts';
 import { markRowsNotSeen } from '../db/rows.ts';
+import { applyPolicy } from './privacy-policies.ts';
 import { settingsFor } from './table-settings.ts';
 import type { RestStream } from './streams/rest.ts';
 import type { PageTotals } from './types.ts';
@@ -35,6 +36,7 @@ export async function refreshRecord(
   }
   const client = ctx.clientFor(source);
   const settings = settingsFor(source, stream);
+  await applyPolicy(ctx.pool, ctx.logger, source, stream, settings, 'run');
   let response;
   try {
     response = await client.get(stream.recordPath(id), {}, { purpose, signal: ctx.signal });

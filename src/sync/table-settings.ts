@@ -6,6 +6,7 @@
  * start-up against the stream registry; the page writer applies them.
  */
 import type { SourceConfig } from '../config-schema.ts';
+import { tablePolicy, type TablePolicy } from './privacy.ts';
 import { PRO_STREAMS, restStreamsFor } from './streams/index.ts';
 import type { ProFanOutStream, ProListStream } from './streams/pro/stream.ts';
 import type { StreamBase } from './types.ts';
@@ -22,6 +23,8 @@ export interface TableSettings {
   /** Keep `<table>_history` versions. */
   history: boolean;
   overrides: ColumnOverride[];
+  /** The column policies applied to every record before it is validated or stored (src/sync/privacy.ts); none when absent. */
+  privacy?: TablePolicy;
 }
 
 export const DEFAULT_SETTINGS: TableSettings = { history: false, overrides: [] };
@@ -41,7 +44,9 @@ export function settingsFor(source: SourceConfig, stream: StreamBase): TableSett
     const defaultField = stream.fields[column];
     if (key.slice(0, dot) === stream.table.name && defaultField !== undefined) overrides.push({ column, defaultField, field });
   }
-  return { history: source.history.includes(stream.table.name), overrides };
+  const settings: TableSettings = { history: source.history.includes(stream.table.name), overrides };
+  if (source.privacy) settings.privacy = tablePolicy(source, stream, overrides);
+  return settings;
 }
 
 /** Column to raw field, with the source's overrides applied. */

@@ -20,6 +20,7 @@
  * - quota day: the gateway key's daily request budget period.
  */
 import type { z } from 'zod';
+import type { PersonalKind } from '../privacy/rules.ts';
 
 /** A check whose window needs more pages than this is finished as a backfill (schedules.checkPages). */
 export const DEFAULT_CHECK_PAGES = 3;
@@ -40,12 +41,30 @@ export interface TableDef {
   indexes?: string[][];
   /** Columns pmsync keeps about a row that no record fills (not written by the page upsert, not in history). */
   managed?: Record<string, ManagedColumn>;
+  /** The typed columns holding personal data, with what they hold (marked in the docs). */
+  personal?: Record<string, PersonalKind>;
 }
 
 export interface ManagedColumn {
   type: ColumnType | 'timestamptz';
   /** Shown in docs/tables.md. */
   doc?: string;
+  /**
+   * Holds a copy of the row's content_hash (a "read at this version" mark):
+   * kept in step when a stricter column policy rewrites the row, so the
+   * rewrite alone does not make the row look changed.
+   */
+  copiesContentHash?: boolean;
+}
+
+/** What the column declarations say about one typed column, for column policies. */
+export interface ColumnFacts {
+  type: ColumnType;
+  /** Raw paths the value comes from, dotted for nested fields (`Email`, `patient.firstName`). */
+  reads: string[];
+  personal?: PersonalKind;
+  /** Filled from the request (a fan-out's key): no policy applies to it. */
+  filledByRequest?: boolean;
 }
 
 /** What a mapper returns for one raw record. */
@@ -71,6 +90,8 @@ export interface StreamBase<Raw extends Record<string, unknown> = Record<string,
    */
   fields: Record<string, string>;
   table: TableDef;
+  /** Per typed column: its raw paths and whether it holds personal data (src/sync/columns.ts). */
+  columnFacts: Record<string, ColumnFacts>;
 }
 
 /** Counts reported by one page upsert. */

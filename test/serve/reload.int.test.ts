@@ -2,7 +2,8 @@
  * A reloaded configuration inside one serve, ticked by hand against the
  * simulator and a real PostgreSQL and run queue: what the scheduler
  * dispatches, a run and a webhook refresh for a source another replica
- * learnt of first, a rotated secret file and a changed budget.
+ * learnt of first, a rotated secret file, a changed budget and changed
+ * column policies.
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -11,6 +12,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.ts';
 import type { Config } from '../../src/config-schema.ts';
 import { startServe, type RunningServe } from '../../src/serve/serve.ts';
+import { prepareTable } from '../../src/sync/page.ts';
+import employees from '../../src/sync/streams/core/employees.ts';
 import { mountWebhooks } from '../../src/serve/webhooks.ts';
 import { listDeadLetters, openRefreshQueue } from '../../src/webhooks/queue.ts';
 import { startSimulator, type Simulator } from '../../simulator/index.ts';
@@ -185,6 +188,33 @@ describe('a reloaded configuration in serve', () => {
         .sort(),
     ).toEqual(STREAMS);
     expect(app!.logs.join('\n')).not.toContain(ONE.password);
+  });
+
+  it('applies a stricter column policy to what is stored when the file changes, and refuses a looser one until a restart', async () => {
+    const r = rig();
+    const key = 'reload-hash-key-Rw4-Tq8-Yp2-Un6-Io3-Pa9';
+    r.write([entry('one', ONE)]);
+    const s = await start(r);
+    await tickAndDrain(s);
+    const emails = async () =>
+      (await db.pool.query<{ email: string }>(`SELECT email FROM employees WHERE source = 'one' ORDER BY id`)).rows.map((x) => x.email);
+    expect((await emails()).every((e) => e.includes('@'))).toBe(true);
+
+    r.write([entry('one', ONE, { privacy: { key, columns: { 'employees.email': 'hash' } } })]);
+    expect(await s.reload()).toBe('applied');
+    // At once, not at the table's next run.
+    expect((await emails()).every((e) => /^[0-9a-f]{64}$/.test(e))).toBe(true);
+    expect(app!.logs.filter((l) => l.includes('a stricter privacy policy was applied to what is stored of employees'))).toHaveLength(1);
+
+    r.write([entry('one', ONE)]);
+    expect(await s.reload()).toBe('applied');
+    expect(app!.logs.filter((l) => l.includes('a running process does not loosen a policy; restart pmsync to take it'))).toHaveLength(1);
+    // What a run of the table does first, with the configuration now in force.
+    await expect(prepareTable(app!.pool, app!.logger, app!.config.sources[0]!, employees)).rejects.toMatchObject({
+      code: 'CONFIG_INVALID',
+    });
+    expect((await emails()).every((e) => /^[0-9a-f]{64}$/.test(e))).toBe(true);
+    expect(app!.logs.join('\n')).not.toContain(key);
   });
 
   it('refreshes a record of a source this replica learns of when its refresh job arrives', async () => {

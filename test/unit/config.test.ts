@@ -268,6 +268,7 @@ describe('strict configuration', () => {
             fullRefresh: ['orders'],
             appointments: { historyStart: '2010-01-01', horizonDays: 30 },
             webhook: { tenantId: 't', secretGraceSeconds: 60 },
+            privacy: { columns: { 'customers.email': 'hash', 'customers.raw.Notes': 'drop' }, raw: 'declared' },
           },
           {
             ...pro,
@@ -280,8 +281,10 @@ describe('strict configuration', () => {
             appointments: { fullSweepHours: 12 },
             waitlistIds: [1],
             availability: { horizonDays: 7, minIntervalMinutes: 30 },
+            privacy: { columns: 'personal:drop' },
           },
         ],
+        privacy: { key: 'k'.repeat(32), columns: { personal: 'keep' }, raw: 'all' },
         schedules: {
           incremental: '*/5 * * * *',
           full: 'off',

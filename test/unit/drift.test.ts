@@ -8,6 +8,7 @@ import {
   driftReport,
   mergeObservation,
   nameWords,
+  personalLooking,
   RECENT_RECORDS,
   sharedWords,
   type ColumnState,
@@ -214,5 +215,38 @@ describe('the report', () => {
     );
     expect(report(orders, state).filter((f) => !f.startsWith('unmapped'))).toEqual([]);
     expect(state.fields.find((f) => f.field === 'Memo')).toMatchObject({ baselineTypes: ['string'], lastTypes: ['string'] });
+  });
+
+  it('flags a new field whose name looks like personal data until a policy names it, saying whether raw keeps it', () => {
+    expect(
+      ['HomePhone', 'GuardianName', 'date_of_birth', 'StreetAddress', 'ClinicalNotes', 'CreatedOn', 'Coupon'].map((f) =>
+        personalLooking(f),
+      ),
+    ).toEqual(['contact', 'related person', 'birth date', 'address', 'health or free text', null, null]);
+    expect(personalLooking('Name')).toBeNull();
+    expect([personalLooking('Name', true), personalLooking('PatientName'), personalLooking('first_name')]).toEqual([
+      'name',
+      'name',
+      'name',
+    ]);
+    const state = run(
+      orders,
+      many(5, (i) => ({ OrderId: `o${i}`, Total: 1, HomePhone: '555 0101', Coupon: 'X' })),
+    );
+    const kinds = (privacy?: { named: string[]; declaredOnly: boolean }) =>
+      driftReport('clinic', orders, orders.fields, state.fields, state.columns, privacy).map(
+        (f) => `${f.kind} ${f.subject} ${f.signature}`,
+      );
+    expect(kinds()).toEqual(['personal_field HomePhone kept', 'unmapped_field Coupon unmapped']);
+    const kept = driftReport('clinic', orders, orders.fields, state.fields, state.columns)[0]!;
+    expect(kept.detail).toContain('looks like personal data (contact) and is stored in raw as received');
+    expect(kept.detail).toContain('"orders.raw.HomePhone": "drop", "hash" or "keep"');
+    expect(JSON.stringify(kept)).not.toContain('555 0101');
+    expect(kinds({ named: [], declaredOnly: true })).toEqual(['personal_field HomePhone not kept', 'unmapped_field Coupon not kept']);
+    // Named by a policy (even keep): reviewed.
+    expect(kinds({ named: ['HomePhone'], declaredOnly: true })).toEqual([
+      'unmapped_field Coupon not kept',
+      'unmapped_field HomePhone unmapped',
+    ]);
   });
 });

@@ -54,6 +54,13 @@ describe('{ "file": ... } secrets', () => {
     expect(first).toMatchObject({ apikey: KEY, password: PASSWORD });
     expect(first.credentialNames).toMatchObject({ apikey: 'apikey (file apikey)', password: `password (file ${join(dir, 'password')})` });
     expect(secretFiles({ sources: [core('clinic', { apikey: { file: 'apikey' } })] }, file)).toEqual([join(dir, 'apikey')]);
+    // The column policies' hash keys, top level and per source, are watched too.
+    expect(
+      secretFiles(
+        { privacy: { key: { file: 'hash.key' } }, sources: [core('clinic', { privacy: { key: { file: '/run/clinic.key' } } })] },
+        file,
+      ),
+    ).toEqual([join(dir, 'hash.key'), '/run/clinic.key']);
 
     writeFileSync(join(dir, 'apikey'), 'rotated-key-1');
     expect(loadConfig({ configFile: file, env: {} }).sources[0]).toMatchObject({ apikey: 'rotated-key-1' });

@@ -9,8 +9,11 @@ export function describeDrift(findings: StoredFinding[], indent = '  '): string 
   const lines: string[] = [];
   for (const f of findings.filter((x) => x.kind !== 'unmapped_field'))
     lines.push(`${indent}${f.kind.replace('_', ' ')}: ${f.detail} (since ${f.since})`);
-  const rawOnly = findings.filter((x) => x.kind === 'unmapped_field').map((x) => x.subject);
+  const unmapped = findings.filter((x) => x.kind === 'unmapped_field');
+  const rawOnly = unmapped.filter((x) => x.signature !== 'not kept').map((x) => x.subject);
+  const notKept = unmapped.filter((x) => x.signature === 'not kept').map((x) => x.subject);
   if (rawOnly.length > 0) lines.push(`${indent}in raw only: ${rawOnly.join(', ')}`);
+  if (notKept.length > 0) lines.push(`${indent}not stored (raw keeps declared fields only): ${notKept.join(', ')}`);
   return lines.map((l) => `${l}\n`).join('');
 }
 

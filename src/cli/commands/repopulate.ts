@@ -3,6 +3,7 @@ import { findSource } from '../../config.ts';
 import { withTransaction } from '../../db/pool.ts';
 import { repopulateTable } from '../../db/repopulate.ts';
 import { refreshDrift } from '../../state/drift.ts';
+import { applyPolicies } from '../../sync/privacy-policies.ts';
 import { effectiveFields, settingsFor, tableStreams } from '../../sync/table-settings.ts';
 import { checkTableNames, configFrom, fail, requireSources, withApp } from '../shared.ts';
 
@@ -26,6 +27,7 @@ refuse become null. The schema-drift report of each table is refreshed.`,
         const sources = findSource(config, opts.source);
         checkTableNames(sources, opts.table);
         await withApp(config, async (app) => {
+          await applyPolicies(app.pool, app.logger, sources);
           for (const source of sources) {
             for (const stream of tableStreams(source).filter((s) => !opts.table || opts.table.includes(s.table.name))) {
               const settings = settingsFor(source, stream);

@@ -7,6 +7,7 @@ import { LockedError } from '../../state/locks.ts';
 import { loadState } from '../../state/checkpoints.ts';
 import { validNames } from '../../strict-schema.ts';
 import { zonedToUtc } from '../../time.ts';
+import { applyPolicies } from '../../sync/privacy-policies.ts';
 import { refreshRecord } from '../../sync/refresh.ts';
 import type { RunSummary } from '../../sync/run-scope.ts';
 import { resourceTablesFor, restStreamsFor } from '../../sync/streams/index.ts';
@@ -177,6 +178,7 @@ a date later than the cursor reads from the cursor. Exit codes as for "pmsync sy
         for (const source of sources) refuseForPro(source, resource, opts);
         const waitMs = (opts.wait ?? config.serve.lockWaitSeconds) * 1000;
         process.exitCode = await withApp(config, async (app, terminal) => {
+          await applyPolicies(app.pool, app.logger, sources);
           if (opts.id !== undefined) {
             if (sources.length > 1)
               throw new PmsyncError(

@@ -5,7 +5,7 @@ import { pagesLeft } from '../../api/pager.ts';
 import type { Config } from '../../config-schema.ts';
 import { readCheckpoints } from '../../state/checkpoints.ts';
 import { countQuarantined } from '../../state/quarantine.ts';
-import { lastRun } from '../../state/runs.ts';
+import { lastFullPass, lastRun } from '../../state/runs.ts';
 import { countRows } from '../../db/rows.ts';
 import { allowance } from '../../state/quota.ts';
 import { describePosition } from '../../sync/readers/pro-session.ts';
@@ -13,6 +13,9 @@ import { checkConnectivity } from '../../sync/source-kinds.ts';
 import { resourceTablesFor } from '../../sync/streams/index.ts';
 import { readBound, type CheckBound } from '../../sync/coverage.ts';
 import { lastPurge } from '../../state/retention.ts';
+import { pendingResyncs } from '../../state/privacy-policies.ts';
+import { readAgainAdvice } from '../../sync/privacy-policies.ts';
+import { tableStreams } from '../../sync/table-settings.ts';
 import { configFrom, fail, requireSources, withApp } from '../shared.ts';
 import { findSource } from '../../config.ts';
 import type { Scheduler, SourceView } from '../../scheduler/scheduler.ts';
@@ -551,6 +554,7 @@ export function statusCommand(): Command {
             printStatus(statuses, app.ctx.now());
             await printRefreshQueue(app, config);
             await printRetention(app, config);
+            await printPrivacyResyncs(app, config);
           }
           process.exitCode = checkExitCode(statuses);
         });
@@ -578,6 +582,21 @@ async function printRetention(app: App, config: Config): Promise<void> {
     ? `; last purge ${last.at.toISOString()} removed ${last.quarantine} quarantined, ${last.drift} drift, ${last.webhookEvents} webhook event, ${last.history} history row(s)`
     : '; nothing purged yet';
   process.stdout.write(`retention: ${kept}${removed}\n`);
+}
+
+/** Tables whose column policy was loosened and whose records are not read again yet (src/state/privacy-policies.ts). */
+async function printPrivacyResyncs(app: App, config: Config): Promise<void> {
+  for (const p of await pendingResyncs(app.pool)) {
+    const source = config.sources.find((s) => s.name === p.source);
+    const stream = source && tableStreams(source).find((s) => s.table.name === p.table);
+    if (!source || !stream) continue;
+    // A full pass since the change read them again (the next command that writes clears the note).
+    const full = await lastFullPass(app.pool, p.source, stream.resource);
+    if (full && full > new Date(p.needed.since)) continue;
+    process.stdout.write(
+      `privacy: ${p.source}/${p.table} holds records stored under a stricter policy since ${p.needed.since} (${p.needed.changes.join('; ')}): ${await readAgainAdvice(app.pool, source, stream)}\n`,
+    );
+  }
 }
 
 /** status --check over every source, a few at a time. */

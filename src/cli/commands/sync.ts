@@ -3,6 +3,7 @@ import { findSource } from '../../config.ts';
 import { type Config, type SourceConfig } from '../../config-schema.ts';
 import { EXIT, exitCodeFor, PmsyncError, QuotaExhaustedError } from '../../errors.ts';
 import { boundWarning, readBound, readStalls, type Stall } from '../../sync/coverage.ts';
+import { applyPolicies } from '../../sync/privacy-policies.ts';
 import { describePurge, purgeRetention } from '../../sync/retention.ts';
 import { syncSource, type SourceResult } from '../../sync/sync-source.ts';
 import { selectProStreams, selectRestStreams, unknownResources } from '../../sync/streams/index.ts';
@@ -33,6 +34,8 @@ export interface SyncOutcome {
  */
 export async function runSync(app: App, config: Config, opts: SyncCliOptions): Promise<SyncOutcome> {
   const sources = findSource(config, opts.source);
+  // Before any record is written: stored data follows a stricter column policy, a looser one is said.
+  await applyPolicies(app.pool, app.logger, sources);
   const results: SourceResult[] = [];
   const stalls = new Map<string, Stall[]>();
   let exitCode: number = EXIT.OK;

@@ -10,6 +10,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Command, InvalidArgumentError } from 'commander';
 import { ConfigError } from '../../errors.ts';
+import { applyPolicies } from '../../sync/privacy-policies.ts';
 import { WEBHOOK_PATH_PREFIX } from '../../webhooks/events.ts';
 import { configFrom, fail, requireSources, withApp } from '../shared.ts';
 
@@ -51,6 +52,7 @@ export function receiveCommand(): Command {
         // The receiver, the worker and their queue (pg-boss) load only when this command runs (src/cli/main.ts).
         const { describeWebhookMode, startWebhooks } = await import('../../webhooks/index.ts');
         await withApp(config, async (app) => {
+          await applyPolicies(app.pool, app.logger, config.sources);
           const webhooks = await startWebhooks(app, { worker: opts.worker, checkNotified: true });
           const server = createServer((req, res) => {
             if ((req.url ?? '').startsWith(WEBHOOK_PATH_PREFIX)) return webhooks.receiver.handler(req, res);

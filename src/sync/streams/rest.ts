@@ -28,6 +28,8 @@ export interface RestStream<Raw extends Record<string, unknown> = Record<string,
  * raw schema (the id, each column's field, ModifiedOn), the mapper, `fields`
  * and the table's column types are derived from the columns.
  */
-export function defineRestStream(def: Omit<RestStream, 'kind' | 'raw' | 'map' | 'fields' | 'table'> & ColumnsDef): RestStream {
+export function defineRestStream(
+  def: Omit<RestStream, 'kind' | 'raw' | 'map' | 'fields' | 'table' | 'columnFacts'> & ColumnsDef,
+): RestStream {
   return { kind: 'rest', ...def, ...deriveColumns(def, CORE_IDENTITY) };
 }

@@ -11,9 +11,9 @@ export default defineRestStream({
     name: 'employees',
     columns: {
       company_id: id('CompanyId'),
-      first_name: text('FirstName'),
-      last_name: text('LastName'),
-      email: text('Email'),
+      first_name: text('FirstName', { personal: 'name' }),
+      last_name: text('LastName', { personal: 'name' }),
+      email: text('Email', { personal: 'email' }),
       is_active: bool('IsActive'),
     },
   },

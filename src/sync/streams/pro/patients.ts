@@ -12,10 +12,16 @@ export default defineProList({
   idField: 'patientId',
   table: {
     name: 'pro_patients',
-    columns: { first_name: text('firstName'), last_name: text('lastName'), dob: date('dob'), cell_phone: text('cellPhone') },
+    columns: {
+      first_name: text('firstName', { personal: 'name' }),
+      last_name: text('lastName', { personal: 'name' }),
+      dob: date('dob', { personal: 'birth date' }),
+      cell_phone: text('cellPhone', { personal: 'phone' }),
+    },
     managed: {
       appointments_read_hash: {
         type: 'text',
+        copiesContentHash: true,
         doc: 'content_hash of this row when its appointments were last read: a differing hash means "read them again".',
       },
       appointments_read_at: { type: 'timestamptz' },

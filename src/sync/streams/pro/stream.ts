@@ -69,10 +69,14 @@ export interface ProSnapshotStream {
 export type ProStream = ProListStream | ProFanOutStream | ProSnapshotStream;
 
 /** Pro streams declare their columns like Core ones (src/sync/columns.ts); ids are integers and records carry no ModifiedOn. */
-export function defineProList(def: Omit<ProListStream, 'kind' | 'raw' | 'map' | 'fields' | 'table'> & ColumnsDef): ProListStream {
+export function defineProList(
+  def: Omit<ProListStream, 'kind' | 'raw' | 'map' | 'fields' | 'table' | 'columnFacts'> & ColumnsDef,
+): ProListStream {
   return { kind: 'pro-list', ...def, ...deriveColumns(def, PRO_IDENTITY) };
 }
 
-export function defineProFanOut(def: Omit<ProFanOutStream, 'kind' | 'raw' | 'map' | 'fields' | 'table'> & ColumnsDef): ProFanOutStream {
+export function defineProFanOut(
+  def: Omit<ProFanOutStream, 'kind' | 'raw' | 'map' | 'fields' | 'table' | 'columnFacts'> & ColumnsDef,
+): ProFanOutStream {
   return { kind: 'pro-fan-out', ...def, ...deriveColumns(def, PRO_IDENTITY) };
 }

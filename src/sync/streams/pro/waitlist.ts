@@ -46,17 +46,21 @@ export default defineProFanOut({
   table: {
     name: 'pro_waitlist_entries',
     columns: {
-      patient_id: computed('bigint', (r: Entry) => r.patient?.patientId ?? r.patientId ?? null),
-      patient_first_name: computed('text', (r: Entry) => r.patient?.firstName ?? null),
-      patient_last_name: computed('text', (r: Entry) => r.patient?.lastName ?? null),
-      event_type_id: computed('bigint', (r: Entry) => r.eventType?.eventTypeId ?? r.eventTypeId ?? null),
-      event_type_name: computed('text', (r: Entry) => r.eventType?.name ?? null),
+      patient_id: computed('bigint', (r: Entry) => r.patient?.patientId ?? r.patientId ?? null, {
+        reads: ['patient.patientId', 'patientId'],
+      }),
+      patient_first_name: computed('text', (r: Entry) => r.patient?.firstName ?? null, { reads: ['patient.firstName'], personal: 'name' }),
+      patient_last_name: computed('text', (r: Entry) => r.patient?.lastName ?? null, { reads: ['patient.lastName'], personal: 'name' }),
+      event_type_id: computed('bigint', (r: Entry) => r.eventType?.eventTypeId ?? r.eventTypeId ?? null, {
+        reads: ['eventType.eventTypeId', 'eventTypeId'],
+      }),
+      event_type_name: computed('text', (r: Entry) => r.eventType?.name ?? null, { reads: ['eventType.name'] }),
       date_from: date('dateFrom'),
       date_to: date('dateTo'),
       provider_ids: jsonb('providerIds', z.array(proIdSchema)),
       days_of_week: text('daysOfWeek'),
       times_of_day: text('timesOfDay'),
-      comments: text('comments'),
+      comments: text('comments', { personal: 'free text' }),
     },
   },
 });
