@@ -370,20 +370,24 @@ export function planSource(input: SourceInput): SourcePlan {
   const warnings: SourcePlan['warnings'] = [];
   const horizon = horizonOf(input);
   let explore = exploreBound(input);
-  const withStretch = (stretch: number) => input.streams.map((s) => bounded(s, settings, stretch, explore));
-  // Exploration gives way to the freshness bounds: it never makes them stretch.
-  const cheapest = (stretch: number) =>
+  const cheapest = (stretch: number, exploring: number | null) =>
     totalSpend(
       input,
       horizon,
-      input.streams.map((s) => bounded(s, settings, stretch, null)),
+      input.streams.map((s) => bounded(s, settings, stretch, exploring)),
       Number.POSITIVE_INFINITY,
     );
+  // Exploration's share of the budget comes first: without it a burst on a stream the model calls quiet waits for
+  // its floor, a day. It goes only when even the most stretched bounds and the floors do not fit beside it (a
+  // budget too small for both keeps every stream read daily).
+  const loosest = STRETCHES[STRETCHES.length - 1]!;
+  if (explore !== null && cheapest(loosest, explore / loosest) > available - reserveOf(input, available)) explore = null;
+  const withStretch = (stretch: number) => input.streams.map((s) => bounded(s, settings, stretch, explore));
 
   // When the bounds do not all fit what is left of the budget, they stretch
   // together, by the least step that fits, rather than one stream losing its
   // bound altogether: the day degrades gracefully and every stream keeps one.
-  const stretch = STRETCHES.find((f) => cheapest(f) <= available) ?? STRETCHES[STRETCHES.length - 1]!;
+  const stretch = STRETCHES.find((f) => cheapest(f, explore) <= available) ?? loosest;
   if (stretch > 1) {
     const within = (m: number) => (m * stretch >= 120 ? `${Math.round((m * stretch) / 6) / 10} h` : `${Math.round(m * stretch)} min`);
     const reason = `the budget of ${input.budget} requests a day cannot carry more today`;
@@ -404,13 +408,6 @@ export function planSource(input: SourceInput): SourcePlan {
     }
   }
 
-  // Nor does it take the floors' budget: on a budget too small for both, the floors keep every stream read daily.
-  if (
-    explore !== null &&
-    totalSpend(input, horizon, withStretch(stretch), Number.POSITIVE_INFINITY) > available - reserveOf(input, available)
-  ) {
-    explore = null;
-  }
   const streams = withStretch(stretch);
   // The spend the exchange rate plans keeps a reserve in hand: about one
   // standard deviation of the random count of checks notifications trigger,

@@ -379,6 +379,17 @@ describe('exploration', () => {
     // The plan pays for it.
     expect(total(planSource(products(0)))).toBeGreaterThan(total(planSource({ ...products(0), activeSlots: null })));
   });
+
+  it('keeps its share on a budget the freshness bounds strain: the bounds stretch a little more instead', () => {
+    const busy = stream('appointments', { webhookFed: true, rates: openHours(30) });
+    const tight = (exploring: boolean) =>
+      planSource(source([busy, stream('products')], { budget: 40, activeSlots: exploring ? office : null }));
+    const without = tight(false);
+    const withIt = tight(true);
+    expect(without.stretch).toBeGreaterThan(1);
+    expect(withIt.exploreMinutes).not.toBeNull();
+    expect(withIt.stretch).toBeGreaterThanOrEqual(without.stretch);
+  });
 });
 
 describe('the hour after the active hours', () => {
