@@ -117,7 +117,7 @@ export class Metrics {
     });
     this.dispatches = new Counter({
       name: 'pmsync_dispatches_total',
-      help: 'Runs this process dispatched, by purpose (check, backfill, webhook, full) and reason (changes, notified, floor, safety-net, cron, ...)',
+      help: 'Runs this process dispatched, by purpose (check, backfill, webhook, full) and reason (rate, evidence, notified, floor, safety-net, cron, ...)',
       labelNames: ['source', 'resource', 'purpose', 'reason'],
       registers,
     });

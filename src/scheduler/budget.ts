@@ -140,7 +140,7 @@ export interface SourceInput {
 }
 
 /**
- * Why a check is due. `changes`: its expected unread changes are worth a
+ * Why a check is due. `rate`: its expected unread changes are worth a
  * request (the rate rule); `evidence`: the same, but only because what its
  * recent checks found, or what the practice's other streams found beyond
  * their forecasts (rates.ts, practiceExcess), raised today's rate above the
@@ -150,16 +150,7 @@ export interface SourceInput {
  * spent on a stream expected to have changes waiting.
  */
 export type DueReason =
-  | 'backfill'
-  | 'changes'
-  | 'evidence'
-  | 'max-staleness'
-  | 'exploration'
-  | 'pacing'
-  | 'floor'
-  | 'notified'
-  | 'notified-max-wait'
-  | 'safety-net';
+  'backfill' | 'rate' | 'evidence' | 'max-staleness' | 'exploration' | 'pacing' | 'floor' | 'notified' | 'notified-max-wait' | 'safety-net';
 
 export interface Due {
   purpose: Purpose;
@@ -529,7 +520,7 @@ function decide(s: Bounded, input: SourceInput, mu: number, available: number): 
       return expected.ageMinutes >= mu * s.cost && expected.changes >= s.cost;
     };
     if (worth(s.rates)) {
-      const reason = s.forecastRates && !worth(s.forecastRates) ? 'evidence' : 'changes';
+      const reason = s.forecastRates && !worth(s.forecastRates) ? 'evidence' : 'rate';
       return { due: { purpose, reason }, waiting: null };
     }
     if (s.target !== null && sinceMinutes >= s.target - margin && activeHour(s.rates[slotOf(now, input.timeZone)]!)) {

@@ -102,7 +102,7 @@ describe('the exchange rate', () => {
 describe('when a stream is due', () => {
   it('checks a polled stream once its expected changes are worth a request, and a quiet one only at its floor', () => {
     const input = source([stream('busy', { rates: flat(30), lastCheckAt: ago(20) }), stream('quiet', { lastCheckAt: ago(23 * 60) })]);
-    expect(due(input)).toEqual({ busy: 'check/changes', quiet: null });
+    expect(due(input)).toEqual({ busy: 'check/rate', quiet: null });
     expect(due(source([stream('quiet', { lastCheckAt: ago(24 * 60) })]))).toEqual({ quiet: 'check/floor' });
     expect(due(source([stream('new', { lastCheckAt: null })]))).toEqual({ new: 'check/floor' });
   });
@@ -233,7 +233,7 @@ describe('the next check, as status estimates it', () => {
     // Changes at λ a minute since the last check age λT²/2: the rule fires at T = sqrt(2 mu cost / λ), once T ≥ cost / λ.
     const perMinute = 12 / 60;
     const t = Math.max(Math.sqrt((2 * plan.mu) / perMinute), 1 / perMinute);
-    expect(n?.reason).toBe('changes');
+    expect(n?.reason).toBe('rate');
     near(n?.at, NOW.getTime() + t * MIN);
   });
 

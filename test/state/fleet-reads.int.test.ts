@@ -75,7 +75,7 @@ describe('stream schedules, checkpoints and change models of many sources', () =
         seen: null,
         at: NOW,
         purpose: 'check',
-        reason: 'changes',
+        reason: 'rate',
         holder: 'h:1',
       });
       await setWarning(db.pool, source, 'orders', `${source} is late`);
