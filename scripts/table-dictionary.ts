@@ -42,7 +42,7 @@ export interface Relation {
 }
 
 /** Columns every synced resource table shares, described once here. */
-const SHARED_COLUMNS: Record<string, string> = {
+export const SHARED_COLUMNS: Record<string, string> = {
   source: 'Name of the configured source (account) the row came from.',
   id: 'The record id exactly as the API gives it.',
   raw: 'The whole record as the API returned it, unknown fields included.',
