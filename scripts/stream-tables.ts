@@ -25,6 +25,9 @@ import type { ColumnType, ManagedColumn, TableDef } from '../src/sync/types.ts';
 import type { Queryable } from '../src/db/pool.ts';
 import { readDatamodel, type Datamodel, type DmmfField, type DmmfModel } from './prisma-dmmf.ts';
 import { SHARED_COLUMNS, tablesFromSchema } from './table-dictionary.ts';
+import { columnDoc, personalDoc } from '../src/sync/column-docs.ts';
+
+export { columnDoc, personalDoc };
 
 export const SCHEMA_FILE = fileURLToPath(new URL('../prisma/schema.prisma', import.meta.url));
 export const MIGRATIONS_DIR = fileURLToPath(new URL('../prisma/migrations', import.meta.url));
@@ -85,19 +88,6 @@ function renderFields(lines: Line[]): string[] {
 }
 
 const idPrisma = (t: TableDef) => (t.idType === 'bigint' ? 'BigInt' : 'String');
-
-/** A personal column says so in its doc, which docs/tables.md shows (the stream files declare it). */
-export function personalDoc(kind: string): string {
-  return `Personal data (${kind}): a source's privacy settings may drop, hash or generalise it (docs/privacy.md).`;
-}
-
-/** A typed column's one line: its meaning and API field as the stream file declares them, and what personal data it holds. */
-export function columnDoc(t: TableDef, column: string): string | undefined {
-  const about = t.docs?.[column];
-  const from = about && about.reads.length > 0 ? `API field: ${about.reads.join(' or ')}.` : '';
-  const text = [about?.doc, from, t.personal?.[column] ? personalDoc(t.personal[column]) : ''].filter(Boolean).join(' ');
-  return text || undefined;
-}
 
 function streamColumns(t: TableDef): Line[] {
   return Object.keys(t.columns).map((c) => field(c, t.columns[c]!, columnDoc(t, c)));

@@ -1,4 +1,3 @@
-import { recordStreamTargets } from '../../state/stream-targets.ts';
 import { Command } from 'commander';
 import { findSource } from '../../config.ts';
 import { type Config, type SourceConfig } from '../../config-schema.ts';
@@ -38,6 +37,7 @@ export async function runSync(app: App, config: Config, opts: SyncCliOptions): P
   // Before any record is written: stored data follows a stricter column policy, a looser one is said.
   await applyPolicies(app.pool, app.logger, sources);
   // What the pmsync_freshness view says of each stream's target.
+  const { recordStreamTargets } = await import('../../state/stream-targets.ts');
   await recordStreamTargets(app.pool, config);
   const results: SourceResult[] = [];
   const stalls = new Map<string, Stall[]>();
