@@ -5,13 +5,13 @@ import { repopulateTable } from '../../db/repopulate.ts';
 import { refreshDrift } from '../../state/drift.ts';
 import { applyPolicies } from '../../sync/privacy-policies.ts';
 import { effectiveFields, settingsFor, tableStreams } from '../../sync/table-settings.ts';
-import { checkTableNames, configFrom, fail, requireSources, withApp } from '../shared.ts';
+import { tableNames, configFrom, fail, requireSources, withApp } from '../shared.ts';
 
 export function repopulateCommand(): Command {
   return new Command('repopulate')
     .description('re-derive typed columns from each row\'s raw record (after changing a source\'s "columns"), in SQL: no API requests')
     .option('--source <name>', 'only this source')
-    .option('--table <name...>', "only these tables (default: every table of the source's kind)")
+    .option('--table <name...>', "only these tables, by table or resource name (default: every table of the source's kind)")
     .addHelpText(
       'after',
       `
@@ -25,11 +25,11 @@ refuse become null. The schema-drift report of each table is refreshed.`,
         const config = configFrom(cmd);
         requireSources(config);
         const sources = findSource(config, opts.source);
-        checkTableNames(sources, opts.table);
+        const tables = tableNames(sources, opts.table);
         await withApp(config, async (app) => {
           await applyPolicies(app.pool, app.logger, sources);
           for (const source of sources) {
-            for (const stream of tableStreams(source).filter((s) => !opts.table || opts.table.includes(s.table.name))) {
+            for (const stream of tableStreams(source).filter((s) => !tables || tables.includes(s.table.name))) {
               const settings = settingsFor(source, stream);
               const changed = await withTransaction(app.pool, (tx) =>
                 repopulateTable(tx, stream.table, effectiveFields(stream, settings), source.name),

@@ -125,7 +125,10 @@ export function syncCommand(): Command {
   return new Command('sync')
     .description('read every configured resource incrementally into PostgreSQL (migrates first when needed)')
     .option('-s, --source <name>', 'only this source')
-    .option('-r, --resource <names...>', 'only these resources (e.g. customers orders)')
+    .option(
+      '-r, --resource <names...>',
+      'only these resources, by resource or table name (e.g. customers giftcertificates or gift_certificates)',
+    )
     .addHelpText(
       'after',
       `
