@@ -106,6 +106,7 @@ async function refreshFindings(
   t: DriftTable,
   fields: FieldState[],
   columns: ColumnState[],
+  firstLook = false,
 ): Promise<Finding[]> {
   const table = t.stream.table.name;
   const findings = driftReport(t.source, t.stream, effectiveFields(t.stream, t.settings), fields, columns, driftPrivacy(t.settings));
@@ -121,7 +122,9 @@ async function refreshFindings(
     if (old?.signature === f.signature) continue;
     // The source is in the message, not a field: a run's logger already carries it.
     const fields = { table, kind: f.kind, subject: f.subject };
-    if (f.kind === 'unmapped_field') log.info(fields, `schema drift: ${t.source}/${table}: ${f.detail}`);
+    // The fields no column reads that a table's first records carry are its baseline, not a change:
+    // said at debug level (pmsync drift lists them); a field that appears later is said at info.
+    if (f.kind === 'unmapped_field') log[firstLook ? 'debug' : 'info'](fields, `schema drift: ${t.source}/${table}: ${f.detail}`);
     else log.warn(fields, `schema drift: ${t.source}/${table}: ${f.detail}`);
   }
   for (const old of before.rows) {
@@ -163,8 +166,9 @@ export async function recordDrift(
   return withTransaction(pool, async (tx) => {
     await lockTable(tx, t.source, table);
     const now = (await tx.query<{ now: Date }>('SELECT now()')).rows[0]!.now.toISOString();
+    const stored = await loadFields(tx, t.source, table);
     const merged = mergeObservation(
-      await loadFields(tx, t.source, table),
+      stored,
       await loadColumns(tx, t.source, table),
       observation,
       Object.keys(t.stream.table.columns),
@@ -172,7 +176,7 @@ export async function recordDrift(
       now,
     );
     await saveState(tx, t.source, table, merged.fields, merged.columns);
-    return refreshFindings(tx, log, t, merged.fields, merged.columns);
+    return refreshFindings(tx, log, t, merged.fields, merged.columns, stored.length === 0);
   });
 }
 
