@@ -190,6 +190,38 @@ export async function refreshDrift(pool: Pool, log: Logger, t: DriftTable): Prom
 }
 
 /**
+ * After `repopulate` recomputed `columns` of every stored row of the source:
+ * their fill is read from those rows (those the API still returns), so a
+ * column an override left empty is reported at once, not after the next full
+ * pass, and one it filled again clears. Then the report is refreshed.
+ */
+export async function recordRepopulated(pool: Pool, log: Logger, t: DriftTable, columns: string[]): Promise<Finding[]> {
+  const table = t.stream.table.name;
+  return withTransaction(pool, async (tx) => {
+    await lockTable(tx, t.source, table);
+    const state = new Map((await loadColumns(tx, t.source, table)).map((c) => [c.column, c]));
+    if (columns.length > 0) {
+      const res = await tx.query<Record<string, string>>(
+        `SELECT now()::text AS now, count(*)::text AS rows, ${columns.map((c, i) => `count("${c}")::text AS c${i}`).join(', ')}
+         FROM "public"."${table}" WHERE source = $1 AND not_seen_since IS NULL`,
+        [t.source],
+      );
+      const counts = res.rows[0]!;
+      const rows = Number(counts.rows);
+      columns.forEach((column, i) => {
+        if (rows === 0) return;
+        const c = state.get(column) ?? { column, nullStreak: 0, nullInFullPass: false, lastFilledAt: null };
+        if (Number(counts[`c${i}`]) > 0) state.set(column, { ...c, nullStreak: 0, nullInFullPass: false, lastFilledAt: c.lastFilledAt });
+        else state.set(column, { ...c, nullStreak: rows, nullInFullPass: true });
+      });
+    }
+    const fields = await loadFields(tx, t.source, table);
+    await saveState(tx, t.source, table, fields, [...state.values()]);
+    return refreshFindings(tx, log, t, fields, [...state.values()]);
+  });
+}
+
+/**
  * Takes a table's current shape as normal: each field's last types become its
  * baseline and fields that disappeared are forgotten, so type_changed and
  * disappeared_field findings clear until the shape changes again.

@@ -2,7 +2,7 @@ import { Command } from 'commander';
 import { findSource } from '../../config.ts';
 import { withTransaction } from '../../db/pool.ts';
 import { repopulateTable } from '../../db/repopulate.ts';
-import { refreshDrift } from '../../state/drift.ts';
+import { recordRepopulated } from '../../state/drift.ts';
 import { applyPolicies } from '../../sync/privacy-policies.ts';
 import { effectiveFields, settingsFor, tableStreams } from '../../sync/table-settings.ts';
 import { tableNames, configFrom, fail, requireSources, withApp } from '../shared.ts';
@@ -18,7 +18,8 @@ export function repopulateCommand(): Command {
 Every typed column read from one raw field is recomputed from raw, with the
 source's "columns" overrides applied, in one UPDATE per table (and one for its
 _history table); only rows whose value changes are written. Values a sync would
-refuse become null. The schema-drift report of each table is refreshed.`,
+refuse become null. The schema-drift report of each table is refreshed from the
+rows: a column the overrides leave empty in every row is reported at once.`,
     )
     .action(async (opts: { source?: string; table?: string[] }, cmd: Command) => {
       try {
@@ -31,10 +32,10 @@ refuse become null. The schema-drift report of each table is refreshed.`,
           for (const source of sources) {
             for (const stream of tableStreams(source).filter((s) => !tables || tables.includes(s.table.name))) {
               const settings = settingsFor(source, stream);
-              const changed = await withTransaction(app.pool, (tx) =>
-                repopulateTable(tx, stream.table, effectiveFields(stream, settings), source.name),
-              );
-              await refreshDrift(app.pool, app.logger, { source: source.name, stream, settings });
+              const fields = effectiveFields(stream, settings);
+              const changed = await withTransaction(app.pool, (tx) => repopulateTable(tx, stream.table, fields, source.name));
+              // The recomputed columns' fill is read from the rows now: an override that empties one is flagged at once.
+              await recordRepopulated(app.pool, app.logger, { source: source.name, stream, settings }, Object.keys(fields));
               process.stdout.write(
                 `${source.name}/${stream.table.name}: ${changed.rows} row(s) changed, ${changed.versions} history version(s) changed\n`,
               );
