@@ -8,6 +8,12 @@
  *   npm run tables -- --check                 exit 1 if schema.prisma is stale
  *   npm run tables -- --migration add_things  also write prisma/migrations/<ts>_add_things/migration.sql
  *
+ * The migration also sets the COMMENT ON TABLE/COLUMN of every table and
+ * column whose description (what docs/tables.md shows: the columns' `doc` and
+ * API field, the shared metadata columns, the models' /// lines) differs from
+ * the migrated database's, and gives view columns without one the description
+ * of the table column they show (commentSql).
+ *
  * The migration is the difference between the tables the streams call for
  * and the tables the existing migrations create, read from a scratch database
  * they were just applied to (next to DATABASE_URL's, else a throw-away
