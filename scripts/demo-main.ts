@@ -21,6 +21,11 @@ import { forgetSource } from '../src/state/sources.ts';
 import { REST_STREAMS } from '../src/sync/streams/index.ts';
 import { DEMO_CORE, startSimulator } from '../simulator/index.ts';
 
+/** The query the demo suggests: each changed customer's versions, old email then new. */
+const BEFORE_AFTER =
+  'SELECT id, first_name, last_name, email, valid_from, valid_to FROM customers_history ' +
+  "WHERE source = 'demo' AND id IN (SELECT id FROM customers_history WHERE source = 'demo' AND NOT is_current) ORDER BY id, valid_from LIMIT 6";
+
 function demoSource(baseUrl: string): CoreSourceConfig {
   return {
     kind: 'core',
@@ -108,11 +113,19 @@ function demoCommand(): Command {
           const afterFirst = (await app.ledgerFor(config.sources[0]!).snapshot()).used;
 
           const tenant = sim.tenant(DEMO_CORE.apikey);
-          tenant.touch('customers', 25);
+          // Changes a person can see in the history: 25 customers move to a new email address.
+          for (const c of tenant.touch('customers', 25)) {
+            const name = `${String(c.FirstName ?? 'customer')}.${String(c.LastName ?? c.CustomerId)}`
+              .toLowerCase()
+              .replace(/[^a-z0-9.]/g, '');
+            tenant.update('customers', String(c.CustomerId), { Email: `${name}@new-provider.example` });
+          }
           tenant.touch('orders', 10);
           for (let i = 0; i < 5; i++) tenant.create('customers');
           await new Promise((r) => setTimeout(r, 1100));
-          process.stdout.write('\n2) 30 customers and 10 orders changed at the source; incremental sync:\n');
+          process.stdout.write(
+            '\n2) 30 customers (25 with a new email address, 5 new) and 10 orders changed at the source; incremental sync:\n',
+          );
           const second = await runSync(app, config, {});
           printResults(second.results);
           const total = (await app.ledgerFor(config.sources[0]!).snapshot()).used;
@@ -121,7 +134,7 @@ function demoCommand(): Command {
           process.stdout.write(
             `\nRequests: ${afterFirst} for the first sync, ${total - afterFirst} for the incremental one (daily quota 1000).\n` +
               `\nTry a query:\n  psql ${app.embedded ? app.databaseUrl : '"$DATABASE_URL"'} -c "SELECT first_name, last_name, email, synced_at FROM customers ORDER BY synced_at DESC LIMIT 5"\n` +
-              `and what the changed customers looked like before:\n  psql ${app.embedded ? app.databaseUrl : '"$DATABASE_URL"'} -c "SELECT id, first_name, last_name, valid_from, valid_to FROM customers_history WHERE id IN (SELECT id FROM customers_history WHERE NOT is_current) ORDER BY id, valid_from LIMIT 6"\n` +
+              `and the email addresses the changed customers had before:\n  psql ${app.embedded ? app.databaseUrl : '"$DATABASE_URL"'} -c "${BEFORE_AFTER}"\n` +
               (app.embedded
                 ? `\nThe embedded database keeps its data in ${config.dataDir}/pgdata. Start it again for psql with:\n  npm run pmsync -- db             (add --port N when port ${EMBEDDED_DEFAULT_PORT} is taken)\n`
                 : ''),

@@ -8,6 +8,12 @@
  *   npm run tables -- --check                 exit 1 if schema.prisma is stale
  *   npm run tables -- --migration add_things  also write prisma/migrations/<ts>_add_things/migration.sql
  *
+ * The migration also sets the COMMENT ON TABLE/COLUMN of every table and
+ * column whose description (what docs/tables.md shows: the columns' `doc` and
+ * API field, the shared metadata columns, the models' /// lines) differs from
+ * the migrated database's, and gives view columns without one the description
+ * of the table column they show (commentSql).
+ *
  * The migration is the difference between the tables the streams call for
  * and the tables the existing migrations create, read from a scratch database
  * they were just applied to (next to DATABASE_URL's, else a throw-away
@@ -24,6 +30,10 @@ import { PRO_STREAMS, REST_STREAMS } from '../src/sync/streams/index.ts';
 import type { ColumnType, ManagedColumn, TableDef } from '../src/sync/types.ts';
 import type { Queryable } from '../src/db/pool.ts';
 import { readDatamodel, type Datamodel, type DmmfField, type DmmfModel } from './prisma-dmmf.ts';
+import { SHARED_COLUMNS, tablesFromSchema } from './table-dictionary.ts';
+import { columnDoc, personalDoc } from '../src/sync/column-docs.ts';
+
+export { columnDoc, personalDoc };
 
 export const SCHEMA_FILE = fileURLToPath(new URL('../prisma/schema.prisma', import.meta.url));
 export const MIGRATIONS_DIR = fileURLToPath(new URL('../prisma/migrations', import.meta.url));
@@ -85,13 +95,8 @@ function renderFields(lines: Line[]): string[] {
 
 const idPrisma = (t: TableDef) => (t.idType === 'bigint' ? 'BigInt' : 'String');
 
-/** A personal column says so in its doc, which docs/tables.md shows (the stream files declare it). */
-export function personalDoc(kind: string): string {
-  return `Personal data (${kind}): a source's privacy settings may drop, hash or generalise it (docs/privacy.md).`;
-}
-
 function streamColumns(t: TableDef): Line[] {
-  return Object.entries(t.columns).map(([c, type]) => field(c, type, t.personal?.[c] ? personalDoc(t.personal[c]) : undefined));
+  return Object.keys(t.columns).map((c) => field(c, t.columns[c]!, columnDoc(t, c)));
 }
 
 function managedColumns(managed: Record<string, ManagedColumn> = {}): Line[] {
@@ -319,10 +324,103 @@ export function migrationSql(existing: Map<string, ExistingTable>, schemaText: s
   return statements.length > 0 ? `${statements.join('\n\n')}\n` : '';
 }
 
+// ---- comments: what docs/tables.md says, as COMMENT ON in the database ----
+
+/** The COMMENTs of a table or view as the database holds them (null: none). */
+export interface ExistingComments {
+  kind: 'table' | 'view';
+  comment: string | null;
+  columns: Map<string, string | null>;
+  /** For a view: the public table columns it reads, per table. */
+  reads: Map<string, Set<string>>;
+}
+
+/** The comments of every table and view in the public and pmsync schemas, keyed "schema.name". */
+export async function existingComments(db: Queryable): Promise<Map<string, ExistingComments>> {
+  const { rows } = await db.query<{
+    schema: string;
+    rel: string;
+    kind: string;
+    rel_comment: string | null;
+    column: string;
+    col_comment: string | null;
+  }>(
+    `SELECT n.nspname AS schema, c.relname AS rel, c.relkind AS kind, obj_description(c.oid, 'pg_class') AS rel_comment,
+            a.attname AS column, col_description(c.oid, a.attnum) AS col_comment
+     FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace JOIN pg_attribute a ON a.attrelid = c.oid
+     WHERE n.nspname IN ('public', 'pmsync') AND c.relkind IN ('r', 'v') AND a.attnum > 0 AND NOT a.attisdropped
+     ORDER BY n.nspname, c.relname, a.attnum`,
+  );
+  const out = new Map<string, ExistingComments>();
+  for (const r of rows) {
+    const key = `${r.schema}.${r.rel}`;
+    let rel = out.get(key);
+    if (!rel)
+      out.set(key, (rel = { kind: r.kind === 'v' ? 'view' : 'table', comment: r.rel_comment, columns: new Map(), reads: new Map() }));
+    rel.columns.set(r.column, r.col_comment);
+  }
+  const uses = await db.query<{ view: string; table: string; column: string }>(
+    `SELECT view_name AS view, table_name AS table, column_name AS column FROM information_schema.view_column_usage
+     WHERE view_schema = 'public' AND table_schema = 'public'`,
+  );
+  for (const u of uses.rows) {
+    const reads = out.get(`public.${u.view}`)?.reads;
+    if (!reads) continue;
+    if (!reads.has(u.table)) reads.set(u.table, new Set());
+    reads.get(u.table)!.add(u.column);
+  }
+  return out;
+}
+
+const literal = (s: string) => `'${s.replaceAll("'", "''")}'`;
+
+/**
+ * The COMMENT ON statements that give every table of `schemaText` and its
+ * columns the description docs/tables.md shows (the stream files' column
+ * declarations, the shared metadata columns, the models' /// lines), and
+ * every view column without a comment the description of the column of that
+ * name in the table it reads that shares most column names with it
+ * (customer_overview.is_active is customers.is_active). Comments already in place are not written again.
+ */
+export function commentSql(existing: Map<string, ExistingComments>, schemaText: string): string {
+  const out: string[] = [];
+  const tables = tablesFromSchema(schemaText);
+  const described = new Map<string, Map<string, string>>();
+  for (const t of tables) {
+    const name = `"${t.schema}".${q(t.name)}`;
+    const now = existing.get(`${t.schema}.${t.name}`);
+    if (t.description && now?.comment !== t.description) out.push(`COMMENT ON TABLE ${name} IS ${literal(t.description)};`);
+    for (const c of t.columns) {
+      if (t.schema === 'public' && c.description) {
+        if (!described.has(t.name)) described.set(t.name, new Map());
+        described.get(t.name)!.set(c.name, c.description);
+      }
+      if (c.description && now?.columns.get(c.name) !== c.description)
+        out.push(`COMMENT ON COLUMN ${name}.${q(c.name)} IS ${literal(c.description)};`);
+    }
+  }
+  for (const [key, rel] of existing) {
+    if (rel.kind !== 'view' || !key.startsWith('public.')) continue;
+    const name = `"public".${q(key.slice('public.'.length))}`;
+    // The table the view reads that shares most column names with it comes first.
+    const overlap = (table: string) => [...rel.columns.keys()].filter((c) => described.get(table)?.has(c)).length;
+    const byUse = [...rel.reads].sort((a, b) => overlap(b[0]) - overlap(a[0]) || a[0].localeCompare(b[0]));
+    for (const [column, comment] of rel.columns) {
+      const from = byUse.find(([table, cols]) => cols.has(column) && described.get(table)?.has(column));
+      const description = SHARED_COLUMNS[column] ?? (from ? described.get(from[0])!.get(column) : undefined);
+      if (comment === null && description) out.push(`COMMENT ON COLUMN ${name}.${q(column)} IS ${literal(description)};`);
+    }
+  }
+  return out.length > 0 ? `${out.join('\n')}\n` : '';
+}
+
 /** Applies the existing migrations to a scratch database (next to DATABASE_URL's, else an embedded PostgreSQL) and reads its tables. */
-export async function existingTablesFromMigrations(): Promise<Map<string, ExistingTable>> {
+export async function existingTablesFromMigrations(): Promise<{
+  tables: Map<string, ExistingTable>;
+  comments: Map<string, ExistingComments>;
+}> {
   const { withScratchDatabase } = await import('./table-dictionary.ts');
-  return withScratchDatabase((pool) => existingTables(pool));
+  return withScratchDatabase(async (pool) => ({ tables: await existingTables(pool), comments: await existingComments(pool) }));
 }
 
 /** A migration folder name that sorts after every existing one. */
@@ -373,7 +471,8 @@ async function main(args: string[]): Promise<number> {
     const name = option('--migration');
     if (!name) throw new Error('--migration needs a name, e.g. --migration add_invoices');
     const folder = join(MIGRATIONS_DIR, migrationName(name, new Date()));
-    const sql = migrationSql(await existingTablesFromMigrations(), next, tables);
+    const existing = await existingTablesFromMigrations();
+    const sql = [migrationSql(existing.tables, next, tables), commentSql(existing.comments, next)].filter(Boolean).join('\n');
     if (sql === '') {
       process.stdout.write('the existing migrations already create these tables: no migration written\n');
     } else {

@@ -21,6 +21,7 @@ import pg from 'pg';
 import type { Queryable } from '../src/db/pool.ts';
 import { PRO_STREAMS, REST_STREAMS } from '../src/sync/streams/index.ts';
 import { writePrivacyDoc } from './privacy-columns.ts';
+import { SHARED_COLUMNS } from '../src/sync/column-docs.ts';
 
 export const SCHEMA_FILE = fileURLToPath(new URL('../prisma/schema.prisma', import.meta.url));
 export const DICTIONARY_FILE = fileURLToPath(new URL('../docs/tables.md', import.meta.url));
@@ -41,21 +42,7 @@ export interface Relation {
   columns: Column[];
 }
 
-/** Columns every synced resource table shares, described once here. */
-const SHARED_COLUMNS: Record<string, string> = {
-  source: 'Name of the configured source (account) the row came from.',
-  id: 'The record id exactly as the API gives it.',
-  raw: 'The whole record as the API returned it, unknown fields included.',
-  content_hash: 'md5 of raw; a fetch that changes nothing leaves the row untouched.',
-  source_modified_at: "The record's ModifiedOn (wall-clock time of the source), when it has one.",
-  fetched_at: 'When the request that returned this copy was sent.',
-  first_seen_at: 'When pmsync first stored the record.',
-  synced_at: 'When the row last changed in PostgreSQL.',
-  last_seen_at: 'When a complete pass last returned the record (full passes and single-record refreshes).',
-  run_id: 'The pmsync.runs row that last wrote it (null for webhook and --id refreshes).',
-  not_seen_since:
-    'Set when the API stopped returning the record (a full pass missed it, or it answered 404). Never deleted; cleared when seen again.',
-};
+export { SHARED_COLUMNS };
 
 function sqlType(f: DmmfField): string {
   const native = f.nativeType?.[0];

@@ -11,6 +11,7 @@
 import { Command, Option } from 'commander';
 import { EXIT } from '../errors.ts';
 import { dbCommand } from './commands/db.ts';
+import { dbtCommand } from './commands/dbt.ts';
 import { driftCommand } from './commands/drift.ts';
 import { grantCommand } from './commands/grant.ts';
 import { migrateCommand } from './commands/migrate.ts';
@@ -42,6 +43,7 @@ const program = new Command('pmsync')
   .addCommand(grantCommand())
   .addCommand(migrateCommand())
   .addCommand(dbCommand())
+  .addCommand(dbtCommand())
   .addCommand(webhooksCommand());
 
 /**

@@ -9,6 +9,7 @@ import type { Config, SourceConfig } from '../config-schema.ts';
 import { databaseLost, isConnectionError } from '../db/pool.ts';
 import { ConfigError, EXIT, exitCodeFor, PmsyncError } from '../errors.ts';
 import { validNames } from '../strict-schema.ts';
+import { tableNamed } from '../sync/streams/index.ts';
 import { tableStreams } from '../sync/table-settings.ts';
 import { resolveOutput, Terminal, type OutputOptions } from './output.ts';
 
@@ -85,14 +86,23 @@ export function requireSources(config: Config): void {
   }
 }
 
-/** Refuses `--table` names that a source has no table of (exit 2), every one listed with the tables it has. */
-export function checkTableNames(sources: SourceConfig[], tables: string[] | undefined): void {
+/**
+ * The tables `--table` names, a table or its resource (`giftcertificates` is
+ * `gift_certificates`); names a source has no table of are refused (exit 2),
+ * every one listed with the tables it has. Undefined when none was given.
+ */
+export function tableNames(sources: SourceConfig[], names: string[] | undefined): string[] | undefined {
+  if (!names) return undefined;
   const problems: string[] = [];
+  const tables = new Set<string>();
   for (const source of sources) {
     const known = tableStreams(source).map((s) => s.table.name);
-    for (const t of tables ?? [])
-      if (!known.includes(t))
-        problems.push(`--table ${t}: source "${source.name}" (${source.kind}) has no such table${validNames(t, known, 'tables')}`);
+    for (const name of names) {
+      const table = tableNamed(source, name);
+      if (table && known.includes(table)) tables.add(table);
+      else problems.push(`--table ${name}: source "${source.name}" (${source.kind}) has no such table${validNames(name, known, 'tables')}`);
+    }
   }
   if (problems.length > 0) throw new PmsyncError('USAGE', problems.join('\n'));
+  return [...tables];
 }

@@ -11,6 +11,9 @@
  * - pmsync's views are switched to `security_invoker` (PostgreSQL 15 and
  *   later), so they read the tables with the reader's rights and policies; a
  *   view runs with its owner's rights otherwise and would show every row.
+ * - The freshness view (pmsync_freshness) reads pmsync's bookkeeping, so it
+ *   keeps its owner's rights and filters its rows itself: a role sees the
+ *   sources its grants (pmsync.access_grants) name.
  * - With row-level security on, a role that reads the tables without a
  *   policy sees no rows: a role granted SELECT outside pmsync needs a
  *   `pmsync grant --role` of its own (the command names such roles).
@@ -23,11 +26,16 @@ import { withTransaction, type Pool, type Queryable } from './pool.ts';
 /** The views the migrations create for analysts (20261122120000_schedules_and_analyst_views). */
 export const ANALYST_VIEWS = ['membership_details', 'customer_overview', 'appointments_per_company_day'] as const;
 
+/** The freshness view: runs with its owner's rights and shows each role the sources granted to it. */
+export const FRESHNESS_VIEW = 'pmsync_freshness';
+
 export interface Relations {
   /** Resource and history tables that exist, in schema public. */
   tables: string[];
   /** pmsync's views that exist, in schema public. */
   views: string[];
+  /** Whether the freshness view exists (a database the migrations have not reached yet lacks it). */
+  freshness?: boolean;
 }
 
 const q = (name: string) => pg.escapeIdentifier(name);
@@ -54,6 +62,7 @@ export function grantStatements(role: string, sources: string[] | null, relation
     );
   }
   for (const v of relations.views) out.push(`ALTER VIEW ${table(v)} SET (security_invoker = true)`, `GRANT SELECT ON ${table(v)} TO ${r}`);
+  if (relations.freshness) out.push(`GRANT SELECT ON ${table(FRESHNESS_VIEW)} TO ${r}`);
   return out;
 }
 
@@ -64,6 +73,7 @@ export function revokeStatements(role: string, relations: Relations): string[] {
   for (const t of relations.tables)
     out.push(`DROP POLICY IF EXISTS ${q(policyName(role))} ON ${table(t)}`, `REVOKE SELECT ON ${table(t)} FROM ${r}`);
   for (const v of relations.views) out.push(`REVOKE SELECT ON ${table(v)} FROM ${r}`);
+  if (relations.freshness) out.push(`REVOKE SELECT ON ${table(FRESHNESS_VIEW)} FROM ${r}`);
   return out;
 }
 
@@ -73,12 +83,13 @@ export async function existingRelations(db: Queryable, resourceTables: string[])
   const res = await db.query<{ relname: string; relkind: string }>(
     `SELECT c.relname, c.relkind FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
      WHERE n.nspname = 'public' AND c.relname = ANY($1::text[]) AND c.relkind IN ('r', 'p', 'v')`,
-    [[...wanted, ...ANALYST_VIEWS]],
+    [[...wanted, ...ANALYST_VIEWS, FRESHNESS_VIEW]],
   );
   const found = new Map(res.rows.map((r) => [r.relname, r.relkind]));
   return {
     tables: wanted.filter((t) => found.get(t) === 'r' || found.get(t) === 'p'),
     views: ANALYST_VIEWS.filter((v) => found.get(v) === 'v'),
+    freshness: found.get(FRESHNESS_VIEW) === 'v',
   };
 }
 

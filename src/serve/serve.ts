@@ -16,6 +16,7 @@
  * the settings it started with; one of a removed source stops at its next
  * page boundary, its checkpoint saved.
  */
+import { recordStreamTargets } from '../state/stream-targets.ts';
 import { applyPolicies } from '../sync/privacy-policies.ts';
 import { describePurge, purgeRetention } from '../sync/retention.ts';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
@@ -202,6 +203,7 @@ export async function startServe(app: App, config: Config, options: ServeOptions
     'serving',
   );
   await scheduler.start();
+  await recordStreamTargets(app.pool, config);
   if (!options.manualTicks) scheduler.startTimer();
 
   const file = options.configFile;
@@ -216,6 +218,7 @@ export async function startServe(app: App, config: Config, options: ServeOptions
           // The scheduler checks the new plan first: a refusal leaves everything as it was.
           scheduler.applyConfig(next);
           app.applyConfig(next);
+          await recordStreamTargets(app.pool, next);
           if (next.serve.reloadSeconds !== poll) reloader?.every(next.serve.reloadSeconds);
           // New credentials or a new address are a person's fix: the source's pause ends now, not at its backoff.
           for (const s of next.sources) {

@@ -106,6 +106,7 @@ async function refreshFindings(
   t: DriftTable,
   fields: FieldState[],
   columns: ColumnState[],
+  firstLook = false,
 ): Promise<Finding[]> {
   const table = t.stream.table.name;
   const findings = driftReport(t.source, t.stream, effectiveFields(t.stream, t.settings), fields, columns, driftPrivacy(t.settings));
@@ -121,7 +122,9 @@ async function refreshFindings(
     if (old?.signature === f.signature) continue;
     // The source is in the message, not a field: a run's logger already carries it.
     const fields = { table, kind: f.kind, subject: f.subject };
-    if (f.kind === 'unmapped_field') log.info(fields, `schema drift: ${t.source}/${table}: ${f.detail}`);
+    // The fields no column reads that a table's first records carry are its baseline, not a change:
+    // said at debug level (pmsync drift lists them); a field that appears later is said at info.
+    if (f.kind === 'unmapped_field') log[firstLook ? 'debug' : 'info'](fields, `schema drift: ${t.source}/${table}: ${f.detail}`);
     else log.warn(fields, `schema drift: ${t.source}/${table}: ${f.detail}`);
   }
   for (const old of before.rows) {
@@ -163,8 +166,9 @@ export async function recordDrift(
   return withTransaction(pool, async (tx) => {
     await lockTable(tx, t.source, table);
     const now = (await tx.query<{ now: Date }>('SELECT now()')).rows[0]!.now.toISOString();
+    const stored = await loadFields(tx, t.source, table);
     const merged = mergeObservation(
-      await loadFields(tx, t.source, table),
+      stored,
       await loadColumns(tx, t.source, table),
       observation,
       Object.keys(t.stream.table.columns),
@@ -172,7 +176,7 @@ export async function recordDrift(
       now,
     );
     await saveState(tx, t.source, table, merged.fields, merged.columns);
-    return refreshFindings(tx, log, t, merged.fields, merged.columns);
+    return refreshFindings(tx, log, t, merged.fields, merged.columns, stored.length === 0);
   });
 }
 
@@ -182,6 +186,38 @@ export async function refreshDrift(pool: Pool, log: Logger, t: DriftTable): Prom
   return withTransaction(pool, async (tx) => {
     await lockTable(tx, t.source, table);
     return refreshFindings(tx, log, t, await loadFields(tx, t.source, table), await loadColumns(tx, t.source, table));
+  });
+}
+
+/**
+ * After `repopulate` recomputed `columns` of every stored row of the source:
+ * their fill is read from those rows (those the API still returns), so a
+ * column an override left empty is reported at once, not after the next full
+ * pass, and one it filled again clears. Then the report is refreshed.
+ */
+export async function recordRepopulated(pool: Pool, log: Logger, t: DriftTable, columns: string[]): Promise<Finding[]> {
+  const table = t.stream.table.name;
+  return withTransaction(pool, async (tx) => {
+    await lockTable(tx, t.source, table);
+    const state = new Map((await loadColumns(tx, t.source, table)).map((c) => [c.column, c]));
+    if (columns.length > 0) {
+      const res = await tx.query<Record<string, string>>(
+        `SELECT now()::text AS now, count(*)::text AS rows, ${columns.map((c, i) => `count("${c}")::text AS c${i}`).join(', ')}
+         FROM "public"."${table}" WHERE source = $1 AND not_seen_since IS NULL`,
+        [t.source],
+      );
+      const counts = res.rows[0]!;
+      const rows = Number(counts.rows);
+      columns.forEach((column, i) => {
+        if (rows === 0) return;
+        const c = state.get(column) ?? { column, nullStreak: 0, nullInFullPass: false, lastFilledAt: null };
+        if (Number(counts[`c${i}`]) > 0) state.set(column, { ...c, nullStreak: 0, nullInFullPass: false, lastFilledAt: c.lastFilledAt });
+        else state.set(column, { ...c, nullStreak: rows, nullInFullPass: true });
+      });
+    }
+    const fields = await loadFields(tx, t.source, table);
+    await saveState(tx, t.source, table, fields, [...state.values()]);
+    return refreshFindings(tx, log, t, fields, [...state.values()]);
   });
 }
 

@@ -26,7 +26,7 @@ import {
 } from '../mappers/common.ts';
 import { optProId, proId as proIdSchema } from '../mappers/pro/common.ts';
 import type { PersonalKind } from '../privacy/rules.ts';
-import type { ColumnFacts, ColumnType, ManagedColumn, MappedRow, TableDef } from './types.ts';
+import type { ColumnDoc, ColumnFacts, ColumnType, ManagedColumn, MappedRow, TableDef } from './types.ts';
 
 type RawRecord = Record<string, unknown>;
 
@@ -46,6 +46,8 @@ export interface Column {
   /** What personal data the column holds, if it holds any. */
   personal?: PersonalKind;
   filledByRequest?: boolean;
+  /** Its one-line meaning: the column's COMMENT in the database and its line in docs/tables.md. */
+  doc?: string;
 }
 
 export interface ColumnOptions {
@@ -61,6 +63,8 @@ export interface ColumnOptions {
    * as the kind says (emails lower-cased, phones reduced to digits).
    */
   personal?: PersonalKind;
+  /** The column's one-line meaning, for analysts: its COMMENT in the database, docs/tables.md, dbt sources. */
+  doc?: string;
 }
 
 function fieldColumn(
@@ -74,6 +78,7 @@ function fieldColumn(
   if (!options.filledByRequest) column.field = field;
   else column.filledByRequest = true;
   if (options.personal) column.personal = options.personal;
+  if (options.doc) column.doc = options.doc;
   return column;
 }
 
@@ -99,6 +104,8 @@ export interface ComputedOptions {
   /** The raw paths the value is taken from (`patient.firstName`), where the column's policy applies in raw. */
   reads: string[];
   personal?: PersonalKind;
+  /** The column's one-line meaning (see ColumnOptions.doc). */
+  doc?: string;
 }
 
 /**
@@ -110,6 +117,7 @@ export interface ComputedOptions {
 export function computed<R>(type: ColumnType, value: (record: R) => unknown, options: ComputedOptions): Column {
   const column: Column = { type, raw: {}, value: value as unknown as (record: RawRecord) => unknown, reads: options.reads };
   if (options.personal) column.personal = options.personal;
+  if (options.doc) column.doc = options.doc;
   return column;
 }
 
@@ -153,6 +161,7 @@ export function deriveColumns(def: ColumnsDef, kind: IdentityKind): Derived {
   const types: Record<string, ColumnType> = {};
   const facts: Record<string, ColumnFacts> = {};
   const personal: Record<string, PersonalKind> = {};
+  const docs: Record<string, ColumnDoc> = {};
   const columns = Object.entries(def.table.columns);
   for (const [name, column] of columns) {
     for (const [field, schema] of Object.entries(column.raw)) {
@@ -168,6 +177,7 @@ export function deriveColumns(def: ColumnsDef, kind: IdentityKind): Derived {
       ...(column.filledByRequest ? { filledByRequest: true } : {}),
     };
     if (column.personal) personal[name] = column.personal;
+    docs[name] = { reads: column.reads, ...(column.doc ? { doc: column.doc } : {}) };
   }
   if (kind.modifiedOn) shape.ModifiedOn = optDateTime;
   const idField = def.idField;
@@ -180,7 +190,7 @@ export function deriveColumns(def: ColumnsDef, kind: IdentityKind): Derived {
       columns: values,
     };
   };
-  const table: TableDef = { name: def.table.name, idType: kind.idType, columns: types };
+  const table: TableDef = { name: def.table.name, idType: kind.idType, columns: types, docs };
   if (def.table.indexes) table.indexes = def.table.indexes;
   if (def.table.managed) table.managed = def.table.managed;
   if (Object.keys(personal).length > 0) table.personal = personal;

@@ -43,6 +43,15 @@ export interface TableDef {
   managed?: Record<string, ManagedColumn>;
   /** The typed columns holding personal data, with what they hold (marked in the docs). */
   personal?: Record<string, PersonalKind>;
+  /** Per typed column: its one-line meaning and the API fields it is read from (COMMENTs, docs/tables.md, dbt sources). */
+  docs?: Record<string, ColumnDoc>;
+}
+
+export interface ColumnDoc {
+  /** The column's one-line meaning, as its stream file declares it. */
+  doc?: string;
+  /** The API fields it is read from, dotted for nested ones. */
+  reads: string[];
 }
 
 export interface ManagedColumn {

@@ -121,6 +121,39 @@ describe('schema drift from the command line', () => {
     expect(status.stdout).toMatch(/companies .*\n(?: +serve: .*\n)?\s+drift: in raw only: CreatedOn\n/);
   });
 
+  it('repopulate flags at once a column an override empties, and clears it when the override is fixed', async () => {
+    const findings = async (file: string) => {
+      const drift = await cli(file, 'drift', '--json');
+      const report = JSON.parse(drift.stdout) as Array<{
+        tables: Array<{ table: string; findings: Array<{ kind: string; subject: string }> }>;
+      }>;
+      return report[0]!.tables.find((t) => t.table === 'companies')!.findings.map((f) => `${f.kind} ${f.subject}`);
+    };
+    // A field name the server does not send: every stored is_active becomes null.
+    const wrong = config({ columns: { 'companies.company_name': 'Name', 'companies.is_active': 'Active' } });
+    const res = await cli(wrong, 'repopulate', '--source', 'clinic', '--table', 'companies');
+    expect(res.code, res.stderr).toBe(0);
+    const warnings = res.stderr
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as { level: string; msg: string });
+    expect(warnings.map((w) => [w.level, w.msg])).toEqual([
+      [
+        'warn',
+        expect.stringMatching(
+          /^schema drift: clinic\/companies: is_active is null in every row .*but raw has IsActive .*"companies\.is_active": "IsActive"/,
+        ),
+      ],
+    ]);
+    expect(await findings(wrong)).toContain('empty_column is_active');
+
+    const right = config({ columns: { 'companies.company_name': 'Name' } });
+    expect((await cli(right, 'repopulate', '--source', 'clinic', '--table', 'companies')).code).toBe(0);
+    expect(await findings(right)).not.toContain('empty_column is_active');
+    const filled = await db.pool.query("SELECT count(*)::int AS n FROM companies WHERE source = 'clinic' AND is_active IS NOT NULL");
+    expect(filled.rows[0].n).toBe(3);
+  });
+
   it('reports a changed type, even on a record set aside, until drift --accept', async () => {
     const file = config({ columns: { 'companies.company_name': 'Name' } });
     const [company] = sim.tenant(TENANT.apikey).list('companies');

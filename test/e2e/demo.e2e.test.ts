@@ -72,6 +72,19 @@ describe('npm run demo', () => {
       expect(ledger.rows).toEqual([{ used: 812 }]);
       const kept = await db.pool.query(`SELECT count(*)::int AS n FROM customers WHERE source = 'clinic'`);
       expect(kept.rows[0].n).toBe(1);
+      // The before/after query it suggests shows each changed customer's old email, then the new one.
+      const query = /changed customers had before:\n\s+psql \S+ -c "(SELECT [^"]+)"/.exec(res.stdout)?.[1];
+      expect(query, res.stdout).toBeDefined();
+      const versions = await db.pool.query<{ id: string; email: string | null; valid_to: Date | null }>(query!);
+      expect(versions.rows).toHaveLength(6);
+      for (let i = 0; i < 6; i += 2) {
+        const [before, after] = [versions.rows[i]!, versions.rows[i + 1]!];
+        expect(after.id).toBe(before.id);
+        expect(before.valid_to).not.toBeNull();
+        expect(after.valid_to).toBeNull();
+        expect(after.email).toMatch(/@new-provider\.example$/);
+        expect(before.email).not.toBe(after.email);
+      }
     } finally {
       await db.drop();
     }

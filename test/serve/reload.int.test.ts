@@ -130,6 +130,38 @@ describe('a reloaded configuration in serve', () => {
     expect((await db.pool.query(`SELECT 1 FROM companies WHERE source = 'two'`)).rowCount).toBe(SIZES.companies);
   });
 
+  it("records each stream's target for the freshness view at start and on every reload", async () => {
+    const r = rig();
+    r.write([entry('one', ONE)], { schedules: { maxStalenessMinutes: 45 } });
+    await start(r);
+    const targets = async () =>
+      (
+        await db.pool.query<{ key: string; table_name: string; target_minutes: number | null }>(
+          `SELECT source || '/' || resource AS key, table_name, target_minutes FROM pmsync.stream_targets ORDER BY 1`,
+        )
+      ).rows;
+    expect(await targets()).toEqual([
+      { key: 'one/companies', table_name: 'companies', target_minutes: 45 },
+      { key: 'one/employees', table_name: 'employees', target_minutes: 45 },
+    ]);
+    r.write([entry('one', ONE, { streams: ['employees'] }), entry('two', TWO)], {
+      schedules: { maxStalenessMinutes: 45, overrides: [{ resource: 'employees', maxStalenessMinutes: 20 }] },
+    });
+    expect(await serve!.reload()).toBe('applied');
+    expect(await targets()).toEqual([
+      { key: 'one/employees', table_name: 'employees', target_minutes: 20 },
+      { key: 'two/companies', table_name: 'companies', target_minutes: 45 },
+      { key: 'two/employees', table_name: 'employees', target_minutes: 20 },
+    ]);
+    const view = await db.pool.query<{ source: string; table_name: string }>(
+      `SELECT source, table_name FROM public.pmsync_freshness WHERE target_minutes = 20 ORDER BY source`,
+    );
+    expect(view.rows).toEqual([
+      { source: 'one', table_name: 'employees' },
+      { source: 'two', table_name: 'employees' },
+    ]);
+  });
+
   it('reads the config file when a run names a source it does not know, and drops the run if it is still unknown', async () => {
     const r = rig();
     r.write([entry('one', ONE)]);

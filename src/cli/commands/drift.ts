@@ -2,7 +2,7 @@ import { Command } from 'commander';
 import { findSource } from '../../config.ts';
 import { acceptDrift, driftFindings, type StoredFinding } from '../../state/drift.ts';
 import { settingsFor, tableStreams } from '../../sync/table-settings.ts';
-import { checkTableNames, configFrom, fail, requireSources, withApp } from '../shared.ts';
+import { tableNames, configFrom, fail, requireSources, withApp } from '../shared.ts';
 
 /** The report as text: problems first, then the fields kept in raw only, one line per table. */
 export function describeDrift(findings: StoredFinding[], indent = '  '): string {
@@ -23,7 +23,7 @@ export function driftCommand(): Command {
       'show the schema-drift report: fields in raw no column reads, columns left empty while raw has a likely field, fields gone, types changed',
     )
     .option('--source <name>', 'only this source')
-    .option('--table <name...>', 'only these tables')
+    .option('--table <name...>', 'only these tables, by table or resource name')
     .option('--accept', 'take the current shape as normal: forget fields that disappeared and accept changed types')
     .option('--json', 'print JSON')
     .action(async (opts: { source?: string; table?: string[]; accept?: boolean; json?: boolean }, cmd: Command) => {
@@ -31,9 +31,9 @@ export function driftCommand(): Command {
         const config = configFrom(cmd);
         requireSources(config);
         const sources = findSource(config, opts.source);
-        checkTableNames(sources, opts.table);
+        const tables = tableNames(sources, opts.table);
         await withApp(config, async (app) => {
-          const wanted = (table: string) => !opts.table || opts.table.includes(table);
+          const wanted = (table: string) => !tables || tables.includes(table);
           if (opts.accept) {
             for (const source of sources) {
               for (const stream of tableStreams(source).filter((s) => wanted(s.table.name))) {

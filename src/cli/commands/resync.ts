@@ -10,7 +10,7 @@ import { zonedToUtc } from '../../time.ts';
 import { applyPolicies } from '../../sync/privacy-policies.ts';
 import { refreshRecord } from '../../sync/refresh.ts';
 import type { RunSummary } from '../../sync/run-scope.ts';
-import { resourceTablesFor, restStreamsFor } from '../../sync/streams/index.ts';
+import { resourceNamed, resourceTablesFor, restStreamsFor } from '../../sync/streams/index.ts';
 import { syncSource } from '../../sync/sync-source.ts';
 import { attachProgress } from '../progress.ts';
 import { configFrom, fail, requireSources, withApp } from '../shared.ts';
@@ -73,7 +73,8 @@ function refuseForPro(source: SourceConfig, resource: string, opts: ResyncCliOpt
 
 function sourcesFor(config: Config, resource: string, name: string | undefined): SourceConfig[] {
   const candidates = findSource(config, name);
-  const having = candidates.filter((s) => resourcesOf(s).includes(resource));
+  // A table name (gift_certificates, pro_patients) means the resource writing it.
+  const having = candidates.filter((s) => resourcesOf(s).includes(resourceNamed(s, resource)));
   if (having.length === 0) {
     const known = [...new Set(candidates.flatMap(resourcesOf))];
     throw new PmsyncError(
@@ -146,7 +147,7 @@ async function resyncWindow(app: App, source: SourceConfig, resource: string, op
 export function resyncCommand(): Command {
   return new Command('resync')
     .description('re-read one resource now: one record (--id), everything changed since a date (--since), or all of it (--full)')
-    .argument('<resource>', 'resource name, e.g. customers')
+    .argument('<resource>', 'resource or table name, e.g. customers or gift_certificates')
     .option('-s, --source <name>', 'only this source (required for --id when several sources have the resource)')
     .option('--id <id>', 'refetch one record by its id, exactly as the API gives it')
     .option('--since <date>', "re-read records modified since DATE (YYYY-MM-DD or date-time, in the source's time zone)")
@@ -165,7 +166,7 @@ Resyncs spend the quota reserve kept for webhook refreshes and resyncs (quota.re
 does not end in time). --since never moves the stream's cursor backwards or skips a change:
 a date later than the cursor reads from the cursor. Exit codes as for "pmsync sync".`,
     )
-    .action(async (resource: string, opts: ResyncCliOptions, cmd: Command) => {
+    .action(async (named: string, opts: ResyncCliOptions, cmd: Command) => {
       try {
         const chosen = [opts.id !== undefined, opts.since !== undefined, opts.full === true].filter(Boolean).length;
         if (chosen !== 1) throw new PmsyncError('USAGE', 'give exactly one of --id ID, --since DATE or --full');
@@ -174,7 +175,8 @@ a date later than the cursor reads from the cursor. Exit codes as for "pmsync sy
           throw new PmsyncError('USAGE', '--id: empty; give the id of one record, e.g. --id 42');
         const config = configFrom(cmd);
         requireSources(config);
-        const sources = sourcesFor(config, resource, opts.source);
+        const sources = sourcesFor(config, named, opts.source);
+        const resource = resourceNamed(sources[0]!, named);
         for (const source of sources) refuseForPro(source, resource, opts);
         const waitMs = (opts.wait ?? config.serve.lockWaitSeconds) * 1000;
         process.exitCode = await withApp(config, async (app, terminal) => {

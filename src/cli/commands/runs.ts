@@ -1,5 +1,6 @@
 import { Command, InvalidArgumentError } from 'commander';
 import { listRuns, type RunRow } from '../../state/runs.ts';
+import { resourceOfTable } from '../../sync/streams/index.ts';
 import { configFrom, fail, withApp } from '../shared.ts';
 
 interface RunsCliOptions {
@@ -54,14 +55,14 @@ export function runsCommand(): Command {
     .description('list recent runs from pmsync.runs, newest first: status, duration, pages, requests, row counts and errors')
     .option('-n, --limit <n>', 'how many runs', positive, 20)
     .option('-s, --source <name>', 'only this source')
-    .option('-r, --resource <name>', 'only this resource')
+    .option('-r, --resource <name>', 'only this resource (or the resource writing this table)')
     .option('--status <status>', 'only runs with this status (running, succeeded, failed, quota_exhausted, interrupted)')
     .option('--json', 'print JSON')
     .action(async (opts: RunsCliOptions, cmd: Command) => {
       try {
         const config = configFrom(cmd);
         await withApp(config, async (app) => {
-          const rows = await listRuns(app.pool, opts);
+          const rows = await listRuns(app.pool, { ...opts, ...(opts.resource ? { resource: resourceOfTable(opts.resource) } : {}) });
           process.stdout.write(opts.json ? `${JSON.stringify(rows, null, 2)}\n` : formatRuns(rows));
         });
       } catch (err) {

@@ -36,6 +36,9 @@ export async function runSync(app: App, config: Config, opts: SyncCliOptions): P
   const sources = findSource(config, opts.source);
   // Before any record is written: stored data follows a stricter column policy, a looser one is said.
   await applyPolicies(app.pool, app.logger, sources);
+  // What the pmsync_freshness view says of each stream's target.
+  const { recordStreamTargets } = await import('../../state/stream-targets.ts');
+  await recordStreamTargets(app.pool, config);
   const results: SourceResult[] = [];
   const stalls = new Map<string, Stall[]>();
   let exitCode: number = EXIT.OK;
@@ -122,7 +125,10 @@ export function syncCommand(): Command {
   return new Command('sync')
     .description('read every configured resource incrementally into PostgreSQL (migrates first when needed)')
     .option('-s, --source <name>', 'only this source')
-    .option('-r, --resource <names...>', 'only these resources (e.g. customers orders)')
+    .option(
+      '-r, --resource <names...>',
+      'only these resources, by resource or table name (e.g. customers giftcertificates or gift_certificates)',
+    )
     .addHelpText(
       'after',
       `

@@ -76,7 +76,29 @@ export function resourceTablesFor(source: SourceConfig): Array<{ resource: strin
   return source.kind === 'pro' ? PRO_STREAMS : restStreamsFor(source);
 }
 
-function select<S extends { resource: string }>(source: SourceConfig, available: S[], resources?: string[]): S[] {
+/**
+ * The resource a name means for a source: the name itself, or the resource
+ * whose table it names (`gift_certificates` is `giftcertificates`,
+ * `pro_patients` is a Pro source's `patients`). Other names come back unchanged.
+ */
+export function resourceNamed(source: SourceConfig, name: string): string {
+  const entries = resourceTablesFor(source);
+  return entries.find((s) => s.resource === name)?.resource ?? entries.find((s) => s.table.name === name)?.resource ?? name;
+}
+
+/** The table a name means for a source: the name itself, or the table of the resource it names; undefined for neither. */
+export function tableNamed(source: SourceConfig, name: string): string | undefined {
+  const entries = resourceTablesFor(source);
+  return entries.find((s) => s.table.name === name)?.table.name ?? entries.find((s) => s.resource === name)?.table.name;
+}
+
+/** The resource writing a table of any kind (for commands without a source, like `runs --resource`); the name when none does. */
+export function resourceOfTable(name: string): string {
+  return [...REST_STREAMS, ...PRO_STREAMS].find((s) => s.table.name === name && s.resource !== name)?.resource ?? name;
+}
+
+function select<S extends { resource: string }>(source: SourceConfig, available: S[], named?: string[]): S[] {
+  const resources = named?.map((n) => resourceNamed(source, n));
   const unknownIn = (names: string[]) => names.filter((r) => !available.some((s) => s.resource === r));
   const names = available.map((s) => s.resource);
   const known = `known: ${names.join(', ')}`;
@@ -97,6 +119,6 @@ function select<S extends { resource: string }>(source: SourceConfig, available:
 export function unknownResources(source: SourceConfig, resources: readonly string[]): string[] {
   const names = resourceTablesFor(source).map((s) => s.resource);
   return resources
-    .filter((r) => !names.includes(r))
+    .filter((r) => !names.includes(resourceNamed(source, r)))
     .map((r) => `--resource ${r}: source "${source.name}" (${source.kind}) has no resource "${r}"${validNames(r, names, 'resources')}`);
 }

@@ -25,12 +25,12 @@ export default defineRestStream({
   table: {
     name: 'appointments',
     columns: {
-      company_id: id('CompanyId'),
-      customer_id: id('CustomerId'),
-      employee_id: id('EmployeeId'),
-      service_id: id('ServiceId'),
-      start_at: timestamp('StartDateTime'),
-      end_at: timestamp('EndDateTime'),
+      company_id: id('CompanyId', { doc: 'The company (location) the appointment is at: companies.id.' }),
+      customer_id: id('CustomerId', { doc: 'The customer booked: customers.id.' }),
+      employee_id: id('EmployeeId', { doc: 'The employee who serves it: employees.id.' }),
+      service_id: id('ServiceId', { doc: 'The service booked: services.id.' }),
+      start_at: timestamp('StartDateTime', { doc: "When the appointment starts, in the source's wall-clock time." }),
+      end_at: timestamp('EndDateTime', { doc: "When the appointment ends, in the source's wall-clock time." }),
     },
     indexes: [
       ['source', 'customer_id'],

@@ -8,5 +8,11 @@ export default defineRestStream({
   idField: 'CompanyId',
   mode: 'full',
   variants: ['core', 'subset'],
-  table: { name: 'companies', columns: { company_name: text('CompanyName'), is_active: bool('IsActive') } },
+  table: {
+    name: 'companies',
+    columns: {
+      company_name: text('CompanyName', { doc: 'The company (location) name.' }),
+      is_active: bool('IsActive', { doc: 'Whether the company is active at the source.' }),
+    },
+  },
 });

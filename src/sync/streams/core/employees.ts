@@ -10,11 +10,11 @@ export default defineRestStream({
   table: {
     name: 'employees',
     columns: {
-      company_id: id('CompanyId'),
-      first_name: text('FirstName', { personal: 'name' }),
-      last_name: text('LastName', { personal: 'name' }),
-      email: text('Email', { personal: 'email' }),
-      is_active: bool('IsActive'),
+      company_id: id('CompanyId', { doc: 'The company (location) the employee works at: companies.id.' }),
+      first_name: text('FirstName', { personal: 'name', doc: "The employee's first name." }),
+      last_name: text('LastName', { personal: 'name', doc: "The employee's last name." }),
+      email: text('Email', { personal: 'email', doc: "The employee's email address." }),
+      is_active: bool('IsActive', { doc: 'Whether the employee is active at the source.' }),
     },
   },
 });

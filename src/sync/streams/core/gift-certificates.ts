@@ -15,11 +15,11 @@ export default defineRestStream({
   table: {
     name: 'gift_certificates',
     columns: {
-      company_id: id('CompanyId'),
-      customer_id: id('CustomerId'),
-      amount: numeric('Amount'),
-      balance: numeric('Balance'),
-      issued_on: date('IssuedOn'),
+      company_id: id('CompanyId', { doc: 'The company (location) that issued it: companies.id.' }),
+      customer_id: id('CustomerId', { doc: 'The customer it belongs to: customers.id.' }),
+      amount: numeric('Amount', { doc: 'The value it was issued for.' }),
+      balance: numeric('Balance', { doc: 'The value left to spend.' }),
+      issued_on: date('IssuedOn', { doc: 'The date it was issued.' }),
     },
   },
 });

@@ -11,6 +11,10 @@ export default defineRestStream({
   // A migration also indexes (source, lower(btrim(program_name))) for the membership_details view.
   table: {
     name: 'membership_programs',
-    columns: { company_id: id('CompanyId'), program_name: text('ProgramName'), description: text('Description') },
+    columns: {
+      company_id: id('CompanyId', { doc: 'The company (location) offering the plan: companies.id.' }),
+      program_name: text('ProgramName', { doc: "The plan's display name; memberships name their plan by it." }),
+      description: text('Description', { doc: 'The plan as the practice describes it.' }),
+    },
   },
 });

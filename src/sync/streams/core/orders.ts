@@ -11,6 +11,11 @@ export default defineRestStream({
   recordPath: (id) => `/orders/${encodeURIComponent(id)}`,
   table: {
     name: 'orders',
-    columns: { company_id: id('CompanyId'), customer_id: id('CustomerId'), order_date: timestamp('OrderDate'), total: numeric('Total') },
+    columns: {
+      company_id: id('CompanyId', { doc: 'The company (location) of the sale: companies.id.' }),
+      customer_id: id('CustomerId', { doc: 'The customer who bought: customers.id.' }),
+      order_date: timestamp('OrderDate', { doc: "When the order was placed, in the source's wall-clock time." }),
+      total: numeric('Total', { doc: 'The order total.' }),
+    },
   },
 });

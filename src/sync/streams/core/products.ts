@@ -9,6 +9,11 @@ export default defineRestStream({
   variants: ['core'],
   table: {
     name: 'products',
-    columns: { company_id: id('CompanyId'), name: text('Name'), price: numeric('Price'), is_active: bool('IsActive') },
+    columns: {
+      company_id: id('CompanyId', { doc: 'The company (location) selling it: companies.id.' }),
+      name: text('Name', { doc: 'The product name.' }),
+      price: numeric('Price', { doc: 'The list price.' }),
+      is_active: bool('IsActive', { doc: 'Whether the product is for sale.' }),
+    },
   },
 });

@@ -10,11 +10,11 @@ export default defineRestStream({
   table: {
     name: 'services',
     columns: {
-      company_id: id('CompanyId'),
-      name: text('Name'),
-      price: numeric('Price'),
-      duration_minutes: integer('DurationMinutes'),
-      is_active: bool('IsActive'),
+      company_id: id('CompanyId', { doc: 'The company (location) offering it: companies.id.' }),
+      name: text('Name', { doc: 'The service name.' }),
+      price: numeric('Price', { doc: 'The list price.' }),
+      duration_minutes: integer('DurationMinutes', { doc: 'How long the service takes, in minutes.' }),
+      is_active: bool('IsActive', { doc: 'Whether the service can be booked.' }),
     },
   },
 });

@@ -39,11 +39,11 @@ export default defineProFanOut({
   table: {
     name: 'pro_appointments',
     columns: {
-      patient_id: proId('patientId', { filledByRequest: true }),
-      event_type_id: proId('eventTypeId'),
-      provider_id: proId('providerId'),
+      patient_id: proId('patientId', { filledByRequest: true, doc: 'The patient: pro_patients.id.' }),
+      event_type_id: proId('eventTypeId', { doc: 'The kind of appointment: pro_event_types.id.' }),
+      provider_id: proId('providerId', { doc: 'The provider seeing the patient (a Pro provider id).' }),
       // ISO 8601 without a zone: the practice's wall-clock time.
-      appt_date: timestamp('apptDate'),
+      appt_date: timestamp('apptDate', { doc: "When the appointment starts, in the practice's wall-clock time." }),
     },
     indexes: [['source', 'patient_id']],
   },

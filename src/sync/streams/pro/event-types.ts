@@ -6,5 +6,5 @@ export default defineProList({
   resource: 'event-types',
   path: '/event-types',
   idField: 'eventTypeId',
-  table: { name: 'pro_event_types', columns: { name: text('name') } },
+  table: { name: 'pro_event_types', columns: { name: text('name', { doc: 'The event type (kind of appointment) name.' }) } },
 });

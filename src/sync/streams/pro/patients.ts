@@ -13,10 +13,10 @@ export default defineProList({
   table: {
     name: 'pro_patients',
     columns: {
-      first_name: text('firstName', { personal: 'name' }),
-      last_name: text('lastName', { personal: 'name' }),
-      dob: date('dob', { personal: 'birth date' }),
-      cell_phone: text('cellPhone', { personal: 'phone' }),
+      first_name: text('firstName', { personal: 'name', doc: "The patient's first name." }),
+      last_name: text('lastName', { personal: 'name', doc: "The patient's last name." }),
+      dob: date('dob', { personal: 'birth date', doc: "The patient's date of birth." }),
+      cell_phone: text('cellPhone', { personal: 'phone', doc: "The patient's cell phone number, as entered." }),
     },
     managed: {
       appointments_read_hash: {
@@ -24,7 +24,7 @@ export default defineProList({
         copiesContentHash: true,
         doc: 'content_hash of this row when its appointments were last read: a differing hash means "read them again".',
       },
-      appointments_read_at: { type: 'timestamptz' },
+      appointments_read_at: { type: 'timestamptz', doc: 'When its appointments were last read (database clock).' },
     },
   },
 });

@@ -13,11 +13,11 @@ export default defineProList({
   table: {
     name: 'pro_waitlist_slots',
     columns: {
-      waitlist_id: proId('waitlistId'),
-      provider_id: proId('providerId'),
-      event_type_id: proId('eventTypeId'),
-      slot_date: timestamp('slotDate'),
-      status: text('status'),
+      waitlist_id: proId('waitlistId', { doc: 'The waitlist entry the slot was offered to: pro_waitlist_entries.id.' }),
+      provider_id: proId('providerId', { doc: 'The provider of the slot (a Pro provider id).' }),
+      event_type_id: proId('eventTypeId', { doc: 'The kind of appointment: pro_event_types.id.' }),
+      slot_date: timestamp('slotDate', { doc: "When the slot starts, in the practice's wall-clock time." }),
+      status: text('status', { doc: 'The state of the slot offer, as the API names it.' }),
     },
   },
 });

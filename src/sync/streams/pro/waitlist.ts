@@ -48,19 +48,34 @@ export default defineProFanOut({
     columns: {
       patient_id: computed('bigint', (r: Entry) => r.patient?.patientId ?? r.patientId ?? null, {
         reads: ['patient.patientId', 'patientId'],
+        doc: 'The patient waiting: pro_patients.id.',
       }),
-      patient_first_name: computed('text', (r: Entry) => r.patient?.firstName ?? null, { reads: ['patient.firstName'], personal: 'name' }),
-      patient_last_name: computed('text', (r: Entry) => r.patient?.lastName ?? null, { reads: ['patient.lastName'], personal: 'name' }),
+      patient_first_name: computed('text', (r: Entry) => r.patient?.firstName ?? null, {
+        reads: ['patient.firstName'],
+        doc: "The waiting patient's first name.",
+        personal: 'name',
+      }),
+      patient_last_name: computed('text', (r: Entry) => r.patient?.lastName ?? null, {
+        reads: ['patient.lastName'],
+        doc: "The waiting patient's last name.",
+        personal: 'name',
+      }),
       event_type_id: computed('bigint', (r: Entry) => r.eventType?.eventTypeId ?? r.eventTypeId ?? null, {
         reads: ['eventType.eventTypeId', 'eventTypeId'],
+        doc: 'The kind of appointment wanted: pro_event_types.id.',
       }),
-      event_type_name: computed('text', (r: Entry) => r.eventType?.name ?? null, { reads: ['eventType.name'] }),
-      date_from: date('dateFrom'),
-      date_to: date('dateTo'),
-      provider_ids: jsonb('providerIds', z.array(proIdSchema)),
-      days_of_week: text('daysOfWeek'),
-      times_of_day: text('timesOfDay'),
-      comments: text('comments', { personal: 'free text' }),
+      event_type_name: computed('text', (r: Entry) => r.eventType?.name ?? null, {
+        reads: ['eventType.name'],
+        doc: 'The name of the kind of appointment wanted.',
+      }),
+      date_from: date('dateFrom', { doc: 'The first date the patient can come.' }),
+      date_to: date('dateTo', { doc: 'The last date the patient can come.' }),
+      provider_ids: jsonb('providerIds', z.array(proIdSchema), {
+        doc: 'The providers the patient would see (JSON array of Pro provider ids).',
+      }),
+      days_of_week: text('daysOfWeek', { doc: 'The days of the week the patient can come, as the API writes them.' }),
+      times_of_day: text('timesOfDay', { doc: 'The times of day the patient can come, as the API writes them.' }),
+      comments: text('comments', { personal: 'free text', doc: 'Free-text notes on the entry.' }),
     },
   },
 });
