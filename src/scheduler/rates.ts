@@ -23,6 +23,19 @@ export function decayFactor(asOf: Date, at: Date, halfLifeDays: number = HALF_LI
 
 /** Changes per hour in each of the 168 slots, as of `at`. */
 export function slotRates(stored: StoredSlot[], at: Date): Float64Array {
+  return slotRatesWithMoved(stored, at).rates;
+}
+
+/**
+ * The rates, and the slots the recent profile raised above the long memory:
+ * hours the practice moved into (withRecentHours).
+ */
+export function slotRatesWithMoved(stored: StoredSlot[], at: Date): { rates: Float64Array; movedIn: Uint8Array } {
+  const movedIn = new Uint8Array(SLOTS);
+  return { rates: withRecentHours(longRates(stored, at), stored, at, movedIn), movedIn };
+}
+
+function longRates(stored: StoredSlot[], at: Date): Float64Array {
   const changes = new Float64Array(SLOTS);
   const exposure = new Float64Array(SLOTS);
   for (const s of stored) {
@@ -51,7 +64,7 @@ export function slotRates(stored: StoredSlot[], at: Date): Float64Array {
   const rates = new Float64Array(SLOTS);
   for (let i = 0; i < SLOTS; i++)
     rates[i] = (changes[i]! + PRIOR_HOURS.hourOfWeek * hourOfDay[i % 24]!) / (exposure[i]! + PRIOR_HOURS.hourOfWeek);
-  return withRecentHours(rates, stored, at);
+  return rates;
 }
 
 /** How far (in standard deviations of a Poisson count) the recent days must differ from the long memory to overrule it. */
@@ -77,7 +90,7 @@ const OPEN_DAY_SHARE = 0.2;
  * and activity factor correct within hours; a move that lasts is learned in
  * about three days (docs/operations.md).
  */
-export function withRecentHours(rates: Float64Array, stored: StoredSlot[], at: Date): Float64Array {
+export function withRecentHours(rates: Float64Array, stored: StoredSlot[], at: Date, movedIn?: Uint8Array): Float64Array {
   const changes = new Float64Array(SLOTS);
   const exposure = new Float64Array(SLOTS);
   let any = false;
@@ -107,7 +120,11 @@ export function withRecentHours(rates: Float64Array, stored: StoredSlot[], at: D
     const spread = RECENT_SIGNIFICANCE * Math.sqrt(m + 1);
     if (c > m + spread && openHours > 0) {
       const more = (c - m) / (openHours + RECENT_PRIOR_HOURS);
-      for (let d = 0; d < 7; d++) if (open[d]) out[d * 24 + h] = rates[d * 24 + h]! + more;
+      for (let d = 0; d < 7; d++) {
+        if (!open[d]) continue;
+        out[d * 24 + h] = rates[d * 24 + h]! + more;
+        if (movedIn) movedIn[d * 24 + h] = 1;
+      }
     } else if (c < m - spread) {
       const factor = (c + RECENT_PRIOR_CHANGES) / (m + RECENT_PRIOR_CHANGES);
       for (let d = 0; d < 7; d++) out[d * 24 + h] = rates[d * 24 + h]! * factor;

@@ -52,6 +52,7 @@ import {
   expectedSince,
   practiceExcess,
   slotRates,
+  slotRatesWithMoved,
   withEvidence,
   withExcess,
   type Evidence,
@@ -396,16 +397,25 @@ export interface SlowRead {
    * few kB where the slots as rows took about 25 kB.
    */
   rates: Map<string, Float64Array>;
+  /** Slots each stream's recent days raised above its long memory: hours the practice moved into. */
+  movedIn?: Map<string, Uint8Array>;
   costs: Map<string, number>;
 }
 
-function ratesOf(models: Map<string, StoredSlot[]>, now: Date): Map<string, Float64Array> {
-  return new Map([...models].map(([resource, slots]) => [resource, slotRates(slots, now)]));
+function ratesOf(models: Map<string, StoredSlot[]>, now: Date): { rates: Map<string, Float64Array>; movedIn: Map<string, Uint8Array> } {
+  const rates = new Map<string, Float64Array>();
+  const movedIn = new Map<string, Uint8Array>();
+  for (const [resource, slots] of models) {
+    const r = slotRatesWithMoved(slots, now);
+    rates.set(resource, r.rates);
+    movedIn.set(resource, r.movedIn);
+  }
+  return { rates, movedIn };
 }
 
 export async function readSlow(pool: Pool, source: string, now: Date): Promise<SlowRead> {
   const [models, costs] = await Promise.all([loadChangeModels(pool, source), loadCosts(pool, source)]);
-  return { at: now.getTime(), rates: ratesOf(models, now), costs };
+  return { at: now.getTime(), ...ratesOf(models, now), costs };
 }
 
 /** readSlow for many sources' streams with two queries (status over a fleet): source -> its read. */
@@ -413,7 +423,7 @@ export async function readSlowOf(pool: Pool, streams: ScheduledStream[], now: Da
   const sources = [...new Set(streams.map((s) => s.source))];
   const [models, costs] = await Promise.all([loadChangeModelsOf(pool, sources), recentCheckCostsOf(pool, streams, COST_RUNS)]);
   const out = new Map<string, SlowRead>(
-    sources.map((s) => [s, { at: now.getTime(), rates: ratesOf(models.get(s) ?? new Map(), now), costs: new Map() }]),
+    sources.map((s) => [s, { at: now.getTime(), ...ratesOf(models.get(s) ?? new Map(), now), costs: new Map() }]),
   );
   for (const s of streams) {
     const cost = costs.get(s.key);
@@ -482,7 +492,9 @@ export async function observeSource(
     const n = notified.get(s.resource);
     const model = slow.rates.get(s.resource) ?? slotRates([], now);
     const activity = activityToday(model, timeZone, quota.startsAt, now, Math.max(n?.today ?? 0, found.get(s.resource) ?? 0));
-    const forecast = activity === 1 ? model : model.map((r) => r * activity);
+    // Hours the practice moved into are new: a day whose remembered hours stayed empty says nothing against them.
+    const moved = slow.movedIn?.get(s.resource);
+    const forecast = activity === 1 ? model : model.map((r, i) => r * (moved?.[i] && activity < 1 ? 1 : activity));
     const evidence = evidenceOf(forecast, timeZone, windows.get(s.resource) ?? [], now.getTime());
     forecasts.set(s.resource, { model, forecast, activity, evidence });
   }
