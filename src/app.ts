@@ -15,7 +15,7 @@ import { LimiterRegistry } from './api/limiter.ts';
 import { insecureHttpHost } from './config.ts';
 import type { Config, SourceConfig } from './config-schema.ts';
 import { applyStatements, existingRelations, grantStatements, roleInfo } from './db/access.ts';
-import { startEmbedded, type EmbeddedDatabase } from './db/embedded.ts';
+import { EMBEDDED_PASSWORD, startEmbedded, type EmbeddedDatabase } from './db/embedded.ts';
 import { migrate } from './db/migrate.ts';
 import { checkConnection, createPool, type Pool } from './db/pool.ts';
 import { createLogger, type LogDestination, type Logger } from './log.ts';
@@ -62,6 +62,10 @@ export function redactorFor(config: Config): Redactor {
   return redactor;
 }
 
+function isLoopbackHost(host: string): boolean {
+  return host === 'localhost' || host === '[::1]' || host === '::1' || /^127\./.test(host);
+}
+
 function addSecrets(redactor: Redactor, config: Config): void {
   for (const s of config.sources) {
     if (s.kind === 'pro') redactor.add(s.token);
@@ -72,7 +76,12 @@ function addSecrets(redactor: Redactor, config: Config): void {
   for (const url of [config.databaseUrl, config.redisUrl]) {
     if (!url) continue;
     try {
-      redactor.add(decodeURIComponent(new URL(url).password));
+      const parsed = new URL(url);
+      const password = decodeURIComponent(parsed.password);
+      // The embedded database's password is a documented constant of a store that listens on loopback only, not a
+      // secret; it is also the program's name, which masking would turn into "[REDACTED]" in every message.
+      if (url === config.databaseUrl && password === EMBEDDED_PASSWORD && isLoopbackHost(parsed.hostname)) continue;
+      redactor.add(password);
     } catch {
       // an invalid URL was already reported by the config loader
     }

@@ -240,7 +240,7 @@ describe('a reloaded configuration in serve', () => {
 
     r.write([entry('one', ONE)]);
     expect(await s.reload()).toBe('applied');
-    expect(app!.logs.filter((l) => l.includes('a running process does not loosen a policy; restart pmsync to take it'))).toHaveLength(1);
+    expect(app!.logs.filter((l) => l.includes('a running process does not loosen a policy; restart'))).toHaveLength(1);
     // What a run of the table does first, with the configuration now in force.
     await expect(prepareTable(app!.pool, app!.logger, app!.config.sources[0]!, employees)).rejects.toMatchObject({
       code: 'CONFIG_INVALID',
