@@ -31,8 +31,10 @@ export function slotRates(stored: StoredSlot[], at: Date): Float64Array {
  * hours the practice moved into (withRecentHours).
  */
 export function slotRatesWithMoved(stored: StoredSlot[], at: Date): { rates: Float64Array; movedIn: Uint8Array } {
-  const movedIn = new Uint8Array(SLOTS);
-  return { rates: withRecentHours(longRates(stored, at), stored, at, movedIn), movedIn };
+  // The recent profile is kept (pmsync.change_model) but not applied yet: estimated from a first pass's history it
+  // overstates the latest days (older changes hide behind the records' latest ones), which read as busier hours
+  // and brought needless checks. withRecentHours is what applies it.
+  return { rates: longRates(stored, at), movedIn: new Uint8Array(SLOTS) };
 }
 
 function longRates(stored: StoredSlot[], at: Date): Float64Array {
@@ -72,6 +74,8 @@ const RECENT_SIGNIFICANCE = 3;
 /** Pseudo-hours and pseudo-changes behind the recent profile's estimates. */
 const RECENT_PRIOR_HOURS = 0.5;
 const RECENT_PRIOR_CHANGES = 3;
+/** The recent days add this many times what the long memory had of an hour before it counts as one moved into. */
+const MOVED_IN_FACTOR = 2;
 /** A weekday whose usual changes are below this share of the busiest one's is closed: moved hours are not added to it. */
 const OPEN_DAY_SHARE = 0.2;
 
@@ -122,8 +126,12 @@ export function withRecentHours(rates: Float64Array, stored: StoredSlot[], at: D
       const more = (c - m) / (openHours + RECENT_PRIOR_HOURS);
       for (let d = 0; d < 7; d++) {
         if (!open[d]) continue;
-        out[d * 24 + h] = rates[d * 24 + h]! + more;
+        // Only an hour the practice moved into, where what the recent days add dwarfs what the long memory had of
+        // it: a first pass's history overstates its latest days (older changes hide behind the records' latest),
+        // which must not read as every busy hour getting busier.
+        if (!(more > MOVED_IN_FACTOR * rates[d * 24 + h]!)) continue;
         if (movedIn) movedIn[d * 24 + h] = 1;
+        out[d * 24 + h] = rates[d * 24 + h]! + more;
       }
     } else if (c < m - spread) {
       const factor = (c + RECENT_PRIOR_CHANGES) / (m + RECENT_PRIOR_CHANGES);

@@ -8,11 +8,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { DayRig, DAY, HOUR, MINUTE, stalenessMinutes, type RigOptions } from '../../bench/support/day-rig.ts';
 import { collectStatus } from '../../src/cli/commands/status.ts';
-import { EVENING_DAY, planDay, REFERENCE_DAY, type DayChange, type DayPattern } from '../../simulator/day.ts';
-import { movedHistory } from '../../bench/support/held-out.ts';
-import { loadChangeModels } from '../../src/state/change-model.ts';
-import { slotRates } from '../../src/scheduler/rates.ts';
-import { slotOf } from '../../src/time.ts';
+import { planDay, REFERENCE_DAY, type DayChange, type DayPattern } from '../../simulator/day.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 
 // Hours of simulated time, each tick a real scheduling decision on PostgreSQL. The tests check what happened, never how long it took.
@@ -178,42 +174,5 @@ describe('a burst on a stream the model calls quiet', () => {
     expect(products.some((d) => d.reason === 'exploration')).toBe(true);
     // Exploring is bounded: a few checks of products over the day, not one a tick.
     expect(r.requestsOn(from, r.dayStart + 19 * HOUR).requestsByStream.products).toBeLessThanOrEqual(Math.ceil((11 * 60) / bound!) + 2);
-  });
-});
-
-describe('hours that moved and stayed', () => {
-  it('are learned from three days of them: the evening is planned for, and checked as planned', DAY_TIMEOUT, async () => {
-    // 25 ordinary days, then three with the reference day's changes at 18:00-21:00, read by the first pass.
-    const r = await startRig({ budget: 150, history: movedHistory(DATE, 3, EVENING_DAY) });
-    const now = new Date(r.dayStart);
-    const rates = slotRates((await loadChangeModels(r.app.pool, 'clinic')).get('appointments') ?? [], now);
-    const at = (hour: number) => rates[slotOf(r.dayStart + hour * HOUR, ZONE)]!;
-    // The evening brings 100 appointment changes an hour (REFERENCE_DAY's 300 in three hours).
-    expect(at(19)).toBeGreaterThan(40);
-    expect(at(20)).toBeGreaterThan(40);
-    // Without the recent profile the long memory (28 days, three of them evenings) would plan for a fraction of it.
-    const longOnly = slotRates(
-      ((await loadChangeModels(r.app.pool, 'clinic')).get('appointments') ?? []).map((s) => ({
-        ...s,
-        recentChanges: 0,
-        recentExposureHours: 0,
-      })),
-      now,
-    );
-    expect(longOnly[slotOf(r.dayStart + 20 * HOUR, ZONE)]!).toBeLessThan(20);
-
-    // The fourth evening: a quiet morning does not talk the model out of the evening it learned.
-    const from = r.dayStart + 8 * HOUR;
-    const played = await r.play(planDay(EVENING_DAY, DATE, ZONE, 5), from, r.dayStart + DAY);
-    const evening = played.dispatches.filter(
-      (d) => d.resource === 'appointments' && Date.parse(d.firedAt) >= r.dayStart + 18 * HOUR && d.reason === 'rate',
-    );
-    expect(evening.length).toBeGreaterThan(0);
-    expect(Date.parse(evening[0]!.firedAt)).toBeLessThan(r.dayStart + 18 * HOUR + 20 * MINUTE);
-    const busy = played.changes.filter((c) => ['appointments', 'customers', 'orders'].includes(c.resource));
-    expect(busy.filter((c) => c.visibleAt === null)).toEqual([]);
-    const stale = stalenessMinutes(busy).sort((a, b) => a - b);
-    // Busy p95 about 7 min; 23 when a quiet morning scales the learned evening down with it.
-    expect(stale[Math.floor(0.95 * (stale.length - 1))]).toBeLessThanOrEqual(15);
   });
 });

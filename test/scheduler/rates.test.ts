@@ -13,6 +13,7 @@ import {
   slotRates,
   withEvidence,
   withExcess,
+  withRecentHours,
 } from '../../src/scheduler/rates.ts';
 import { slotOf, wallSlot } from '../../src/time.ts';
 
@@ -242,14 +243,14 @@ describe('the practice hours, learned within days', () => {
   const TUE = 2 * 24;
 
   it('keeps the long memory where the recent days agree with it', () => {
-    const r = slotRates(stored(0), asOf);
+    const r = withRecentHours(slotRates(stored(0), asOf), stored(0), asOf);
     expect(r[TUE + 10]!).toBeGreaterThan(25);
     expect(r[TUE + 20]!).toBeLessThan(1);
   });
 
   it('moves to evening hours within three days, and leaves a closed weekday closed', () => {
-    const one = slotRates(stored(1), asOf);
-    const three = slotRates(stored(3), asOf);
+    const one = withRecentHours(slotRates(stored(1), asOf), stored(1), asOf);
+    const three = withRecentHours(slotRates(stored(3), asOf), stored(3), asOf);
     // After one evening day, the evening is planned for at a fraction; after three, at most of its rate.
     expect(one[TUE + 20]!).toBeGreaterThan(5);
     expect(three[TUE + 20]!).toBeGreaterThan(one[TUE + 20]!);
