@@ -27,6 +27,12 @@
  * optimum favours moderately changing streams over the busiest ones. Closed
  * hours, with a rate near zero, get almost no checks.
  *
+ * The mean is not the whole day: the square-root rule leaves the slower busy
+ * streams the longest waits, and they make its 95th percentile. So before the
+ * exchange rate is set, polled streams get one common interval for their busy
+ * hours, the tightest the budget carries (commonInterval, the tail rule), and
+ * the exchange rate spends what is left.
+ *
  * Webhooks. A notified stream is checked once its notifications' summed age
  * is worth a request at the same rate, but never before `debounceSeconds`
  * after the oldest (so a burst is read by one check: N notifications in one
@@ -144,13 +150,24 @@ export interface SourceInput {
  * request (the rate rule); `evidence`: the same, but only because what its
  * recent checks found, or what the practice's other streams found beyond
  * their forecasts (rates.ts, practiceExcess), raised today's rate above the
- * forecast; `exploration`:
+ * forecast; `interval`: a polled stream in its busy hours that has gone the
+ * day's common interval (the tail rule below); `exploration`:
  * a stream the model calls quiet, checked at the exploration bound in the
  * practice's active hours; `pacing`: budget that would be lost at the reset
  * spent on a stream expected to have changes waiting.
  */
 export type DueReason =
-  'backfill' | 'rate' | 'evidence' | 'max-staleness' | 'exploration' | 'pacing' | 'floor' | 'notified' | 'notified-max-wait' | 'safety-net';
+  | 'backfill'
+  | 'rate'
+  | 'evidence'
+  | 'max-staleness'
+  | 'interval'
+  | 'exploration'
+  | 'pacing'
+  | 'floor'
+  | 'notified'
+  | 'notified-max-wait'
+  | 'safety-net';
 
 export interface Due {
   purpose: Purpose;
@@ -190,6 +207,13 @@ export interface SourcePlan {
    * explored.
    */
   exploreMinutes: number | null;
+  /**
+   * The common interval, in minutes, within which every polled stream is
+   * checked in its busy hours (at least one change an hour expected): the
+   * tightest the budget carries today. Null when the bounds had to stretch or
+   * no polled stream has busy hours left.
+   */
+  intervalMinutes: number | null;
   /** Requests held back from the plan for a day busier than it expects. */
   reserve: number;
   planned: PlannedSpend;
@@ -222,6 +246,16 @@ export function activeHour(perHour: number): boolean {
   return perHour >= 1;
 }
 
+/**
+ * An hour in which the tail rule keeps a polled stream on the common interval:
+ * a few changes expected. A stream with one change an hour or so carries few of
+ * the day's changes, and is left to the exchange rate.
+ */
+export const BUSY_PER_HOUR = 2;
+function busyHour(perHour: number): boolean {
+  return perHour >= BUSY_PER_HOUR;
+}
+
 /** A stream with the bounds this plan applies to it (stretched when the budget cannot carry them). */
 interface Bounded extends StreamInput {
   /** Freshness target of a polled stream, minutes; null when none. */
@@ -230,6 +264,8 @@ interface Bounded extends StreamInput {
   maxWait: number;
   /** Longest interval between its checks in the practice's active hours (minutes of them); null: not explored. */
   explore: number | null;
+  /** The common interval of polled streams in their busy hours (minutes); null: none today. */
+  interval: number | null;
 }
 
 /**
@@ -283,10 +319,53 @@ function horizonOf(input: SourceInput): Horizon {
   return out;
 }
 
-function bounded(s: StreamInput, settings: PlanSettings, stretch: number, explore: number | null): Bounded {
+function bounded(s: StreamInput, settings: PlanSettings, stretch: number, explore: number | null, interval: number | null = null): Bounded {
   const target = s.maxStalenessMinutes === null ? null : s.maxStalenessMinutes * stretch;
   const maxWait = Math.min(settings.notifiedWithinMinutes, s.maxStalenessMinutes ?? Number.POSITIVE_INFINITY) * stretch;
-  return { ...s, target: s.webhookFed ? null : target, maxWait, explore: explore !== null && explorable(s) ? explore * stretch : null };
+  return {
+    ...s,
+    target: s.webhookFed ? null : target,
+    maxWait,
+    explore: explore !== null && explorable(s) ? explore * stretch : null,
+    interval: interval !== null && explorable(s) ? interval : null,
+  };
+}
+
+/**
+ * The rate that decides a stream's busy hours for the interval rule. Now:
+ * today's, or the forecast's when today's evidence put it lower (a check or
+ * two that found fewer changes than forecast is chance as often as not at
+ * these counts, about one change a check; a day quieter than usual still
+ * lowers the forecast itself, through today's activity factor). In the
+ * hours to come: the forecast's. Today's evidence carries into them as a
+ * decaying excess, which the exchange rate prices, but an hour the practice
+ * is usually closed is not planned as busy on its strength: a lively
+ * afternoon would otherwise book the evening's checks and space the
+ * afternoon's wider. A rush in hours the forecast calls closed (the evening
+ * a practice moved to) is different: nothing says when it ends, so the hours
+ * after it are planned as busy as it is now. Planned by the decaying excess,
+ * the interval would be set as if the rush were ending, checks would come
+ * every minute while the budget lasted, and the rest of the rush would go
+ * unread; planned to last, it leaves budget over if it ends early, which the
+ * end-of-day sweep spends.
+ */
+function busyRate(s: StreamInput, slot: number, nowSlot: number): number {
+  const forecast = s.forecastRates;
+  if (!forecast) return s.rates[slot]!;
+  if (slot === nowSlot) return Math.max(s.rates[slot]!, forecast[slot]!);
+  if (unforeseen(s, nowSlot)) return Math.max(s.rates[slot]!, s.rates[nowSlot]!);
+  return forecast[slot]!;
+}
+
+/** A rush the forecast did not expect at all is on: its hours to come are planned by today's rates. */
+function unforeseen(s: StreamInput, nowSlot: number): boolean {
+  return s.forecastRates !== undefined && busyHour(s.rates[nowSlot]!) && !busyHour(s.forecastRates[nowSlot]!);
+}
+
+/** Minutes between checks the common interval asks of a polled stream changing `perHour`: never more often than once per expected change. */
+function intervalAt(interval: number | null, perHour: number, cost: number): number {
+  if (interval === null || !busyHour(perHour)) return Number.POSITIVE_INFINITY;
+  return Math.max(interval, (cost * 60) / perHour);
 }
 
 /**
@@ -308,6 +387,8 @@ function streamSpend(s: Bounded, input: SourceInput, horizon: Horizon, mu: numbe
   const out: Spend = { polled: 0, notified: 0, safety: 0, requests: 0 };
   if (s.backfill || horizon.length === 0) return out;
   const { settings } = input;
+  const nowSlot = horizon[0]![0];
+  let busyAhead = false;
   for (const [slot, minutes] of horizon) {
     const perHour = s.rates[slot]!;
     const perMinute = perHour / 60;
@@ -318,10 +399,18 @@ function streamSpend(s: Bounded, input: SourceInput, horizon: Horizon, mu: numbe
       if (perMinute * settings.safetyNetMinutes < 1) out.safety += minutes / settings.safetyNetMinutes;
     } else {
       let x = pollInterval(mu, perMinute, s.cost, s.target !== null && activeHour(perHour) ? s.target : null);
+      // Counted a tick short: the interval runs from the start of the last check, which the tick that dispatched
+      // it may have preceded, and a plan that expects too few checks runs short in the evening, when the widest
+      // gaps would be left.
+      const busyNow = busyRate(s, slot, nowSlot);
+      x = Math.min(x, Math.max(1, intervalAt(s.interval, busyNow, s.cost) - settings.tickSeconds / 60));
       if (s.explore !== null && input.activeSlots?.[slot]) x = Math.min(x, s.explore);
       if (Number.isFinite(x)) out.polled += minutes / x;
+      if (explorable(s) && busyNow >= CLOSING_MIN_PER_HOUR) busyAhead = true;
     }
   }
+  // The closing check (decide): one more as its busy hours end today.
+  if (busyAhead && !busyHour(busyRate(s, horizon[horizon.length - 1]![0], nowSlot))) out.polled += 1;
   // Notifications already waiting are a check to come, whatever the rates say of the rest of the day.
   if (s.webhookFed && s.notified.count > 0) out.notified += 1;
   const floorDue = (s.lastCheckAt?.getTime() ?? input.now.getTime()) + settings.floorHours * 3_600_000 <= input.resetsAt.getTime();
@@ -372,7 +461,7 @@ export function planSource(input: SourceInput): SourcePlan {
   // its floor, a day. It goes only when even the most stretched bounds and the floors do not fit beside it (a
   // budget too small for both keeps every stream read daily).
   const loosest = STRETCHES[STRETCHES.length - 1]!;
-  if (explore !== null && cheapest(loosest, explore / loosest) > available - reserveOf(input, available)) explore = null;
+  if (explore !== null && cheapest(loosest, explore / loosest) > available - reserveOf(input, available, horizon)) explore = null;
   const withStretch = (stretch: number) => input.streams.map((s) => bounded(s, settings, stretch, explore));
 
   // When the bounds do not all fit what is left of the budget, they stretch
@@ -399,7 +488,6 @@ export function planSource(input: SourceInput): SourcePlan {
     }
   }
 
-  const streams = withStretch(stretch);
   // The spend the exchange rate plans keeps a reserve in hand: about one
   // standard deviation of the random count of checks notifications trigger,
   // and a tenth for a day busier than the model expects (today's evidence and
@@ -407,8 +495,21 @@ export function planSource(input: SourceInput): SourcePlan {
   // the afternoon without budget. It is spent by the bounds and floors, never
   // planned away, and released over the last RESERVE_RELEASE_HOURS of the
   // quota day: budget left at the reset is lost.
-  const reserve = reserveOf(input, available);
-  const mu = available <= 0 ? Number.POSITIVE_INFINITY : findMu(input, horizon, streams, available - reserve);
+  const parts = reserveParts(input, available, horizon);
+  const reserve = Math.ceil(parts.chance + parts.surprise);
+  const planFor = available - reserve;
+  // The tail rule: the busy hours of every polled stream share one interval,
+  // the tightest the budget carries (below). It is set afresh at every tick
+  // from what is left for the rest of the day, so a busier day than expected
+  // widens it for the hours to come, not by running out: the reserve for
+  // surprise is not held back from it, and the spread of chance is released
+  // as the day's expected changes go by. Held back early and released late,
+  // they would space the morning's checks wider than the afternoon's, and the
+  // widest waits make the tail.
+  const interval =
+    stretch === 1 && available > 0 ? commonInterval(input, horizon, withStretch(1), available - Math.ceil(parts.chance * parts.byDemand)) : null;
+  const streams = input.streams.map((s) => bounded(s, settings, stretch, explore, interval));
+  const mu = available <= 0 ? Number.POSITIVE_INFINITY : findMu(input, horizon, streams, planFor);
   const planned: PlannedSpend = { check: 0, webhook: 0, full: 0, backfill: 0 };
   for (const p of input.pinned)
     planned[p.purpose === 'full' ? 'full' : p.purpose === 'webhook' ? 'webhook' : 'check'] += p.firesLeft * p.cost;
@@ -436,6 +537,7 @@ export function planSource(input: SourceInput): SourcePlan {
     available,
     stretch,
     exploreMinutes: explore === null ? null : explore * stretch,
+    intervalMinutes: interval,
     reserve,
     planned,
     streams: plans,
@@ -443,12 +545,121 @@ export function planSource(input: SourceInput): SourcePlan {
   };
 }
 
-/** The reserve is released over the quota day's last hours. */
+/** The reserve's fixed part is released over the quota day's last hours. */
 const RESERVE_RELEASE_HOURS = 3;
 
-function reserveOf(input: SourceInput, available: number): number {
+function reserveOf(input: SourceInput, available: number, horizon: Horizon = horizonOf(input)): number {
+  const { chance, surprise } = reserveParts(input, available, horizon);
+  return Math.ceil(chance + surprise);
+}
+
+/**
+ * The reserve's two parts, the spread of a random count of checks and a
+ * tenth for a busier day than expected, and the share of the day's expected
+ * changes still to come (the interval's reserve is released with it).
+ */
+function reserveParts(input: SourceInput, available: number, horizon: Horizon): { chance: number; surprise: number; byDemand: number } {
   const hoursLeft = (input.resetsAt.getTime() - input.now.getTime()) / 3_600_000;
-  return Math.ceil((Math.sqrt(available) + 0.1 * available) * Math.min(1, Math.max(0, hoursLeft) / RESERVE_RELEASE_HOURS));
+  const byClock = Math.min(1, Math.max(0, hoursLeft) / RESERVE_RELEASE_HOURS);
+  return { chance: Math.sqrt(available) * byClock, surprise: 0.1 * available * byClock, byDemand: Math.min(byClock, demandLeft(input, horizon)) };
+}
+
+/**
+ * The share of the quota day's expected changes (over every incremental
+ * stream, from today's rates) still to come: 1 before the practice opens, 0
+ * once its expected hours are over. A reserve for a busier day than expected
+ * is worth holding only while the day can still bring it; held beyond, it
+ * would go to the quiet hours after closing. A rush the model did not expect
+ * raises today's rates through the evidence, and with them this share.
+ */
+function demandLeft(input: SourceInput, horizon: Horizon): number {
+  let left = 0;
+  let passed = 0;
+  const now = input.now.getTime();
+  const dayStart = input.resetsAt.getTime() - 24 * 3_600_000;
+  for (const s of input.streams) {
+    if (s.kind !== 'incremental' || s.backfill) continue;
+    for (const [slot, minutes] of horizon) left += (s.rates[slot]! * minutes) / 60;
+    if (now > dayStart) passed += expectedSince(s.rates, input.timeZone, dayStart, now).changes;
+  }
+  return left + passed > 0 ? left / (left + passed) : 1;
+}
+
+/**
+ * The tail rule. The exchange rate alone minimises the mean staleness: it
+ * checks a stream in proportion to the square root of its rate, so a stream
+ * with a quarter of the busiest one's changes waits twice as long between
+ * checks, and the slowest busy streams carry the day's worst waits (its 95th
+ * percentile). Every polled stream is therefore also checked at least every
+ * `interval` minutes in its busy hours (one change an hour or more expected,
+ * and never more often than once per expected change): the least interval
+ * whose plan, with the floors, exploration, safety nets and notified bounds,
+ * fits the budget for the plan. A common bound is what minimises the longest
+ * wait among streams that change (the minimax allocation, as a cron every N
+ * minutes in opening hours gives, but only in the hours each stream is
+ * expected to change); what it leaves, the exchange rate spends where it
+ * buys the most. Found by bisection: the spend falls as the interval grows.
+ * Null when the budget does not carry even the floors beside it, or when no
+ * polled stream has busy hours left today.
+ */
+/** Whether a busy hour of the stream is still to come before the quota day ends. */
+function busyLater(s: StreamInput, input: SourceInput, nowSlot: number): boolean {
+  let busy = false;
+  forEachSlotPiece(input.now.getTime(), input.resetsAt.getTime(), input.timeZone, (slot) => {
+    if (slot !== nowSlot && busyHour(busyRate(s, slot, nowSlot))) busy = true;
+  });
+  return busy;
+}
+
+/** Expected unread changes (per request) that make the closing check worth it: about one chance in two. */
+const CLOSING_MIN_CHANGES = 0.5;
+/** A stream gets a closing check after an hour this busy (changes an hour); slower ones wait for the sweep. */
+const CLOSING_MIN_PER_HOUR = 3;
+
+/** Busy hours a day assumed of a stream whose model knows none yet (a new practice). */
+const UNKNOWN_BUSY_HOURS = 8;
+
+/**
+ * The tightest the common interval may be: the whole day's budget spread over
+ * the busy hours of a usual day (from the learned models, before today's
+ * evidence). However much is left, checks never come faster than that: the
+ * tail is set by the widest gaps, and a budget spent on the one hour a plan
+ * sees as the last busy one (a rush it did not expect, whose end nobody
+ * knows) leaves the next hours without.
+ */
+function intervalFloor(input: SourceInput, polled: StreamInput[]): number {
+  let busyHours = 0;
+  for (const s of polled) {
+    let n = 0;
+    for (const v of s.modelRates ?? s.rates) if (busyHour(v)) n++;
+    busyHours += n / 7;
+  }
+  if (busyHours === 0) busyHours = UNKNOWN_BUSY_HOURS * polled.length;
+  return input.budget > 0 ? (60 * busyHours) / input.budget : Number.POSITIVE_INFINITY;
+}
+
+function commonInterval(input: SourceInput, horizon: Horizon, streams: Bounded[], budget: number): number | null {
+  const isPolled = (s: Bounded) => s.kind === 'incremental' && !s.backfill && !s.webhookFed;
+  const polled = streams.filter(isPolled);
+  if (polled.length === 0 || !horizon.some(([slot]) => polled.some((s) => busyHour(busyRate(s, slot, horizon[0]![0]))))) return null;
+  // The other streams keep what the exchange rate would give them without the rule: streams fed by webhooks their
+  // notified checks, pinned streams their fires, catalogs their floors. The interval takes what polled streams get.
+  const mu = findMu(input, horizon, streams, budget);
+  const others =
+    input.pinned.reduce((n, p) => n + p.firesLeft * p.cost, 0) +
+    streams.filter((s) => !isPolled(s)).reduce((n, s) => n + streamSpend(s, input, horizon, mu).requests, 0);
+  const spend = (interval: number) =>
+    others + polled.reduce((n, s) => n + streamSpend({ ...s, interval }, input, horizon, Number.POSITIVE_INFINITY).requests, 0);
+  let lo = Math.max(1, input.settings.tickSeconds / 60, intervalFloor(input, polled));
+  let hi = Math.max(lo, input.settings.floorHours * 60);
+  if (spend(hi) > budget) return null;
+  if (spend(lo) <= budget) return lo;
+  for (let i = 0; i < 24 && hi - lo > 0.25; i++) {
+    const mid = Math.sqrt(lo * hi);
+    if (spend(mid) > budget) lo = mid;
+    else hi = mid;
+  }
+  return hi;
 }
 /** The last minutes of the quota day, in which budget that would be lost is spent on streams with changes expected waiting. */
 export const SWEEP_MINUTES = 30;
@@ -526,6 +737,21 @@ function decide(s: Bounded, input: SourceInput, mu: number, available: number): 
     if (s.target !== null && sinceMinutes >= s.target - margin && activeHour(s.rates[slotOf(now, input.timeZone)]!)) {
       return { due: { purpose, reason: 'max-staleness' }, waiting: null };
     }
+    const slot = slotOf(now, input.timeZone);
+    if (sinceMinutes >= intervalAt(s.interval, busyRate(s, slot, slot), s.cost) && expectedSince(s.rates, input.timeZone, last, now).changes >= s.cost) {
+      return { due: { purpose, reason: 'interval' }, waiting: null };
+    }
+    // The closing check: as a polled stream's busy hours end for the day, the changes since its last check would
+    // otherwise wait for the end-of-day sweep. Once, when about one is expected.
+    if (
+      explorable(s) &&
+      !busyHour(busyRate(s, slot, slot)) &&
+      busyRate(s, slotOf(now - 3_600_000, input.timeZone), slot) >= CLOSING_MIN_PER_HOUR &&
+      expectedSince(s.rates, input.timeZone, last, now).changes >= CLOSING_MIN_CHANGES * s.cost &&
+      !busyLater(s, input, slot)
+    ) {
+      return { due: { purpose, reason: 'interval' }, waiting: null };
+    }
     const slots = input.activeSlots;
     if (s.explore !== null && slots) {
       if (slots[slotOf(now, input.timeZone)]) {
@@ -570,7 +796,7 @@ export function nextCheck(input: SourceInput, plan: SourcePlan, resource: string
   if (streamPlan?.due) return { at: input.now, reason: streamPlan.due.reason };
   if (s.pausedUntil && s.pausedUntil.getTime() > now) return { at: s.pausedUntil, reason: 'held' };
   if (s.backfill || plan.available <= 0) return { at: input.resetsAt, reason: 'budget' };
-  const b = bounded(s, input.settings, plan.stretch, plan.exploreMinutes === null ? null : plan.exploreMinutes / plan.stretch);
+  const b = bounded(s, input.settings, plan.stretch, plan.exploreMinutes === null ? null : plan.exploreMinutes / plan.stretch, plan.intervalMinutes);
   const dueAt = (t: number) => decide(b, { ...input, now: new Date(t) }, plan.mu, plan.available).due;
   const last = s.lastCheckAt?.getTime() ?? now;
   const limit = Math.max(now, last + input.settings.floorHours * 3_600_000) + NEXT_CHECK_STEP_MS;

@@ -70,15 +70,22 @@ describe('the exchange rate', () => {
         stream('memberships', { rates: openHours(1) }),
       ]),
     );
-    expect(total(plan)).toBeLessThanOrEqual(150 - Math.ceil(Math.sqrt(150) + 15) + 1);
+    expect(plan.reserve).toBe(Math.ceil(Math.sqrt(150) + 15));
+    // The common interval of the tail rule holds back only the spread of chance, released as the day's
+    // expected changes go by (at 10:00, 9 of the 11 busy hours are to come).
+    expect(total(plan)).toBeLessThanOrEqual(150 - Math.ceil((Math.sqrt(150) * 9) / 11) + 1);
     expect(total(plan)).toBeGreaterThan(100);
     const tighter = planSource(source([stream('appointments', { rates: openHours(30) })], { budgetUsed: 120 }));
     expect(total(tighter)).toBeLessThanOrEqual(30);
-    expect(tighter.mu).toBeGreaterThan(plan.mu);
+    // Less left spaces the checks wider.
+    expect(tighter.intervalMinutes!).toBeGreaterThan(plan.intervalMinutes!);
   });
 
   it('gives a stream changing four times as often twice the checks, not four times (square-root allocation)', () => {
-    const plan = planSource(source([stream('busy', { rates: flat(40) }), stream('moderate', { rates: flat(10) })], { budget: 60 }));
+    expect(pollInterval(100, 4 / 60, 1, null) * 2).toBeCloseTo(pollInterval(100, 1 / 60, 1, null), 9);
+    // Streams below one change an hour have no busy hours: the exchange rate alone spaces them.
+    const plan = planSource(source([stream('busy', { rates: flat(0.8) }), stream('moderate', { rates: flat(0.2) })], { budget: 12 }));
+    expect(plan.intervalMinutes).toBeNull();
     const [busy, moderate] = plan.streams.map((s) => s.expectedChecks);
     expect(busy! / moderate!).toBeGreaterThan(1.8);
     expect(busy! / moderate!).toBeLessThan(2.2);
@@ -315,6 +322,100 @@ describe("today's evidence", () => {
       });
     expect(planSource(source([fed(3)], { now: night })).planned.webhook).toBeGreaterThanOrEqual(1);
     expect(planSource(source([fed(0)], { now: night })).planned.webhook).toBe(0);
+  });
+});
+
+describe('the tail rule', () => {
+  const busy = () => [
+    stream('appointments', { rates: openHours(27) }),
+    stream('customers', { rates: openHours(7) }),
+    stream('orders', { rates: openHours(5.5) }),
+  ];
+
+  it('gives the busy streams one interval in their busy hours, the tightest the budget carries', () => {
+    const plan = planSource(source(busy(), { now: new Date('2026-11-23T08:00:00Z') }));
+    expect(plan.intervalMinutes).not.toBeNull();
+    // 3 streams for 11 busy hours in about 150 requests less the reserve: a quarter of an hour or so.
+    expect(plan.intervalMinutes!).toBeGreaterThan(10);
+    expect(plan.intervalMinutes!).toBeLessThan(25);
+    // Near-even checks, where the square-root rule alone gives appointments about twice the checks of orders.
+    const [appointments, customers, orders] = plan.streams.map((s) => s.expectedChecks);
+    expect(appointments! / orders!).toBeLessThan(1.3);
+    expect(customers! / orders!).toBeLessThan(1.2);
+    expect(total(plan)).toBeLessThanOrEqual(150 - Math.ceil(Math.sqrt(150)) + 1);
+    expect(total(plan)).toBeGreaterThan(150 - Math.ceil(Math.sqrt(150)) - 10);
+  });
+
+  it('checks a busy stream that has gone the interval, and not one whose hours are quiet', () => {
+    const at = new Date('2026-11-23T11:00:00Z');
+    const plan = planSource(source(busy(), { now: at }));
+    const interval = plan.intervalMinutes!;
+    const lastAt = (minutes: number) => busy().map((s) => ({ ...s, lastCheckAt: new Date(at.getTime() - minutes * MIN) }));
+    expect(due(source(lastAt(interval + 1), { now: at })).orders).toBe('check/interval');
+    expect(due(source(lastAt(interval - 3), { now: at })).orders).toBeNull();
+    // Evening: no busy hours left, no interval.
+    const evening = new Date('2026-11-23T20:00:00Z');
+    expect(planSource(source(busy(), { now: evening })).intervalMinutes).toBeNull();
+    // Never more often than once per expected change: a stream with 1.5 changes an hour waits about 40 minutes.
+    const slow = [stream('memberships', { rates: openHours(1.5), lastCheckAt: new Date(at.getTime() - 30 * MIN) })];
+    expect(due(source(slow, { now: at }))).toEqual({ memberships: null });
+  });
+
+  it('checks a busy stream once more as its busy hours end, so its last changes do not wait for the sweep', () => {
+    const closing = new Date('2026-11-23T19:05:00Z');
+    const last = new Date('2026-11-23T18:50:00Z');
+    const streams = [
+      ...busy().map((s) => ({ ...s, lastCheckAt: last })),
+      stream('memberships', { rates: openHours(1.5), lastCheckAt: new Date('2026-11-23T17:00:00Z') }),
+    ];
+    // Most of the budget spent or pinned: the exchange rate alone would leave them to the sweep.
+    const spent = { now: closing, budgetUsed: 135, pinned: [{ resource: 'products', purpose: 'check' as const, cost: 1, firesLeft: 10 }] };
+    expect(due(source(streams, spent))).toEqual({
+      appointments: 'check/interval',
+      customers: 'check/interval',
+      orders: 'check/interval',
+      // A slow stream waits for the sweep.
+      memberships: null,
+    });
+    // Once: a check after the close leaves nothing expected.
+    const checked = streams.map((s) => ({ ...s, lastCheckAt: new Date('2026-11-23T19:02:00Z') }));
+    expect(Object.values(due(source(checked, spent)))).toEqual([null, null, null, null]);
+    // The plan counts it: a stream busy until 19:00 has one check more than its busy hours' share.
+    const plan = planSource(source(busy(), { now: new Date('2026-11-23T18:00:00Z') }));
+    expect(plan.streams[2]!.expectedChecks).toBeGreaterThanOrEqual(60 / plan.intervalMinutes! + 1 - 0.01);
+  });
+
+  it('does not spend the day on a rush nobody forecast: checks come no faster than a usual day spreads the budget', () => {
+    const at = new Date('2026-11-23T18:30:00Z');
+    // A usual day: busy 8-19. Today: quiet until 18:00, then a rush the forecast (activity-scaled) did not expect.
+    const rush = (perHour: number) =>
+      Float64Array.from({ length: SLOTS }, (_, s) => (s % 24 >= 18 ? perHour * 0.8 ** (s % 24 - 18) : 0.001));
+    const streams = busy().map((s) =>
+      stream(s.resource, {
+        rates: rush(s.resource === 'appointments' ? 50 : 15),
+        forecastRates: openHours(0.05),
+        modelRates: s.rates,
+        lastCheckAt: new Date(at.getTime() - 5 * MIN),
+      }),
+    );
+    const plan = planSource(source(streams, { now: at, budgetUsed: 30 }));
+    // 3 streams busy 11 hours a day on 150 requests: no faster than every 13.2 minutes.
+    expect(plan.intervalMinutes!).toBeGreaterThanOrEqual((60 * 33) / 150 - 0.01);
+    // ...and the hours after it are planned as busy as it is now: the interval leaves budget for them.
+    expect(plan.streams[0]!.expectedChecks).toBeGreaterThan(10);
+  });
+
+  it('leaves streams fed by webhooks to their notified bound, and steps aside when the bounds stretch', () => {
+    const fed = busy().map((s) => ({ ...s, webhookFed: true }));
+    expect(planSource(source(fed, { now: new Date('2026-11-23T08:00:00Z') })).intervalMinutes).toBeNull();
+    // A small budget spaces it to hours...
+    const small = planSource(source(busy(), { now: new Date('2026-11-23T08:00:00Z'), budget: 20 }));
+    expect(small.intervalMinutes!).toBeGreaterThan(100);
+    // ...and targets the budget cannot carry stretch as before, without it.
+    const targets = busy().map((s) => ({ ...s, maxStalenessMinutes: 5 }));
+    const stretched = planSource(source(targets, { now: new Date('2026-11-23T08:00:00Z'), budget: 20 }));
+    expect(stretched.stretch).toBeGreaterThan(1);
+    expect(stretched.intervalMinutes).toBeNull();
   });
 });
 

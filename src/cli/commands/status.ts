@@ -107,6 +107,12 @@ export interface BudgetStatus {
    * practice's active hours (exploration); null when none applies.
    */
   exploreWithinMinutes: number | null;
+  /**
+   * Polled streams are checked at least this often (minutes) in their busy
+   * hours today (the tail rule: the tightest interval the budget carries);
+   * null when none applies.
+   */
+  busyIntervalMinutes: number | null;
   /** Requests held back from the plan for a busier day than expected (released over the day's last hours). */
   reserve: number;
 }
@@ -244,6 +250,7 @@ export async function collectStatus(
           ),
         ),
         exploreWithinMinutes: view.plan.exploreMinutes === null ? null : Math.round(view.plan.exploreMinutes),
+        busyIntervalMinutes: view.plan.intervalMinutes === null ? null : Math.round(view.plan.intervalMinutes * 10) / 10,
         reserve: view.plan.reserve,
       },
       resources,
@@ -384,6 +391,9 @@ export function printStatus(statuses: SourceStatus[], now: Date): void {
           `  outside the budget: backfill ${b.spent.backfill} spent, ${p.backfill} planned; resync ${b.spent.resync} spent\n` +
           (b.exploreWithinMinutes !== null
             ? `  exploration: every polled stream is checked at least every ${hoursText(b.exploreWithinMinutes)} of the practice's active hours\n`
+            : '') +
+          (b.busyIntervalMinutes !== null
+            ? `  busy hours: polled streams are checked at least every ${b.busyIntervalMinutes} min while they change a few times an hour (the tightest the budget carries today)\n`
             : ''),
       );
       process.stdout.write(describeSyncChecks(b));
