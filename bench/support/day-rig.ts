@@ -248,7 +248,8 @@ export class DayRig {
   }
 
   /**
-   * Plays `changes` from `from` to `to`, ticking every tickSeconds; each
+   * Plays `changes` from `from` to `to`, ticking every tickSeconds (the rig's,
+   * unless given: days played only to be learned from may tick less often); each
    * change is applied at its instant and its webhook deliveries received
    * before the clock moves on.
    */
@@ -257,8 +258,9 @@ export class DayRig {
     from: number,
     to: number,
     onTick?: (t: number, jobs: RunJob[]) => void | Promise<void>,
+    tickSeconds: number = this.options.tickSeconds ?? 30,
   ): Promise<{ changes: TrackedChange[]; dispatches: RunJob[] }> {
-    const step = (this.options.tickSeconds ?? 30) * 1000;
+    const step = tickSeconds * 1000;
     const tracked: TrackedChange[] = [];
     const dispatches: RunJob[] = [];
     let next = 0;

@@ -507,7 +507,9 @@ export function planSource(input: SourceInput): SourcePlan {
   // they would space the morning's checks wider than the afternoon's, and the
   // widest waits make the tail.
   const interval =
-    stretch === 1 && available > 0 ? commonInterval(input, horizon, withStretch(1), available - Math.ceil(parts.chance * parts.byDemand)) : null;
+    stretch === 1 && available > 0
+      ? commonInterval(input, horizon, withStretch(1), available - Math.ceil(parts.chance * parts.byDemand))
+      : null;
   const streams = input.streams.map((s) => bounded(s, settings, stretch, explore, interval));
   const mu = available <= 0 ? Number.POSITIVE_INFINITY : findMu(input, horizon, streams, planFor);
   const planned: PlannedSpend = { check: 0, webhook: 0, full: 0, backfill: 0 };
@@ -561,7 +563,11 @@ function reserveOf(input: SourceInput, available: number, horizon: Horizon = hor
 function reserveParts(input: SourceInput, available: number, horizon: Horizon): { chance: number; surprise: number; byDemand: number } {
   const hoursLeft = (input.resetsAt.getTime() - input.now.getTime()) / 3_600_000;
   const byClock = Math.min(1, Math.max(0, hoursLeft) / RESERVE_RELEASE_HOURS);
-  return { chance: Math.sqrt(available) * byClock, surprise: 0.1 * available * byClock, byDemand: Math.min(byClock, demandLeft(input, horizon)) };
+  return {
+    chance: Math.sqrt(available) * byClock,
+    surprise: 0.1 * available * byClock,
+    byDemand: Math.min(byClock, demandLeft(input, horizon)),
+  };
 }
 
 /**
@@ -738,7 +744,10 @@ function decide(s: Bounded, input: SourceInput, mu: number, available: number): 
       return { due: { purpose, reason: 'max-staleness' }, waiting: null };
     }
     const slot = slotOf(now, input.timeZone);
-    if (sinceMinutes >= intervalAt(s.interval, busyRate(s, slot, slot), s.cost) && expectedSince(s.rates, input.timeZone, last, now).changes >= s.cost) {
+    if (
+      sinceMinutes >= intervalAt(s.interval, busyRate(s, slot, slot), s.cost) &&
+      expectedSince(s.rates, input.timeZone, last, now).changes >= s.cost
+    ) {
       return { due: { purpose, reason: 'interval' }, waiting: null };
     }
     // The closing check: as a polled stream's busy hours end for the day, the changes since its last check would
@@ -796,7 +805,13 @@ export function nextCheck(input: SourceInput, plan: SourcePlan, resource: string
   if (streamPlan?.due) return { at: input.now, reason: streamPlan.due.reason };
   if (s.pausedUntil && s.pausedUntil.getTime() > now) return { at: s.pausedUntil, reason: 'held' };
   if (s.backfill || plan.available <= 0) return { at: input.resetsAt, reason: 'budget' };
-  const b = bounded(s, input.settings, plan.stretch, plan.exploreMinutes === null ? null : plan.exploreMinutes / plan.stretch, plan.intervalMinutes);
+  const b = bounded(
+    s,
+    input.settings,
+    plan.stretch,
+    plan.exploreMinutes === null ? null : plan.exploreMinutes / plan.stretch,
+    plan.intervalMinutes,
+  );
   const dueAt = (t: number) => decide(b, { ...input, now: new Date(t) }, plan.mu, plan.available).due;
   const last = s.lastCheckAt?.getTime() ?? now;
   const limit = Math.max(now, last + input.settings.floorHours * 3_600_000) + NEXT_CHECK_STEP_MS;

@@ -30,11 +30,11 @@ export function slotRates(stored: StoredSlot[], at: Date): Float64Array {
  * The rates, and the slots the recent profile raised above the long memory:
  * hours the practice moved into (withRecentHours).
  */
-export function slotRatesWithMoved(stored: StoredSlot[], at: Date): { rates: Float64Array; movedIn: Uint8Array } {
-  // The recent profile is kept (pmsync.change_model) but not applied yet: estimated from a first pass's history it
-  // overstates the latest days (older changes hide behind the records' latest ones), which read as busier hours
-  // and brought needless checks. withRecentHours is what applies it.
-  return { rates: longRates(stored, at), movedIn: new Uint8Array(SLOTS) };
+export function slotRatesWithMoved(stored: StoredSlot[], at: Date, today?: number): { rates: Float64Array; movedIn: Uint8Array } {
+  // The recent profile learns only from the windows pmsync reads day by day (src/state/change-model.ts,
+  // windowObservation): a first pass's history would overstate its latest days.
+  const movedIn = new Uint8Array(SLOTS);
+  return { rates: withRecentHours(longRates(stored, at), stored, at, movedIn, today), movedIn };
 }
 
 function longRates(stored: StoredSlot[], at: Date): Float64Array {
@@ -75,7 +75,7 @@ const RECENT_SIGNIFICANCE = 3;
 const RECENT_PRIOR_HOURS = 0.5;
 const RECENT_PRIOR_CHANGES = 3;
 /** The recent days add this many times what the long memory had of an hour before it counts as one moved into. */
-const MOVED_IN_FACTOR = 2;
+const MOVED_IN_FACTOR = 1;
 /** A weekday whose usual changes are below this share of the busiest one's is closed: moved hours are not added to it. */
 const OPEN_DAY_SHARE = 0.2;
 
@@ -92,14 +92,18 @@ const OPEN_DAY_SHARE = 0.2;
  * agree, the long memory stands, with its finer hour-of-week detail. A
  * one-off day (a holiday) moves it for a day or two, which today's evidence
  * and activity factor correct within hours; a move that lasts is learned in
- * about three days (docs/operations.md).
+ * about three days (docs/operations.md). `today` (the practice's weekday
+ * now) leaves today's own slots out: they are today's evidence.
  */
-export function withRecentHours(rates: Float64Array, stored: StoredSlot[], at: Date, movedIn?: Uint8Array): Float64Array {
+export function withRecentHours(rates: Float64Array, stored: StoredSlot[], at: Date, movedIn?: Uint8Array, today?: number): Float64Array {
   const changes = new Float64Array(SLOTS);
   const exposure = new Float64Array(SLOTS);
   let any = false;
   for (const s of stored) {
     if (s.slot < 0 || s.slot >= SLOTS || !(s.recentExposureHours > 0)) continue;
+    // Today's own hours are today's evidence's to read (rates.ts, evidenceOf): counted here as well, an hour
+    // that surprised would become its own forecast at once and the evidence would see nothing beyond it.
+    if (today !== undefined && Math.floor(s.slot / 24) === today) continue;
     const f = decayFactor(s.asOf, at, RECENT_HALF_LIFE_DAYS);
     changes[s.slot] = changes[s.slot]! + s.recentChanges * f;
     exposure[s.slot] = exposure[s.slot]! + s.recentExposureHours * f;
@@ -126,11 +130,9 @@ export function withRecentHours(rates: Float64Array, stored: StoredSlot[], at: D
       const more = (c - m) / (openHours + RECENT_PRIOR_HOURS);
       for (let d = 0; d < 7; d++) {
         if (!open[d]) continue;
-        // Only an hour the practice moved into, where what the recent days add dwarfs what the long memory had of
-        // it: a first pass's history overstates its latest days (older changes hide behind the records' latest),
-        // which must not read as every busy hour getting busier.
-        if (!(more > MOVED_IN_FACTOR * rates[d * 24 + h]!)) continue;
-        if (movedIn) movedIn[d * 24 + h] = 1;
+        // An hour the recent days at least doubled is one the practice moved into: today's activity factor, read
+        // from the hours it left, does not scale it down (src/scheduler/scheduler.ts).
+        if (movedIn && more > MOVED_IN_FACTOR * rates[d * 24 + h]!) movedIn[d * 24 + h] = 1;
         out[d * 24 + h] = rates[d * 24 + h]! + more;
       }
     } else if (c < m - spread) {

@@ -45,6 +45,7 @@ import type { Leadership } from '../state/locks.ts';
 import { nextFire, previousFire } from './cron.ts';
 import { runKey, type Dispatcher, type RunJob } from './dispatch.ts';
 import { NO_NOTIFICATIONS, planSource, type PinnedInput, type SourceInput, type SourcePlan, type StreamInput } from './budget.ts';
+import { slotOf } from '../time.ts';
 import { planStreams, sourceTimeZone, type ScheduledStream, type StreamEntry } from './plan.ts';
 import {
   EVIDENCE_LOOKBACK_HOURS,
@@ -280,7 +281,7 @@ export class Scheduler {
         pool: this.deps.pool,
         ledgerFor: this.deps.ledgerFor,
         settings: this.settings,
-        slow: (name, at) => this.slowRead(name, at),
+        slow: (name, at, timeZone) => this.slowRead(name, at, timeZone),
         health,
       },
       source,
@@ -369,10 +370,10 @@ export class Scheduler {
     }
   }
 
-  private async slowRead(source: string, now: Date): Promise<SlowRead> {
+  private async slowRead(source: string, now: Date, timeZone: string): Promise<SlowRead> {
     const cached = this.slow.get(source);
-    if (cached && Math.abs(now.getTime() - cached.at) < SLOW_READ_MS) return cached;
-    const read = await readSlow(this.deps.pool, source, now);
+    if (cached && Math.abs(now.getTime() - cached.at) < SLOW_READ_MS && cached.today === localWeekday(now, timeZone)) return cached;
+    const read = await readSlow(this.deps.pool, source, now, timeZone);
     this.slow.set(source, read);
     return read;
   }
@@ -383,7 +384,7 @@ export interface ObserveDeps {
   ledgerFor(source: SourceConfig): QuotaLedger;
   settings: ScheduleSettings;
   /** Change models and costs, possibly cached. */
-  slow?: (source: string, now: Date) => Promise<SlowRead>;
+  slow?: (source: string, now: Date, timeZone: string) => Promise<SlowRead>;
   /** Every source's health, read once for all of them; read for the one source when absent. */
   health?: Map<string, SourceHealth>;
 }
@@ -397,33 +398,50 @@ export interface SlowRead {
    * few kB where the slots as rows took about 25 kB.
    */
   rates: Map<string, Float64Array>;
+  /** The practice's weekday the rates were read for (0 = Sunday): today's own hours are not in its recent profile. */
+  today: number;
   /** Slots each stream's recent days raised above its long memory: hours the practice moved into. */
   movedIn?: Map<string, Uint8Array>;
   costs: Map<string, number>;
 }
 
-function ratesOf(models: Map<string, StoredSlot[]>, now: Date): { rates: Map<string, Float64Array>; movedIn: Map<string, Uint8Array> } {
+/** The practice's weekday now (0 = Sunday): its recent profile is read without today's own hours. */
+function localWeekday(now: Date, timeZone: string): number {
+  return Math.floor(slotOf(now.getTime(), timeZone) / 24);
+}
+
+function ratesOf(
+  models: Map<string, StoredSlot[]>,
+  now: Date,
+  timeZone: string,
+): { today: number; rates: Map<string, Float64Array>; movedIn: Map<string, Uint8Array> } {
   const rates = new Map<string, Float64Array>();
   const movedIn = new Map<string, Uint8Array>();
+  const today = localWeekday(now, timeZone);
   for (const [resource, slots] of models) {
-    const r = slotRatesWithMoved(slots, now);
+    const r = slotRatesWithMoved(slots, now, today);
     rates.set(resource, r.rates);
     movedIn.set(resource, r.movedIn);
   }
-  return { rates, movedIn };
+  return { today, rates, movedIn };
 }
 
-export async function readSlow(pool: Pool, source: string, now: Date): Promise<SlowRead> {
+export async function readSlow(pool: Pool, source: string, now: Date, timeZone: string): Promise<SlowRead> {
   const [models, costs] = await Promise.all([loadChangeModels(pool, source), loadCosts(pool, source)]);
-  return { at: now.getTime(), ...ratesOf(models, now), costs };
+  return { at: now.getTime(), ...ratesOf(models, now, timeZone), costs };
 }
 
 /** readSlow for many sources' streams with two queries (status over a fleet): source -> its read. */
-export async function readSlowOf(pool: Pool, streams: ScheduledStream[], now: Date): Promise<Map<string, SlowRead>> {
+export async function readSlowOf(
+  pool: Pool,
+  streams: ScheduledStream[],
+  now: Date,
+  timeZoneOf: (source: string) => string,
+): Promise<Map<string, SlowRead>> {
   const sources = [...new Set(streams.map((s) => s.source))];
   const [models, costs] = await Promise.all([loadChangeModelsOf(pool, sources), recentCheckCostsOf(pool, streams, COST_RUNS)]);
   const out = new Map<string, SlowRead>(
-    sources.map((s) => [s, { at: now.getTime(), ...ratesOf(models.get(s) ?? new Map(), now), costs: new Map() }]),
+    sources.map((s) => [s, { at: now.getTime(), ...ratesOf(models.get(s) ?? new Map(), now, timeZoneOf(s)), costs: new Map() }]),
   );
   for (const s of streams) {
     const cost = costs.get(s.key);
@@ -451,7 +469,7 @@ export async function observeSource(
     notifiedByStream(pool, source.name, now, new Date(now.getTime() - WEBHOOK_LOOKBACK_MS), quota.startsAt),
     changesFoundSince(pool, source.name, quota.startsAt),
     recentWindows(pool, source.name, new Date(now.getTime() - EVIDENCE_LOOKBACK_HOURS * 3_600_000), EVIDENCE_RUNS),
-    deps.slow ? deps.slow(source.name, now) : readSlow(pool, source.name, now),
+    deps.slow ? deps.slow(source.name, now, sourceTimeZone(source)) : readSlow(pool, source.name, now, sourceTimeZone(source)),
     deps.health ? (deps.health.get(source.name) ?? null) : readSourceHealth(pool, source.name),
   ]);
   const pausedUntil = health?.pausedUntil && health.pausedUntil > now ? health.pausedUntil : null;

@@ -37,6 +37,8 @@ export async function sourceViews(app: App, config: Config, scheduler?: Schedule
     return view && Math.abs(now.getTime() - view.at.getTime()) < VIEW_MAX_AGE_MS ? view : undefined;
   };
   const stale = new Set(config.sources.filter((s) => !cached(s.name)).map((s) => s.name));
+  const zones = new Map(config.sources.map((s) => [s.name, sourceTimeZone(s)]));
+  const timeZoneOf = (name: string) => zones.get(name) ?? 'UTC';
   const [inFlight, slow, health] =
     stale.size > 0
       ? await Promise.all([
@@ -45,6 +47,7 @@ export async function sourceViews(app: App, config: Config, scheduler?: Schedule
             app.pool,
             planned.streams.filter((s) => stale.has(s.source)),
             now,
+            timeZoneOf,
           ),
           loadSourceHealth(app.pool),
         ])
@@ -68,7 +71,7 @@ export async function sourceViews(app: App, config: Config, scheduler?: Schedule
               ledgerFor: app.ledgerFor,
               settings,
               health,
-              slow: async (name) => slow.get(name) ?? readSlow(app.pool, name, now),
+              slow: async (name, _at, timeZone) => slow.get(name) ?? readSlow(app.pool, name, now, timeZone),
             },
             source,
             bySource.get(source.name) ?? [],

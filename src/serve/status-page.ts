@@ -203,7 +203,11 @@ function renderSource(s: StatusPageData['sources'][number], health: SourceHealth
       ? item('Exploration', `every polled stream checked at least every ${num(b.exploreWithinMinutes)} min of active hours`, 'explore')
       : '',
     b.busyIntervalMinutes !== null
-      ? item('Busy hours', `polled streams checked at least every ${b.busyIntervalMinutes} min while they change a few times an hour`, 'interval')
+      ? item(
+          'Busy hours',
+          `polled streams checked at least every ${b.busyIntervalMinutes} min while they change a few times an hour`,
+          'interval',
+        )
       : '',
     q ? item('Quota day resets', time(new Date(q.resetsAt), now), 'resets') : '',
   ];

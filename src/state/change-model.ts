@@ -15,11 +15,12 @@
  * Beside them each slot keeps a recent profile: the same counts and exposure
  * decaying with a half-life of RECENT_HALF_LIFE_DAYS, so hours that moved (an
  * evening opening, a new closed weekday) show within days, where the long
- * memory needs weeks. On a first pass each hour of the warm-start history
- * counts in it by its age (the tally keeps the changes by wall-clock hour).
+ * memory needs weeks. It learns from the windows read day by day only: a
+ * first pass's history shows each record's latest change alone, which makes
+ * its latest days look busier than they were.
  */
 import type { Queryable } from '../db/pool.ts';
-import { forEachSlotPiece, formatInZone, wallSlot } from '../time.ts';
+import { forEachSlotPiece, wallSlot } from '../time.ts';
 
 /** Hours of the week: weekday * 24 + hour, Sunday = 0. */
 export const SLOTS = 168;
@@ -44,17 +45,6 @@ export function recentWeight(ageMs: number): number {
   return 0.5 ** (Math.max(0, ageMs) / (RECENT_HALF_LIFE_DAYS * DAY_MS));
 }
 
-/** Milliseconds between two wall-clock times "YYYY-MM-DDThh[:mm[:ss]]", read alike. */
-function wallMs(wall: string): number {
-  return Date.UTC(
-    Number(wall.slice(0, 4)),
-    Number(wall.slice(5, 7)) - 1,
-    Number(wall.slice(8, 10)),
-    Number(wall.slice(11, 13) || 0),
-    Number(wall.slice(14, 16) || 0),
-  );
-}
-
 /** Hours of [from, to) in each slot. */
 export function exposureBySlot(from: Date, to: Date, timeZone: string): Map<number, number> {
   const out = new Map<number, number>();
@@ -71,8 +61,6 @@ export function exposureBySlot(from: Date, to: Date, timeZone: string): Map<numb
  */
 export class ChangeTally {
   readonly bySlot = new Map<number, number>();
-  /** The same changes by wall-clock hour ("YYYY-MM-DDThh"): their age weighs them in the recent profile. */
-  readonly byHour = new Map<string, number>();
   undated = 0;
   /** Rows read that carry a ModifiedOn, at or after `sinceWall` or not. */
   dated = 0;
@@ -91,24 +79,21 @@ export class ChangeTally {
       if (this.sinceWall !== null && wall < this.sinceWall) continue;
       const slot = wallSlot(wall);
       this.bySlot.set(slot, (this.bySlot.get(slot) ?? 0) + 1);
-      const hour = wall.slice(0, 13);
-      this.byHour.set(hour, (this.byHour.get(hour) ?? 0) + 1);
     }
     this.dated += dated;
     if (dated === 0) this.undated += changed;
   }
 
-  toJSON(): { bySlot: Array<[number, number]>; byHour: Array<[string, number]>; undated: number; dated: number } {
-    return { bySlot: [...this.bySlot], byHour: [...this.byHour], undated: this.undated, dated: this.dated };
+  toJSON(): { bySlot: Array<[number, number]>; undated: number; dated: number } {
+    return { bySlot: [...this.bySlot], undated: this.undated, dated: this.dated };
   }
 
   static from(
     sinceWall: string | null,
-    saved: { bySlot?: Array<[number, number]>; byHour?: Array<[string, number]>; undated?: number; dated?: number } | undefined,
+    saved: { bySlot?: Array<[number, number]>; undated?: number; dated?: number } | undefined,
   ): ChangeTally {
     const t = new ChangeTally(sinceWall);
     for (const [slot, n] of saved?.bySlot ?? []) t.bySlot.set(slot, n);
-    for (const [hour, n] of saved?.byHour ?? []) t.byHour.set(hour, n);
     t.undated = saved?.undated ?? 0;
     t.dated = saved?.dated ?? 0;
     return t;
@@ -141,7 +126,7 @@ export function changesBehind(distinct: number, records: number): number {
 export interface Observation {
   changes: Map<number, number>;
   exposure: Map<number, number>;
-  /** The same weighed by age for the recent profile (a first pass's history); absent: as the above. */
+  /** The same for the recent profile (empty on a first pass); absent: as the above. */
   recentChanges?: Map<number, number>;
   recentExposure?: Map<number, number>;
 }
@@ -155,19 +140,10 @@ export function windowObservation(tally: ChangeTally, from: Date, to: Date, time
     for (const n of changes.values()) distinct += n;
     const scale = distinct > 0 ? changesBehind(distinct, tally.dated) / distinct : 1;
     if (scale !== 1) for (const [slot, n] of changes) changes.set(slot, n * scale);
-    // Weighed by age in the recent profile, hour by hour, measured from the window's end.
-    const end = to.getTime();
-    const recentExposure = new Map<number, number>();
-    forEachSlotPiece(from.getTime(), end, timeZone, (slot, a, b) =>
-      recentExposure.set(slot, (recentExposure.get(slot) ?? 0) + ((b - a) / 3_600_000) * recentWeight(end - (a + b) / 2)),
-    );
-    const endWall = wallMs(formatInZone(to, timeZone));
-    const recentChanges = new Map<number, number>();
-    for (const [hour, n] of tally.byHour) {
-      const slot = wallSlot(hour);
-      recentChanges.set(slot, (recentChanges.get(slot) ?? 0) + n * scale * recentWeight(endWall - wallMs(hour) - 1_800_000));
-    }
-    return { changes, exposure, recentChanges, recentExposure };
+    // Not in the recent profile: a record shows only its latest change, so a first pass's latest days look busier
+    // than its earlier ones (their changes hide behind later ones), and no single scale corrects that hour by
+    // hour. The recent profile learns from the windows pmsync reads as the days go by, where every change shows.
+    return { changes, exposure, recentChanges: new Map(), recentExposure: new Map() };
   }
   if (tally.undated > 0) {
     let hours = 0;

@@ -389,7 +389,7 @@ describe('the tail rule', () => {
     const at = new Date('2026-11-23T18:30:00Z');
     // A usual day: busy 8-19. Today: quiet until 18:00, then a rush the forecast (activity-scaled) did not expect.
     const rush = (perHour: number) =>
-      Float64Array.from({ length: SLOTS }, (_, s) => (s % 24 >= 18 ? perHour * 0.8 ** (s % 24 - 18) : 0.001));
+      Float64Array.from({ length: SLOTS }, (_, s) => (s % 24 >= 18 ? perHour * 0.8 ** ((s % 24) - 18) : 0.001));
     const streams = busy().map((s) =>
       stream(s.resource, {
         rates: rush(s.resource === 'appointments' ? 50 : 15),

@@ -9,6 +9,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { DayRig, DAY, HOUR, MINUTE, stalenessMinutes, type RigOptions } from '../../bench/support/day-rig.ts';
 import { collectStatus } from '../../src/cli/commands/status.ts';
 import { planDay, REFERENCE_DAY, type DayChange, type DayPattern } from '../../simulator/day.ts';
+import { slotRatesWithMoved } from '../../src/scheduler/rates.ts';
+import { loadChangeModels } from '../../src/state/change-model.ts';
+import { slotOf } from '../../src/time.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 
 // Hours of simulated time, each tick a real scheduling decision on PostgreSQL. The tests check what happened, never how long it took.
@@ -89,6 +92,58 @@ describe('a rush moved to the evening, without webhooks', () => {
     const stale = stalenessMinutes(played.changes).sort((a, b) => a - b);
     expect(stale[Math.floor(0.95 * (stale.length - 1))]).toBeLessThanOrEqual(60);
   });
+});
+
+describe('hours that moved and stayed', () => {
+  it(
+    'serves the fourth evening in a row from what the first three taught it: checks come with the rush, not after it',
+    DAY_TIMEOUT,
+    async () => {
+      // A Monday: four evening days (Monday to Thursday) after 28 ordinary days. The first and the fourth are
+      // scored alike (a decision a minute); the two between are only learned from (a decision every 5 minutes).
+      const r = await startRig({ budget: 150, date: '2026-11-16' });
+      const days: Array<Awaited<ReturnType<DayRig['play']>> & { start: number }> = [];
+      for (let d = 0; d < 4; d++) {
+        const start = r.dayStart + d * DAY;
+        const tick = d === 0 || d === 3 ? 60 : 300;
+        const played = await r.play(planDay(EVENING, r.localDate(start + 12 * HOUR), ZONE, 11 + d), start, start + DAY, undefined, tick);
+        days.push({ ...played, start });
+      }
+      const [first, , , fourth] = days as [(typeof days)[0], unknown, unknown, (typeof days)[0]];
+      // When the rush's changes were read: the first check after 18:00 that found some, as minutes into the rush.
+      const firstFind = async (day: (typeof days)[0]) => {
+        const found = await windows(r, 'appointments', day.start + 18 * HOUR, day.start + DAY);
+        return (found.find((w) => w.found > 0)!.end - (day.start + 18 * HOUR)) / MINUTE;
+      };
+      const p95 = (day: (typeof days)[0]) => {
+        const stale = stalenessMinutes(day.changes).sort((a, b) => a - b);
+        return stale[Math.floor(0.95 * (stale.length - 1))]!;
+      };
+      // The first evening is found by a check the model did not plan for the rush; by the fourth, the forecast has
+      // the evening (the recent profile) and the rush is read from its start.
+      expect(await firstFind(fourth)).toBeLessThan(await firstFind(first));
+      expect(await firstFind(fourth)).toBeLessThanOrEqual(30);
+      expect(p95(fourth)).toBeLessThan(p95(first));
+      expect(p95(fourth)).toBeLessThanOrEqual(20);
+      // The mornings it no longer has are not checked as if busy: fewer appointment checks before 17:00 than in the rush.
+      const between = (from: number, to: number) =>
+        fourth.dispatches.filter(
+          (d) =>
+            d.resource === 'appointments' &&
+            Date.parse(d.firedAt) >= fourth.start + from * HOUR &&
+            Date.parse(d.firedAt) < fourth.start + to * HOUR,
+        );
+      expect(between(0, 17).length).toBeLessThan(between(18, 21).length);
+      for (const day of days) expect(day.changes.filter((c) => c.visibleAt === null)).toEqual([]);
+      // The model has the evening: on the fourth day the 19:00 hour is forecast at half its rush or more (50 an hour),
+      // from the three evenings before it (the recent profile), where the long memory alone still says a few.
+      const stored = (await loadChangeModels(r.app.pool, 'clinic')).get('appointments')!;
+      const evening = fourth.start + 19 * HOUR + 30 * MINUTE;
+      const today = Math.floor(slotOf(evening, ZONE) / 24);
+      expect(slotRatesWithMoved(stored, new Date(evening), today).rates[slotOf(evening, ZONE)]!).toBeGreaterThanOrEqual(25);
+      expect(r.requestsOn(fourth.start, fourth.start + DAY).requests).toBeLessThanOrEqual(150);
+    },
+  );
 });
 
 describe('a rush moved to the evening, on the busy streams and on a slower one', () => {

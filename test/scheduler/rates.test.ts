@@ -261,19 +261,20 @@ describe('the practice hours, learned within days', () => {
     expect(three[20]!).toBeLessThan(1);
   });
 
-  it("weighs a first pass's history by its age in the recent profile", () => {
+  it("leaves a first pass's history out of the recent profile, and counts a later window in it", () => {
     const tally = new ChangeTally(null);
-    // 20 changes at 10:00 three weeks ago, 20 at 20:00 yesterday.
+    // 20 changes at 10:00 three weeks ago, 20 at 20:00 yesterday: yesterday looks busier only because older
+    // changes of the same records hide behind their latest.
     tally.addPage([...Array(20).fill('2026-11-02T10:15:00'), ...Array(20).fill('2026-11-22T20:15:00')], 40);
-    const seen = windowObservation(tally, at('2026-10-26T00:00:00Z'), at('2026-11-23T12:00:00Z'), 'UTC', true);
-    expect(seen.changes.get(1 * 24 + 10)).toBeCloseTo(seen.changes.get(0 * 24 + 20)!, 6);
-    // Yesterday's count about 0.7 of its own (a day and some hours old), three weeks ago's about 0.1%.
-    expect(seen.recentChanges!.get(0 * 24 + 20)! / seen.changes.get(0 * 24 + 20)!).toBeGreaterThan(0.6);
-    expect(seen.recentChanges!.get(1 * 24 + 10)! / seen.changes.get(1 * 24 + 10)!).toBeLessThan(0.002);
-    // Exposure too: the recent profile's hours are mostly the last few days'.
-    let recent = 0;
-    for (const h of seen.recentExposure!.values()) recent += h;
-    expect(recent).toBeGreaterThan(60);
-    expect(recent).toBeLessThan(80);
+    const first = windowObservation(tally, at('2026-10-26T00:00:00Z'), at('2026-11-23T12:00:00Z'), 'UTC', true);
+    expect(first.changes.get(1 * 24 + 10)).toBeCloseTo(first.changes.get(0 * 24 + 20)!, 6);
+    expect(first.recentChanges!.size).toBe(0);
+    expect(first.recentExposure!.size).toBe(0);
+    // A window read later counts in both.
+    const later = new ChangeTally('2026-11-23T12:00:00');
+    later.addPage(Array(5).fill('2026-11-23T12:30:00'), 5);
+    const seen = windowObservation(later, at('2026-11-23T12:00:00Z'), at('2026-11-23T13:00:00Z'), 'UTC', false);
+    expect(seen.recentChanges ?? seen.changes).toEqual(seen.changes);
+    expect(seen.changes.get(1 * 24 + 12)).toBe(5);
   });
 });
