@@ -94,6 +94,39 @@ describe('a rush moved to the evening, without webhooks', () => {
   });
 });
 
+describe('the tail rule, on an ordinary day without webhooks', () => {
+  it('spaces the busy streams evenly at the interval status states, not by the square root of their rates', DAY_TIMEOUT, async () => {
+    const r = await startRig({ budget: 150 });
+    r.clock.set(r.dayStart + 8 * HOUR);
+    const [status] = await collectStatus(r.app, r.config);
+    const interval = status!.budget.busyIntervalMinutes;
+    expect(interval).not.toBeNull();
+    // Three busy streams for 11 hours in 150 requests, less the floors, exploration and the reserve for chance.
+    expect(interval!).toBeGreaterThan(10);
+    expect(interval!).toBeLessThan(25);
+
+    const played = await r.playDay(REFERENCE_DAY);
+    const checksOf = (resource: string) =>
+      played.dispatches
+        .filter(
+          (d) =>
+            d.resource === resource && Date.parse(d.firedAt) >= r.dayStart + 9 * HOUR && Date.parse(d.firedAt) < r.dayStart + 18 * HOUR,
+        )
+        .map((d) => Date.parse(d.firedAt));
+    const appointments = checksOf('appointments');
+    const customers = checksOf('customers');
+    // About as many checks of customers (80 changes a day) as of appointments (300): the square-root rule alone
+    // gives appointments about twice as many.
+    expect(appointments.length / customers.length).toBeLessThan(1.4);
+    expect(appointments.filter((_, i) => i > 0 && appointments[i]! - appointments[i - 1]! > 2 * interval! * MINUTE)).toEqual([]);
+    expect(customers.filter((_, i) => i > 0 && customers[i]! - customers[i - 1]! > 2 * interval! * MINUTE)).toEqual([]);
+    expect(played.dispatches.some((d) => d.reason === 'interval')).toBe(true);
+    expect(played.requests).toBeLessThanOrEqual(150);
+    const busy = new Set(['appointments', 'customers', 'orders']);
+    expect(played.changes.filter((c) => busy.has(c.resource) && c.visibleAt === null)).toEqual([]);
+  });
+});
+
 describe('hours that moved and stayed', () => {
   it(
     'serves the fourth evening in a row from what the first three taught it: checks come with the rush, not after it',
