@@ -461,7 +461,9 @@ export function planSource(input: SourceInput): SourcePlan {
   // its floor, a day. It goes only when even the most stretched bounds and the floors do not fit beside it (a
   // budget too small for both keeps every stream read daily).
   const loosest = STRETCHES[STRETCHES.length - 1]!;
-  if (explore !== null && cheapest(loosest, explore / loosest) > available - reserveOf(input, available, horizon)) explore = null;
+  const parts = reserveParts(input, available, horizon);
+  const reserve = Math.ceil(parts.chance + parts.surprise);
+  if (explore !== null && cheapest(loosest, explore / loosest) > available - reserve) explore = null;
   const withStretch = (stretch: number) => input.streams.map((s) => bounded(s, settings, stretch, explore));
 
   // When the bounds do not all fit what is left of the budget, they stretch
@@ -495,8 +497,6 @@ export function planSource(input: SourceInput): SourcePlan {
   // the afternoon without budget. It is spent by the bounds and floors, never
   // planned away, and released over the last RESERVE_RELEASE_HOURS of the
   // quota day: budget left at the reset is lost.
-  const parts = reserveParts(input, available, horizon);
-  const reserve = Math.ceil(parts.chance + parts.surprise);
   const planFor = available - reserve;
   // The tail rule: the busy hours of every polled stream share one interval,
   // the tightest the budget carries (below). It is set afresh at every tick
@@ -550,11 +550,6 @@ export function planSource(input: SourceInput): SourcePlan {
 /** The reserve's fixed part is released over the quota day's last hours. */
 const RESERVE_RELEASE_HOURS = 3;
 
-function reserveOf(input: SourceInput, available: number, horizon: Horizon = horizonOf(input)): number {
-  const { chance, surprise } = reserveParts(input, available, horizon);
-  return Math.ceil(chance + surprise);
-}
-
 /**
  * The reserve's two parts, the spread of a random count of checks and a
  * tenth for a busier day than expected, and the share of the day's expected
@@ -583,10 +578,13 @@ function demandLeft(input: SourceInput, horizon: Horizon): number {
   let passed = 0;
   const now = input.now.getTime();
   const dayStart = input.resetsAt.getTime() - 24 * 3_600_000;
+  // The day so far as (slot, minutes) pieces, walked once for every stream: the zone's offsets cost more than the sums.
+  const past: Array<[number, number]> = [];
+  if (now > dayStart) forEachSlotPiece(dayStart, now, input.timeZone, (slot, a, b) => past.push([slot, (b - a) / MINUTE]));
   for (const s of input.streams) {
     if (s.kind !== 'incremental' || s.backfill) continue;
     for (const [slot, minutes] of horizon) left += (s.rates[slot]! * minutes) / 60;
-    if (now > dayStart) passed += expectedSince(s.rates, input.timeZone, dayStart, now).changes;
+    for (const [slot, minutes] of past) passed += (s.rates[slot]! * minutes) / 60;
   }
   return left + passed > 0 ? left / (left + passed) : 1;
 }
@@ -660,7 +658,7 @@ function commonInterval(input: SourceInput, horizon: Horizon, streams: Bounded[]
   let hi = Math.max(lo, input.settings.floorHours * 60);
   if (spend(hi) > budget) return null;
   if (spend(lo) <= budget) return lo;
-  for (let i = 0; i < 24 && hi - lo > 0.25; i++) {
+  for (let i = 0; i < 24 && hi > lo * 1.01; i++) {
     const mid = Math.sqrt(lo * hi);
     if (spend(mid) > budget) lo = mid;
     else hi = mid;
