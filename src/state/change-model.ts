@@ -38,13 +38,6 @@ export interface StoredSlot {
   asOf: Date;
 }
 
-const DAY_MS = 86_400_000;
-
-/** Weight in the recent profile of something `ageMs` old. */
-export function recentWeight(ageMs: number): number {
-  return 0.5 ** (Math.max(0, ageMs) / (RECENT_HALF_LIFE_DAYS * DAY_MS));
-}
-
 /** Hours of [from, to) in each slot. */
 export function exposureBySlot(from: Date, to: Date, timeZone: string): Map<number, number> {
   const out = new Map<number, number>();

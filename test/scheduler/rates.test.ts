@@ -3,7 +3,14 @@
  * rates read back with their shrinkage.
  */
 import { describe, expect, it } from 'vitest';
-import { ChangeTally, exposureBySlot, recentWeight, SLOTS, windowObservation, type StoredSlot } from '../../src/state/change-model.ts';
+import {
+  ChangeTally,
+  exposureBySlot,
+  RECENT_HALF_LIFE_DAYS,
+  SLOTS,
+  windowObservation,
+  type StoredSlot,
+} from '../../src/state/change-model.ts';
 import {
   disjoint,
   evidenceOf,
@@ -226,7 +233,7 @@ describe('the practice hours, learned within days', () => {
   const long = (slot: number) => ({ changes: open(slot) ? 30 * 4 : 0, exposureHours: 4 });
   /** The recent profile after `moved` days of 18-21 (of the last 4), as the recent half-life weighs them. */
   function stored(moved: number): StoredSlot[] {
-    const weights = [0, 1, 2, 3].map((age) => recentWeight(age * 86_400_000));
+    const weights = [0, 1, 2, 3].map((age) => 0.5 ** (age / RECENT_HALF_LIFE_DAYS));
     const recentExposure = weights.reduce((a, b) => a + b, 0) / 7;
     return Array.from({ length: SLOTS }, (_, slot) => {
       const h = slot % 24;
