@@ -52,6 +52,7 @@ import {
   evidenceOf,
   expectedSince,
   practiceExcess,
+  surprisesFound,
   slotRates,
   slotRatesWithMoved,
   withEvidence,
@@ -516,21 +517,24 @@ export async function observeSource(
     const evidence = evidenceOf(forecast, timeZone, windows.get(s.resource) ?? [], now.getTime());
     forecasts.set(s.resource, { model, forecast, activity, evidence });
   }
-  const shared = practiceExcess(
-    streams
-      .filter((s) => s.kind === 'incremental' && forecasts.has(s.resource))
-      .map((s) => {
-        const f = forecasts.get(s.resource)!;
-        return {
-          resource: s.resource,
-          forecast: f.forecast,
-          windows: windows.get(s.resource) ?? [],
-          usualPerWeek: f.model.reduce((a, b) => a + b, 0),
-        };
-      }),
-    timeZone,
-    now.getTime(),
-  );
+  const practice = streams
+    .filter((s) => s.kind === 'incremental' && forecasts.has(s.resource))
+    .map((s) => {
+      const f = forecasts.get(s.resource)!;
+      return {
+        resource: s.resource,
+        forecast: f.forecast,
+        windows: windows.get(s.resource) ?? [],
+        usualPerWeek: f.model.reduce((a, b) => a + b, 0),
+      };
+    });
+  const shared = practiceExcess(practice, timeZone, now.getTime());
+  const surprises = surprisesFound(practice, timeZone, now.getTime());
+  const surpriseElsewhere = (resource: string): Date | undefined => {
+    let at: number | undefined;
+    for (const [r, t] of surprises) if (r !== resource && (at === undefined || t < at)) at = t;
+    return at === undefined ? undefined : new Date(at);
+  };
   const inputs = new Map<string, StreamInput>();
   for (const s of streams) {
     const f = forecasts.get(s.resource);
@@ -556,6 +560,7 @@ export async function observeSource(
       modelRates: model,
       evidence,
       practiceExcessPerHour: excess > 0 ? excess : undefined,
+      surpriseElsewhereAt: webhookFed ? undefined : surpriseElsewhere(s.resource),
       activity,
       webhookFed,
       notified:
