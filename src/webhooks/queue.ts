@@ -19,7 +19,6 @@
 import { PgBoss, type Job, type JobResult } from 'pg-boss';
 import type { Queryable } from '../db/pool.ts';
 import type { Logger } from '../log.ts';
-import type { RefreshResource } from './events.ts';
 import type { WebhookSettings } from './settings.ts';
 
 export const PGBOSS_SCHEMA = 'pgboss';
@@ -36,7 +35,7 @@ const RETRY_DELAY_MAX_SECONDS = 3600;
 
 export interface RefreshJobData {
   source: string;
-  resource: RefreshResource;
+  resource: string;
   id: string;
 }
 
