@@ -35,10 +35,10 @@
  */
 import { PgBoss, type Job } from 'pg-boss';
 import type { Purpose } from '../api/http.ts';
+import { PGBOSS_SCHEMA } from '../db/pgboss.ts';
 import type { Queryable } from '../db/pool.ts';
 import type { Logger } from '../log.ts';
 import { acquireSourceSlot } from '../state/locks.ts';
-import { PGBOSS_SCHEMA } from '../webhooks/queue.ts';
 
 export const RUN_QUEUE = 'pmsync-run';
 /** How often pg-boss looks for jobs whose heartbeat stopped. */

@@ -17,12 +17,11 @@
  * never coalesces into a job that has already started.
  */
 import { PgBoss, type Job, type JobResult } from 'pg-boss';
+import { PGBOSS_SCHEMA } from '../db/pgboss.ts';
 import type { Queryable } from '../db/pool.ts';
 import type { Logger } from '../log.ts';
-import type { RefreshResource } from './events.ts';
 import type { WebhookSettings } from './settings.ts';
 
-export const PGBOSS_SCHEMA = 'pgboss';
 export const REFRESH_QUEUE = 'pmsync-refresh';
 export const DEAD_LETTER_QUEUE = 'pmsync-refresh-dead';
 /** Dead-lettered refreshes are kept this long for inspection and redrive. */
@@ -36,7 +35,7 @@ const RETRY_DELAY_MAX_SECONDS = 3600;
 
 export interface RefreshJobData {
   source: string;
-  resource: RefreshResource;
+  resource: string;
   id: string;
 }
 
