@@ -41,7 +41,8 @@ import { planStreams, sourceTimeZone, type ScheduleMode, type ScheduledStream } 
 import type { PinnedInput } from './budget.ts';
 import { memoFires, pinnedInput, pinnedSpend, type PinnedSpend } from './pinned.ts';
 import { CHECK_COST_RUNS as COST_RUNS } from '../state/runs.ts';
-import type { Scheduler, SourceView } from './scheduler.ts';
+import type { SourceView } from './observe.ts';
+import type { Scheduler } from './scheduler.ts';
 
 export const VERDICTS = ['failing', 'over budget', 'behind', 'ok'] as const;
 export type Verdict = (typeof VERDICTS)[number];

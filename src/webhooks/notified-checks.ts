@@ -32,7 +32,7 @@ import { streamCatalog } from '../scheduler/catalog.ts';
 import { runsInFlight, type RunJob } from '../scheduler/dispatch.ts';
 import { planStreams, type ScheduledStream } from '../scheduler/plan.ts';
 import { executeRun } from '../scheduler/run-job.ts';
-import { observeSource } from '../scheduler/scheduler.ts';
+import { observeSource } from '../scheduler/observe.ts';
 import { holderName, serveSchedules, trySchedulingPass } from '../state/locks.ts';
 import type { QuotaLedger } from '../state/quota.ts';
 import { claimDispatch } from '../state/stream-schedule.ts';
