@@ -214,7 +214,7 @@ export async function collectStatus(
               updated: r.updated,
               unchanged: r.unchanged,
               rejected: r.rejected,
-              error: r.error,
+              error: r.errorMessage,
             }
           : null,
         quarantined,
