@@ -1,6 +1,13 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
+const NO_SIMULATOR = {
+  group: ['**/simulator/**', '**/simulator'],
+  message: 'src/ must not import the simulator (it is not in the product image).',
+};
+/** A folder of src/ that `from` must not import. */
+const upward = (folder, from) => ({ group: [`../${folder}/**`], message: `${from} must not import src/${folder}/.` });
+
 export default tseslint.config(
   { ignores: ['node_modules/', 'src/generated/', '.pmsync/', 'coverage/', 'bench/out/'] },
   js.configs.recommended,
@@ -16,16 +23,24 @@ export default tseslint.config(
   // simulator answers by the API contract alone. Code that needs both lives in test/, bench/, scripts/.
   {
     files: ['src/**'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [NO_SIMULATOR] }] },
+  },
+  // Reads for people (src/status) sit above the scheduler and below what prints them: the scheduler
+  // never reports, and the CLI and serve share what they show through src/status, never each other.
+  // (A later block replaces the rule for its files, so each repeats NO_SIMULATOR.)
+  {
+    files: ['src/scheduler/**'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [NO_SIMULATOR, upward('status', 'src/scheduler/')] }] },
+  },
+  {
+    files: ['src/status/**'],
     rules: {
-      'no-restricted-imports': [
-        'error',
-        {
-          patterns: [
-            { group: ['**/simulator/**', '**/simulator'], message: 'src/ must not import the simulator (it is not in the product image).' },
-          ],
-        },
-      ],
+      'no-restricted-imports': ['error', { patterns: [NO_SIMULATOR, upward('cli', 'src/status/'), upward('serve', 'src/status/')] }],
     },
+  },
+  {
+    files: ['src/serve/**'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [NO_SIMULATOR, upward('cli', 'src/serve/')] }] },
   },
   {
     files: ['simulator/**'],

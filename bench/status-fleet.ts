@@ -16,7 +16,7 @@ import { parseArgs } from 'node:util';
 import { startSimulator } from '../simulator/index.ts';
 import { openApp, quotaSettingsFor } from '../src/app.ts';
 import { loadConfig } from '../src/config.ts';
-import { collectFleet } from '../src/scheduler/fleet.ts';
+import { collectFleet } from '../src/status/fleet.ts';
 import { streamCatalog } from '../src/scheduler/catalog.ts';
 import { quotaDayOf } from '../src/state/quota-day.ts';
 import { createBenchDatabase, startBenchServer } from './support/db.ts';

@@ -6,7 +6,7 @@
  * own endpoints and its scheduler.
  */
 import type { App } from '../app.ts';
-import { openRefreshQueue, refreshQueueCounts, type RefreshQueue, type RefreshQueueCounts } from './queue.ts';
+import { openRefreshQueue, type RefreshQueue } from './queue.ts';
 import { createWebhookReceiver, type WebhookReceiver } from './receiver.ts';
 import { startRefreshWorker, type RefreshWorker } from './worker.ts';
 import { startNotifiedChecks, type NotifiedChecks } from './notified-checks.ts';
@@ -24,8 +24,6 @@ export interface Webhooks {
   worker: RefreshWorker | null;
   /** Null unless started with `checkNotified` and a worker. */
   checks: NotifiedChecks | null;
-  /** Backlog and dead letters, for status and metrics. */
-  counts(): Promise<RefreshQueueCounts>;
   /** Stops the notified checks and the worker (after their running work) and the queue. Close the HTTP server first. */
   stop(): Promise<void>;
 }
@@ -72,7 +70,6 @@ export async function startWebhooks(app: App, options: WebhooksOptions = {}): Pr
     receiver,
     worker,
     checks,
-    counts: () => refreshQueueCounts(app.pool),
     async stop() {
       await checks?.stop();
       await worker?.stop();

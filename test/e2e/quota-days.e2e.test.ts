@@ -7,7 +7,7 @@
  * more requests in a quota day than the configured quota.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { collectStatus } from '../../src/cli/commands/status.ts';
+import { collectStatus } from '../../src/status/detail.ts';
 import type { CoreSourceConfig } from '../../src/config-schema.ts';
 import { startSimulator, type Simulator } from '../../simulator/index.ts';
 import { syncSource } from '../../src/sync/sync-source.ts';
