@@ -145,6 +145,8 @@ export interface SourceInput {
    * not known, no exploration.
    */
   activeSlots?: Uint8Array | null;
+  /** Webhooks are registered for the source (notifications will come, whether or not any has yet). */
+  webhooksRegistered?: boolean;
   /** Requests backfills may still send today. */
   backfillLeft: number;
   streams: StreamInput[];
@@ -292,7 +294,7 @@ export const EXPLORE_SHARE = 0.05;
  * week looks alike: a new practice, a model still at its prior). Nothing
  * tells its quiet streams from its busy ones, or its open hours from closed
  * ones, so exploring is how it learns, and what a check finds is its evidence.
- * Not when webhooks feed some of its streams: their notifications show the
+ * Not when webhooks are registered for it or feed some of its streams: their notifications show the
  * practice's hours as they come (and wake the polled streams, rates.ts,
  * surprisesFound), and the budget is theirs to read them by.
  */
@@ -315,7 +317,7 @@ export function exploreBound(input: SourceInput): number | null {
   const streams = input.streams.filter(explorable);
   if (active === 0 || streams.length === 0) return null;
   const costPerDay = (active / 7) * streams.reduce((n, s) => n + s.cost, 0);
-  const noHours = active === slots.length && !input.streams.some((s) => s.webhookFed);
+  const noHours = active === slots.length && !input.webhooksRegistered && !input.streams.some((s) => s.webhookFed);
   const hours = costPerDay / ((noHours ? EXPLORE_SHARE_NO_HOURS : EXPLORE_SHARE) * input.budget);
   return Math.min(EXPLORE_MAX_HOURS, Math.max(EXPLORE_MIN_HOURS, Number.isFinite(hours) ? hours : EXPLORE_MAX_HOURS)) * 60;
 }

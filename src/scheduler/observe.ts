@@ -15,6 +15,7 @@ import { readCheckpoints } from '../state/checkpoints.ts';
 import type { QuotaLedger, QuotaSnapshot } from '../state/quota.ts';
 import { changesFoundSince, recentCheckCosts, recentCheckCostsOf, recentWindows } from '../state/runs.ts';
 import { readSourceHealth, type SourceHealth } from '../state/source-health.ts';
+import { sourcesWithWebhooks } from '../state/webhook-secrets.ts';
 import { loadStreamSchedules, notifiedByStream, type StreamScheduleRow } from '../state/stream-schedule.ts';
 import type { Purpose } from '../api/http.ts';
 import { nextFire, previousFire } from './cron.ts';
@@ -97,6 +98,8 @@ export interface SlowRead {
   /** Slots each stream's recent days raised above its long memory: hours the practice moved into. */
   movedIn?: Map<string, Uint8Array>;
   costs: Map<string, number>;
+  /** Webhooks are registered for the source: its notifications will show its hours. */
+  webhooks: boolean;
 }
 
 /** The practice's weekday now (0 = Sunday): its recent profile is read without today's own hours. */
@@ -121,11 +124,15 @@ function ratesOf(
 }
 
 export async function readSlow(pool: Pool, source: string, now: Date, timeZone: string): Promise<SlowRead> {
-  const [models, costs] = await Promise.all([loadChangeModels(pool, source), loadCosts(pool, source)]);
-  return { at: now.getTime(), ...ratesOf(models, now, timeZone), costs };
+  const [models, costs, hooked] = await Promise.all([
+    loadChangeModels(pool, source),
+    loadCosts(pool, source),
+    sourcesWithWebhooks(pool, [source], now),
+  ]);
+  return { at: now.getTime(), ...ratesOf(models, now, timeZone), costs, webhooks: hooked.has(source) };
 }
 
-/** readSlow for many sources' streams with two queries (status over a fleet): source -> its read. */
+/** readSlow for many sources' streams with three queries (status over a fleet): source -> its read. */
 export async function readSlowOf(
   pool: Pool,
   streams: ScheduledStream[],
@@ -133,9 +140,16 @@ export async function readSlowOf(
   timeZoneOf: (source: string) => string,
 ): Promise<Map<string, SlowRead>> {
   const sources = [...new Set(streams.map((s) => s.source))];
-  const [models, costs] = await Promise.all([loadChangeModelsOf(pool, sources), recentCheckCostsOf(pool, streams, COST_RUNS)]);
+  const [models, costs, hooked] = await Promise.all([
+    loadChangeModelsOf(pool, sources),
+    recentCheckCostsOf(pool, streams, COST_RUNS),
+    sourcesWithWebhooks(pool, sources, now),
+  ]);
   const out = new Map<string, SlowRead>(
-    sources.map((s) => [s, { at: now.getTime(), ...ratesOf(models.get(s) ?? new Map(), now, timeZoneOf(s)), costs: new Map() }]),
+    sources.map((s) => [
+      s,
+      { at: now.getTime(), ...ratesOf(models.get(s) ?? new Map(), now, timeZoneOf(s)), costs: new Map(), webhooks: hooked.has(s) },
+    ]),
   );
   for (const s of streams) {
     const cost = costs.get(s.key);
@@ -270,6 +284,7 @@ export async function observeSource(
     resetsAt: quota.resetsAt,
     budget: quota.budget,
     budgetUsed: exhausted ? quota.budget : quota.budgetUsed,
+    webhooksRegistered: slow.webhooks,
     activeSlots: activeSlots(streams.map((s) => slow.rates.get(s.resource)).filter((r): r is Float64Array => r !== undefined)),
     backfillLeft: exhausted ? 0 : Math.max(0, quota.allowance - quota.used - Math.max(0, quota.budget - quota.budgetUsed)),
     streams: [...inputs.values()],

@@ -51,3 +51,13 @@ export async function expireSecrets(db: Queryable, source: string, at: Date): Pr
     at,
   ]);
 }
+
+/** Of these sources, the ones with webhooks registered: a token activated and not expired at `now`. */
+export async function sourcesWithWebhooks(db: Queryable, sources: string[], now: Date): Promise<Set<string>> {
+  const res = await db.query<{ source: string }>(
+    `SELECT DISTINCT source FROM pmsync.webhook_secrets
+     WHERE source = ANY($1::text[]) AND activated_at IS NOT NULL AND (expires_at IS NULL OR expires_at > $2)`,
+    [sources, now],
+  );
+  return new Set(res.rows.map((r) => r.source));
+}

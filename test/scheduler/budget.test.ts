@@ -503,6 +503,8 @@ describe('a practice whose changes show no hours yet', () => {
     expect(exploreBound(source(quiet, { activeSlots: anyHour }))).toBeCloseTo((96 / 75) * 60, 6);
     // Hours learned: the usual share, capped at 4 hours.
     expect(exploreBound(source(quiet, { activeSlots: office }))).toBe(EXPLORE_MAX_HOURS * 60);
+    // Webhooks registered: their notifications will show the hours, before any has come.
+    expect(exploreBound(source(quiet, { activeSlots: anyHour, webhooksRegistered: true }))).toBe(EXPLORE_MAX_HOURS * 60);
     // Streams fed by webhooks show the hours as they come: the usual share.
     expect(exploreBound(source([...quiet, stream('appointments', { webhookFed: true })], { activeSlots: anyHour }))).toBe(
       EXPLORE_MAX_HOURS * 60,
