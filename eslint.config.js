@@ -5,8 +5,61 @@ const NO_SIMULATOR = {
   group: ['**/simulator/**', '**/simulator'],
   message: 'src/ must not import the simulator (it is not in the product image).',
 };
-/** A folder of src/ that `from` must not import. */
-const upward = (folder, from) => ({ group: [`../${folder}/**`], message: `${from} must not import src/${folder}/.` });
+/**
+ * The layers of src/, bottom to top. A unit (a folder of src/, or a loose file of it) may import units
+ * of its own layer and of the layers below, never one above: a record's path reads straight down, and
+ * nothing loops back (README.md, "Architecture"). Type-only imports may still point up (the
+ * configuration's types are read everywhere), and `await import()` is not checked. src/queue.ts
+ * holds pg-boss on top of db/pool. The rule is typescript-eslint's no-restricted-imports, apart from
+ * ESLint's own that keeps the simulator out, so neither block replaces the other.
+ */
+const LAYERS = [
+  ['time.ts', 'errors.ts', 'redact.ts', 'log-format.ts', 'log.ts', 'strict-schema.ts'],
+  ['mappers'],
+  ['privacy'],
+  ['db', 'queue.ts'],
+  ['api'],
+  ['state'],
+  ['sync'],
+  ['scheduler'],
+  ['webhooks'],
+  ['config.ts', 'config-schema.ts', 'config-diff.ts'],
+  ['app.ts', 'metrics.ts', 'progress-log.ts', 'analysts'],
+  ['status'],
+  ['serve'],
+  ['cli'],
+];
+const isFile = (unit) => unit.endsWith('.ts');
+const escape = (text) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+/**
+ * Forbids `from` to import `unit`, as written from anywhere in `from`: a loose file of src/ reaches it
+ * by './', a file of a folder by one '../' per level it is nested.
+ */
+function forbid(from, unit) {
+  const up = isFile(from) ? '\\./' : '(\\.\\./)+';
+  const target = isFile(unit) ? `${escape(unit)}$` : `${escape(unit)}(/|$)`;
+  return {
+    regex: `^${up}${target}`,
+    caseSensitive: true,
+    allowTypeImports: true,
+    message: `src/${from} must not import src/${unit}: it sits in a higher layer (LAYERS in eslint.config.js).`,
+  };
+}
+const layerBlocks = LAYERS.flatMap((layer, i) =>
+  layer.map((from) => ({
+    files: [isFile(from) ? `src/${from}` : `src/${from}/**`],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          patterns: LAYERS.slice(i + 1)
+            .flat()
+            .map((unit) => forbid(from, unit)),
+        },
+      ],
+    },
+  })),
+);
 
 export default tseslint.config(
   { ignores: ['node_modules/', 'src/generated/', '.pmsync/', 'coverage/', 'bench/out/'] },
@@ -25,23 +78,8 @@ export default tseslint.config(
     files: ['src/**'],
     rules: { 'no-restricted-imports': ['error', { patterns: [NO_SIMULATOR] }] },
   },
-  // Reads for people (src/status) sit above the scheduler and below what prints them: the scheduler
-  // never reports, and the CLI and serve share what they show through src/status, never each other.
-  // (A later block replaces the rule for its files, so each repeats NO_SIMULATOR.)
-  {
-    files: ['src/scheduler/**'],
-    rules: { 'no-restricted-imports': ['error', { patterns: [NO_SIMULATOR, upward('status', 'src/scheduler/')] }] },
-  },
-  {
-    files: ['src/status/**'],
-    rules: {
-      'no-restricted-imports': ['error', { patterns: [NO_SIMULATOR, upward('cli', 'src/status/'), upward('serve', 'src/status/')] }],
-    },
-  },
-  {
-    files: ['src/serve/**'],
-    rules: { 'no-restricted-imports': ['error', { patterns: [NO_SIMULATOR, upward('cli', 'src/serve/')] }] },
-  },
+  // Layers go one way: each unit of src/ imports only its own layer and those below.
+  ...layerBlocks,
   {
     files: ['simulator/**'],
     rules: {

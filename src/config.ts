@@ -16,6 +16,7 @@ import { dirname, resolve } from 'node:path';
 import type { z } from 'zod';
 import { ConfigError, PmsyncError } from './errors.ts';
 import type { CredentialNames } from './api/http.ts';
+import { insecureHttpHost } from './api/insecure-http.ts';
 import { checkTableSettings, tableStreams } from './sync/table-settings.ts';
 import { checkPrivacyColumns, checkSourcePrivacy, keyProblem } from './sync/privacy.ts';
 import { mergePrivacy, parseColumns, type PrivacySection } from './privacy/settings.ts';
@@ -46,26 +47,6 @@ export interface LoadOptions {
    * so other commands neither need its file nor fail on it.
    */
   statusToken?: boolean;
-}
-
-const LOOPBACK = /^(localhost|127(?:\.\d{1,3}){3}|\[::1\])$/i;
-
-function isLoopbackHost(hostname: string): boolean {
-  return LOOPBACK.test(hostname);
-}
-
-/**
- * The host a URL reaches in plain http across a network (anything but this
- * machine), or undefined for https, loopback and what is not a URL.
- */
-export function insecureHttpHost(url: string | URL): string | undefined {
-  let u: URL;
-  try {
-    u = new URL(String(url));
-  } catch {
-    return undefined;
-  }
-  return u.protocol === 'http:' && !isLoopbackHost(u.hostname) ? u.host : undefined;
 }
 
 /** Reads and validates the whole configuration, listing every problem at once. */

@@ -21,7 +21,8 @@
  * last completed window: exact, however quiet the practice).
  */
 import type { Config, SourceConfig } from '../config-schema.ts';
-import { streamTargets, type StreamTarget } from '../state/stream-targets.ts';
+import { streamTargets } from '../scheduler/targets.ts';
+import type { StreamTarget } from '../state/stream-targets.ts';
 import { SHARED_COLUMNS, columnDoc } from '../sync/column-docs.ts';
 import { PRO_STREAMS, REST_STREAMS } from '../sync/streams/index.ts';
 import type { TableDef } from '../sync/types.ts';

@@ -17,7 +17,7 @@
  * version, which an incremental read sees minutes after the change.
  */
 import type { TableDef } from '../sync/types.ts';
-import { forgetHistoryTable, registerHistoryTable } from '../state/history-tables.ts';
+import { forgetHistoryTable, registerHistoryTable } from './history-tables.ts';
 import type { Queryable } from './pool.ts';
 import type { SqlQuery } from './upsert.ts';
 

@@ -16,7 +16,7 @@
  * the settings it started with; one of a removed source stops at its next
  * page boundary, its checkpoint saved.
  */
-import { recordStreamTargets } from '../state/stream-targets.ts';
+import { recordStreamTargets } from '../scheduler/targets.ts';
 import { applyPolicies } from '../sync/privacy-policies.ts';
 import { describePurge, purgeRetention } from '../sync/retention.ts';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';

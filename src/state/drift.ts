@@ -1,28 +1,48 @@
 /**
- * The stored side of schema drift (src/sync/drift.ts): a run's observation is
- * merged into pmsync.raw_fields and pmsync.column_fill once, at the end of the
- * run, and the table's report in pmsync.schema_drift is recomputed. A finding
- * is logged when it first appears or its content changes (not its counts),
- * and once more when it no longer holds.
+ * The stored side of schema drift: each table's raw fields and column fill
+ * (pmsync.raw_fields, pmsync.column_fill) and its report (pmsync.schema_drift).
+ * What a run's observation does to them, and which findings they yield, is
+ * decided in src/sync/drift.ts and src/sync/drift-record.ts.
  */
-import { withTransaction, type Pool, type Queryable } from '../db/pool.ts';
-import type { Logger } from '../log.ts';
-import {
-  driftReport,
-  mergeObservation,
-  type ColumnState,
-  type DriftObserver,
-  type DriftPrivacy,
-  type FieldState,
-  type Finding,
-} from '../sync/drift.ts';
-import { effectiveFields, type TableSettings } from '../sync/table-settings.ts';
-import type { StreamBase } from '../sync/types.ts';
+import type { Queryable } from '../db/pool.ts';
 
-export interface DriftTable {
-  source: string;
-  stream: StreamBase;
-  settings: TableSettings;
+/** The stored state of one raw field of one table. */
+export interface FieldState {
+  field: string;
+  /** Non-null JSON types first seen (the baseline a type change is measured against). */
+  baselineTypes: string[];
+  /** Non-null JSON types of the last run that saw a value. */
+  lastTypes: string[];
+  firstSeenAt: string;
+  lastSeenAt: string;
+  /** Records observed since the field was last present. */
+  missingRecords: number;
+  /** A complete full pass found it in no record. */
+  missingInFullPass: boolean;
+  /** Of the last run: records, records with the field, records with a value in it. */
+  lastRecords: number;
+  lastPresent: number;
+  lastNonNull: number;
+  /** Share of records holding the field in the last run that had it: sparse fields are not reported gone. */
+  seenShare: number;
+}
+
+/** The stored state of one typed column of one table. */
+export interface ColumnState {
+  column: string;
+  /** Mapped rows in a row with the column null. */
+  nullStreak: number;
+  /** A complete full pass mapped rows and filled it in none. */
+  nullInFullPass: boolean;
+  lastFilledAt: string | null;
+}
+
+/** One finding of a table's report as stored. */
+export interface FindingRow {
+  kind: string;
+  subject: string;
+  signature: string;
+  detail: string;
 }
 
 interface FieldRow {
@@ -39,11 +59,8 @@ interface FieldRow {
   seen_share: number;
 }
 
-function driftPrivacy(settings: TableSettings): DriftPrivacy {
-  return { named: settings.privacy?.named ?? [], declaredOnly: (settings.privacy?.declared ?? null) !== null };
-}
-
-async function loadFields(db: Queryable, source: string, table: string): Promise<FieldState[]> {
+/** A table's raw fields as stored, by name. */
+export async function loadRawFields(db: Queryable, source: string, table: string): Promise<FieldState[]> {
   const res = await db.query<FieldRow>('SELECT * FROM pmsync.raw_fields WHERE source = $1 AND table_name = $2 ORDER BY field', [
     source,
     table,
@@ -63,7 +80,8 @@ async function loadFields(db: Queryable, source: string, table: string): Promise
   }));
 }
 
-async function loadColumns(db: Queryable, source: string, table: string): Promise<ColumnState[]> {
+/** A table's typed columns' fill as stored. */
+export async function loadColumnFill(db: Queryable, source: string, table: string): Promise<ColumnState[]> {
   const res = await db.query<{ column_name: string; null_streak: string; null_in_full_pass: boolean; last_filled_at: Date | null }>(
     'SELECT column_name, null_streak, null_in_full_pass, last_filled_at FROM pmsync.column_fill WHERE source = $1 AND table_name = $2',
     [source, table],
@@ -76,7 +94,14 @@ async function loadColumns(db: Queryable, source: string, table: string): Promis
   }));
 }
 
-async function saveState(db: Queryable, source: string, table: string, fields: FieldState[], columns: ColumnState[]): Promise<void> {
+/** Writes a table's raw fields and column fill (fields and columns not given are left as they are). */
+export async function saveDriftState(
+  db: Queryable,
+  source: string,
+  table: string,
+  fields: FieldState[],
+  columns: ColumnState[],
+): Promise<void> {
   await db.query(
     `INSERT INTO pmsync.raw_fields AS f (source, table_name, field, baseline_types, last_types, first_seen_at, last_seen_at, missing_records,
        missing_in_full_pass, last_records, last_present, last_non_null, seen_share)
@@ -99,158 +124,73 @@ async function saveState(db: Queryable, source: string, table: string, fields: F
   );
 }
 
-/** Recomputes a table's findings from its stored state, stores them and logs what changed. */
-async function refreshFindings(
+/**
+ * Serialises drift bookkeeping per source and table for the transaction (a run
+ * and `pmsync drift --accept` may meet).
+ */
+export async function lockDriftTable(db: Queryable, source: string, table: string): Promise<void> {
+  await db.query("SELECT pg_advisory_xact_lock(hashtext('pmsync.drift'), hashtext($1 || '/' || $2))", [source, table]);
+}
+
+/** The transaction's time, which a merged observation is stamped with. */
+export async function driftClock(db: Queryable): Promise<string> {
+  return (await db.query<{ now: Date }>('SELECT now()')).rows[0]!.now.toISOString();
+}
+
+/**
+ * How many current rows of the source a table holds, and how many hold a
+ * value in each of `columns` (in their order).
+ */
+export async function columnFillCounts(
   db: Queryable,
-  log: Logger,
-  t: DriftTable,
-  fields: FieldState[],
-  columns: ColumnState[],
-  firstLook = false,
-): Promise<Finding[]> {
-  const table = t.stream.table.name;
-  const findings = driftReport(t.source, t.stream, effectiveFields(t.stream, t.settings), fields, columns, driftPrivacy(t.settings));
-  const before = await db.query<{ kind: string; subject: string; signature: string; detail: string }>(
-    'SELECT kind, subject, signature, detail FROM pmsync.schema_drift WHERE source = $1 AND table_name = $2',
-    [t.source, table],
+  source: string,
+  table: string,
+  columns: string[],
+): Promise<{ rows: number; filled: number[] }> {
+  const res = await db.query<Record<string, string>>(
+    `SELECT now()::text AS now, count(*)::text AS rows, ${columns.map((c, i) => `count("${c}")::text AS c${i}`).join(', ')}
+     FROM "public"."${table}" WHERE source = $1 AND not_seen_since IS NULL`,
+    [source],
   );
-  const key = (f: { kind: string; subject: string }) => `${f.kind}/${f.subject}`;
-  const stored = new Map(before.rows.map((r) => [key(r), r]));
-  const now = new Set(findings.map(key));
-  for (const f of findings) {
-    const old = stored.get(key(f));
-    if (old?.signature === f.signature) continue;
-    // The source is in the message, not a field: a run's logger already carries it.
-    const fields = { table, kind: f.kind, subject: f.subject };
-    // The fields no column reads that a table's first records carry are its baseline, not a change:
-    // said at debug level (pmsync drift lists them); a field that appears later is said at info.
-    if (f.kind === 'unmapped_field') log[firstLook ? 'debug' : 'info'](fields, `schema drift: ${t.source}/${table}: ${f.detail}`);
-    else log.warn(fields, `schema drift: ${t.source}/${table}: ${f.detail}`);
-  }
-  for (const old of before.rows) {
-    if (!now.has(key(old)))
-      log.info({ table, kind: old.kind, subject: old.subject }, `schema drift resolved: ${t.source}/${table}: ${old.detail}`);
-  }
+  const counts = res.rows[0]!;
+  return { rows: Number(counts.rows), filled: columns.map((_, i) => Number(counts[`c${i}`])) };
+}
+
+/** Forgets the fields that disappeared and takes each field's last types as its baseline. */
+export async function acceptFieldShapes(db: Queryable, source: string, table: string, gone: string[]): Promise<void> {
+  await db.query('DELETE FROM pmsync.raw_fields WHERE source = $1 AND table_name = $2 AND field = ANY($3::text[])', [source, table, gone]);
+  await db.query(
+    `UPDATE pmsync.raw_fields SET baseline_types = last_types WHERE source = $1 AND table_name = $2 AND jsonb_array_length(last_types) > 0`,
+    [source, table],
+  );
+}
+
+/** A table's stored report. */
+export async function loadFindings(db: Queryable, source: string, table: string): Promise<FindingRow[]> {
+  const res = await db.query<FindingRow>(
+    'SELECT kind, subject, signature, detail FROM pmsync.schema_drift WHERE source = $1 AND table_name = $2',
+    [source, table],
+  );
+  return res.rows;
+}
+
+/**
+ * Replaces a table's stored report with `findings`: a finding that no longer
+ * holds is deleted; one whose signature changed counts as new from now.
+ */
+export async function saveFindings(db: Queryable, source: string, table: string, findings: FindingRow[]): Promise<void> {
+  const key = (f: FindingRow) => `${f.kind}/${f.subject}`;
   await db.query(
     `DELETE FROM pmsync.schema_drift WHERE source = $1 AND table_name = $2 AND NOT (kind || '/' || subject = ANY($3::text[]))`,
-    [t.source, table, [...now]],
+    [source, table, findings.map(key)],
   );
   await db.query(
     `INSERT INTO pmsync.schema_drift AS d (source, table_name, kind, subject, signature, detail)
      SELECT $1, $2, r.kind, r.subject, r.signature, r.detail FROM jsonb_to_recordset($3::jsonb) AS r(kind text, subject text, signature text, detail text)
      ON CONFLICT (source, table_name, kind, subject) DO UPDATE SET detail = excluded.detail, updated_at = now(),
        signature = excluded.signature, first_seen_at = CASE WHEN d.signature = excluded.signature THEN d.first_seen_at ELSE now() END`,
-    [t.source, table, JSON.stringify(findings)],
+    [source, table, JSON.stringify(findings)],
   );
-  return findings;
-}
-
-/** Serialises drift bookkeeping per source and table (a run and `pmsync drift --accept` may meet). */
-async function lockTable(db: Queryable, source: string, table: string): Promise<void> {
-  await db.query("SELECT pg_advisory_xact_lock(hashtext('pmsync.drift'), hashtext($1 || '/' || $2))", [source, table]);
-}
-
-/**
- * Merges one run's observation into the table's state and refreshes its
- * report. `fullPass`: the run read a whole full pass from its start, so a
- * field or value absent from all of it is gone.
- */
-export async function recordDrift(
-  pool: Pool,
-  log: Logger,
-  t: DriftTable,
-  observation: DriftObserver,
-  fullPass: boolean,
-): Promise<Finding[]> {
-  const table = t.stream.table.name;
-  return withTransaction(pool, async (tx) => {
-    await lockTable(tx, t.source, table);
-    const now = (await tx.query<{ now: Date }>('SELECT now()')).rows[0]!.now.toISOString();
-    const stored = await loadFields(tx, t.source, table);
-    const merged = mergeObservation(
-      stored,
-      await loadColumns(tx, t.source, table),
-      observation,
-      Object.keys(t.stream.table.columns),
-      fullPass,
-      now,
-    );
-    await saveState(tx, t.source, table, merged.fields, merged.columns);
-    return refreshFindings(tx, log, t, merged.fields, merged.columns, stored.length === 0);
-  });
-}
-
-/** Recomputes a table's report from what is stored, e.g. after its column overrides changed. */
-export async function refreshDrift(pool: Pool, log: Logger, t: DriftTable): Promise<Finding[]> {
-  const table = t.stream.table.name;
-  return withTransaction(pool, async (tx) => {
-    await lockTable(tx, t.source, table);
-    return refreshFindings(tx, log, t, await loadFields(tx, t.source, table), await loadColumns(tx, t.source, table));
-  });
-}
-
-/**
- * After `repopulate` recomputed `columns` of every stored row of the source:
- * their fill is read from those rows (those the API still returns), so a
- * column an override left empty is reported at once, not after the next full
- * pass, and one it filled again clears. Then the report is refreshed.
- */
-export async function recordRepopulated(pool: Pool, log: Logger, t: DriftTable, columns: string[]): Promise<Finding[]> {
-  const table = t.stream.table.name;
-  return withTransaction(pool, async (tx) => {
-    await lockTable(tx, t.source, table);
-    const state = new Map((await loadColumns(tx, t.source, table)).map((c) => [c.column, c]));
-    if (columns.length > 0) {
-      const res = await tx.query<Record<string, string>>(
-        `SELECT now()::text AS now, count(*)::text AS rows, ${columns.map((c, i) => `count("${c}")::text AS c${i}`).join(', ')}
-         FROM "public"."${table}" WHERE source = $1 AND not_seen_since IS NULL`,
-        [t.source],
-      );
-      const counts = res.rows[0]!;
-      const rows = Number(counts.rows);
-      columns.forEach((column, i) => {
-        if (rows === 0) return;
-        const c = state.get(column) ?? { column, nullStreak: 0, nullInFullPass: false, lastFilledAt: null };
-        if (Number(counts[`c${i}`]) > 0) state.set(column, { ...c, nullStreak: 0, nullInFullPass: false, lastFilledAt: c.lastFilledAt });
-        else state.set(column, { ...c, nullStreak: rows, nullInFullPass: true });
-      });
-    }
-    const fields = await loadFields(tx, t.source, table);
-    await saveState(tx, t.source, table, fields, [...state.values()]);
-    return refreshFindings(tx, log, t, fields, [...state.values()]);
-  });
-}
-
-/**
- * Takes a table's current shape as normal: each field's last types become its
- * baseline and fields that disappeared are forgotten, so type_changed and
- * disappeared_field findings clear until the shape changes again.
- */
-export async function acceptDrift(pool: Pool, log: Logger, t: DriftTable): Promise<Finding[]> {
-  const table = t.stream.table.name;
-  return withTransaction(pool, async (tx) => {
-    await lockTable(tx, t.source, table);
-    const fields = await loadFields(tx, t.source, table);
-    const report = driftReport(
-      t.source,
-      t.stream,
-      effectiveFields(t.stream, t.settings),
-      fields,
-      await loadColumns(tx, t.source, table),
-      driftPrivacy(t.settings),
-    );
-    const gone = report.filter((f) => f.kind === 'disappeared_field').map((f) => f.subject);
-    await tx.query('DELETE FROM pmsync.raw_fields WHERE source = $1 AND table_name = $2 AND field = ANY($3::text[])', [
-      t.source,
-      table,
-      gone,
-    ]);
-    await tx.query(
-      `UPDATE pmsync.raw_fields SET baseline_types = last_types WHERE source = $1 AND table_name = $2 AND jsonb_array_length(last_types) > 0`,
-      [t.source, table],
-    );
-    return refreshFindings(tx, log, t, await loadFields(tx, t.source, table), await loadColumns(tx, t.source, table));
-  });
 }
 
 export interface StoredFinding {

@@ -3,13 +3,10 @@
  * freshness target, as the configuration pmsync last ran with says. The
  * database cannot read the configuration file: the pmsync_freshness view
  * reads these rows. `serve` writes them at start and on every reload, `sync`
- * before it runs; the rows of a source's streams it no longer lists go.
+ * before it runs (src/scheduler/targets.ts says what they are); the rows of a
+ * source's streams it no longer lists go.
  */
-import type { Config, SourceConfig } from '../config-schema.ts';
 import type { Queryable } from '../db/pool.ts';
-import { streamCatalog } from '../scheduler/catalog.ts';
-import { planStreams, type ScheduledStream } from '../scheduler/plan.ts';
-import { resourceTablesFor } from '../sync/streams/index.ts';
 
 export interface StreamTarget {
   source: string;
@@ -22,31 +19,6 @@ export interface StreamTarget {
   targetMinutes: number | null;
   /** The longest a budget stream waits between checks; null for pinned and off streams. */
   floorMinutes: number | null;
-}
-
-/** The targets of every stream of the configured sources (pure). */
-export function streamTargets(config: Pick<Config, 'schedules' | 'sources'>): StreamTarget[] {
-  const planned = planStreams(config.schedules, config.sources, streamCatalog).streams;
-  return planned.map((s) =>
-    targetOf(
-      s,
-      config.sources.find((x) => x.name === s.source)!,
-      config.schedules.floorHours,
-    ),
-  );
-}
-
-function targetOf(s: ScheduledStream, source: SourceConfig, floorHours: number): StreamTarget {
-  const table = resourceTablesFor(source).find((t) => t.resource === s.resource)!.table.name;
-  return {
-    source: s.source,
-    resource: s.resource,
-    table,
-    kind: s.kind,
-    schedule: s.schedule.mode === 'cron' ? `${s.schedule.cron} ${s.schedule.timeZone}` : s.schedule.mode,
-    targetMinutes: s.schedule.mode === 'off' ? null : s.maxStalenessMinutes,
-    floorMinutes: s.schedule.mode === 'budget' ? floorHours * 60 : null,
-  };
 }
 
 /** Writes the targets of these sources' streams and drops the rows of their streams no longer listed. */
@@ -75,14 +47,5 @@ export async function saveStreamTargets(db: Queryable, sources: string[], target
       targets.map((t) => t.targetMinutes),
       targets.map((t) => t.floorMinutes),
     ],
-  );
-}
-
-/** Records the targets of every configured source. */
-export async function recordStreamTargets(db: Queryable, config: Pick<Config, 'schedules' | 'sources'>): Promise<void> {
-  await saveStreamTargets(
-    db,
-    config.sources.map((s) => s.name),
-    streamTargets(config),
   );
 }

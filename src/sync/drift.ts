@@ -9,8 +9,8 @@
  * top-level fields with their JSON types, and how many mapped rows fill each
  * typed column: a few map updates per record inside the loop validation
  * already runs, no extra pass and no query. At the end of the run the
- * observation is merged into the table's stored state (src/state/drift.ts)
- * and the report is recomputed from that state. Findings, per table:
+ * observation is merged into the table's stored state and the report is
+ * recomputed from that state (src/sync/drift-record.ts). Findings, per table:
  *
  * - unmapped_field: a field in raw that no typed column reads (kept in raw
  *   only, or not kept at all when raw keeps only declared fields);
@@ -25,6 +25,7 @@
  * "Recent" is the last RECENT_RECORDS records, or the whole of the last
  * complete full pass, whichever says it first.
  */
+import type { ColumnState, FieldState } from '../state/drift.ts';
 import type { ColumnType, StreamBase } from './types.ts';
 
 /** How many records in a row must lack a field (or a column value) before it counts as gone (or empty). */
@@ -79,37 +80,6 @@ export class DriftObserver {
       if (value !== null && value !== undefined) this.filled.set(column, (this.filled.get(column) ?? 0) + 1);
     }
   }
-}
-
-/** The stored state of one raw field of one table. */
-export interface FieldState {
-  field: string;
-  /** Non-null JSON types first seen (the baseline a type change is measured against). */
-  baselineTypes: string[];
-  /** Non-null JSON types of the last run that saw a value. */
-  lastTypes: string[];
-  firstSeenAt: string;
-  lastSeenAt: string;
-  /** Records observed since the field was last present. */
-  missingRecords: number;
-  /** A complete full pass found it in no record. */
-  missingInFullPass: boolean;
-  /** Of the last run: records, records with the field, records with a value in it. */
-  lastRecords: number;
-  lastPresent: number;
-  lastNonNull: number;
-  /** Share of records holding the field in the last run that had it: sparse fields are not reported gone. */
-  seenShare: number;
-}
-
-/** The stored state of one typed column of one table. */
-export interface ColumnState {
-  column: string;
-  /** Mapped rows in a row with the column null. */
-  nullStreak: number;
-  /** A complete full pass mapped rows and filled it in none. */
-  nullInFullPass: boolean;
-  lastFilledAt: string | null;
 }
 
 export interface Finding {

@@ -12,7 +12,7 @@ import { PmsyncError, ShutdownError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import type { WindowCheckpoint } from '../state/checkpoints.ts';
 import { addPage, finishRun, startRun, type RunStatus } from '../state/runs.ts';
-import { recordDrift } from '../state/drift.ts';
+import { recordDrift } from './drift-record.ts';
 import type { SyncContext } from './context.ts';
 import { DriftObserver } from './drift.ts';
 import type { TableSettings } from './table-settings.ts';

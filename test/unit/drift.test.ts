@@ -11,9 +11,8 @@ import {
   personalLooking,
   RECENT_RECORDS,
   sharedWords,
-  type ColumnState,
-  type FieldState,
 } from '../../src/sync/drift.ts';
+import type { ColumnState, FieldState } from '../../src/state/drift.ts';
 import appointments from '../../src/sync/streams/core/appointments.ts';
 import companies from '../../src/sync/streams/core/companies.ts';
 import orders from '../../src/sync/streams/core/orders.ts';

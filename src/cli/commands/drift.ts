@@ -1,6 +1,7 @@
 import { Command } from 'commander';
 import { findSource } from '../../config.ts';
-import { acceptDrift, driftFindings, type StoredFinding } from '../../state/drift.ts';
+import { driftFindings, type StoredFinding } from '../../state/drift.ts';
+import { acceptDrift } from '../../sync/drift-record.ts';
 import { settingsFor, tableStreams } from '../../sync/table-settings.ts';
 import { tableNames, configFrom, fail, requireSources, withApp } from '../shared.ts';
 

@@ -37,7 +37,7 @@ export async function runSync(app: App, config: Config, opts: SyncCliOptions): P
   // Before any record is written: stored data follows a stricter column policy, a looser one is said.
   await applyPolicies(app.pool, app.logger, sources);
   // What the pmsync_freshness view says of each stream's target.
-  const { recordStreamTargets } = await import('../../state/stream-targets.ts');
+  const { recordStreamTargets } = await import('../../scheduler/targets.ts');
   await recordStreamTargets(app.pool, config);
   const results: SourceResult[] = [];
   const stalls = new Map<string, Stall[]>();

@@ -3,7 +3,7 @@
  * (src/db/history.ts). A table is registered when its history is caught up,
  * and forgotten when history is switched off.
  */
-import type { Queryable } from '../db/pool.ts';
+import type { Queryable } from './pool.ts';
 
 /** Registers a table's history; false when it was registered already. */
 export async function registerHistoryTable(db: Queryable, source: string, table: string): Promise<boolean> {

@@ -1,0 +1,53 @@
+/**
+ * The layer rule of eslint.config.js, run through ESLint itself: an import of
+ * a higher layer is refused from any depth, whether it names a folder or a
+ * loose file; an import of a lower layer, or a type-only import, passes.
+ */
+import { fileURLToPath } from 'node:url';
+import { ESLint } from 'eslint';
+import { describe, expect, it } from 'vitest';
+
+const cwd = fileURLToPath(new URL('../..', import.meta.url));
+const eslint = new ESLint({ cwd });
+
+/** The layer rule's messages for `code` as if it were the file at `filePath`. */
+async function layerErrors(filePath: string, code: string): Promise<string[]> {
+  const [result] = await eslint.lintText(code, { filePath });
+  return result!.messages.filter((m) => m.ruleId === '@typescript-eslint/no-restricted-imports').map((m) => m.message);
+}
+
+describe('layers', () => {
+  it('refuses an import of a higher layer', async () => {
+    const errors = await layerErrors(
+      'src/state/example.ts',
+      "import { syncSource } from '../sync/driver.ts';\nexport const run = syncSource;\n",
+    );
+    expect(errors).toEqual([expect.stringContaining('src/state must not import src/sync: it sits in a higher layer')]);
+  });
+
+  it('refuses it from a nested folder and for a loose file, and from a loose file', async () => {
+    expect(await layerErrors('src/sync/readers/example.ts', "export { planStreams } from '../../scheduler/plan.ts';\n")).toHaveLength(1);
+    expect(
+      await layerErrors(
+        'src/sync/streams/core/example.ts',
+        "import { loadConfig } from '../../../../config.ts';\nexport const load = loadConfig;\n",
+      ),
+    ).toHaveLength(1);
+    expect(await layerErrors('src/log.ts', "import { loadConfig } from './config.ts';\nexport const load = loadConfig;\n")).toHaveLength(1);
+    expect(
+      await layerErrors('src/cli/main.ts', "import { startServe } from '../serve/serve.ts';\nexport const start = startServe;\n"),
+    ).toEqual([]);
+    expect(await layerErrors('src/serve/example.ts', "import { main } from '../cli/main.ts';\nexport const run = main;\n")).toHaveLength(1);
+  });
+
+  it('lets a lower layer, its own unit and type-only imports through', async () => {
+    const code = [
+      "import { loadCheckpoint } from '../state/checkpoints.ts';",
+      "import { DriftObserver } from './drift.ts';",
+      "import type { Config } from '../config-schema.ts';",
+      'export const used: [unknown, unknown, Config | undefined] = [loadCheckpoint, DriftObserver, undefined];',
+      '',
+    ].join('\n');
+    expect(await layerErrors('src/sync/example.ts', code)).toEqual([]);
+  });
+});
