@@ -1,15 +1,24 @@
 /**
- * The job queue (src/queue.ts) on a real pg-boss: what waits, what a worker
- * here holds and the dead letters are read through pg-boss's API, the same
- * from a process that only reads; a reading queue over a database pg-boss
- * never ran on finds nothing and installs nothing.
+ * The job queue (src/queue.ts) on a real pg-boss: `serve` starts one pg-boss
+ * for the run queue and the webhook refresh queue together; what waits, what
+ * a worker here holds and the dead letters are read through pg-boss's API,
+ * the same from a process that only reads; a reading queue over a database
+ * pg-boss never ran on finds nothing and installs nothing.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.ts';
 import { createPool } from '../../src/db/pool.ts';
 import { createLogger } from '../../src/log.ts';
-import { openJobQueue } from '../../src/queue.ts';
+import { jobQueueOf, openJobQueue, QUEUE_APPLICATION_NAME } from '../../src/queue.ts';
 import { Redactor } from '../../src/redact.ts';
+import { runQueueWait } from '../../src/scheduler/dispatch.ts';
+import { startServe, type RunningServe } from '../../src/serve/serve.ts';
+import { mountWebhooks } from '../../src/serve/webhooks.ts';
+import { acquireSourceSlot, heldRunLocks, streamLockKey } from '../../src/state/locks.ts';
+import { refreshQueueCounts } from '../../src/webhooks/queue.ts';
+import { writeConfig } from '../support/cli.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
+import { openTestApp, type TestApp } from '../support/harness.ts';
 import { scaled } from '../support/time-scale.ts';
 
 const logger = createLogger(new Redactor(), { level: 'silent' });
@@ -26,6 +35,47 @@ afterEach(async () => {
 });
 afterAll(async () => {
   await db?.drop();
+});
+
+/** The LISTEN sessions pg-boss holds on the test database, by application_name: one per started instance. */
+async function listeners(): Promise<Record<string, number>> {
+  const res = await db.pool.query<{ name: string; n: number }>(
+    `SELECT application_name AS name, count(*)::int AS n FROM pg_stat_activity
+     WHERE datname = current_database() AND pid <> pg_backend_pid() AND (query LIKE 'LISTEN %' OR query LIKE '%pg_listening_channels()%')
+     GROUP BY 1 ORDER BY 1`,
+  );
+  return Object.fromEntries(res.rows.map((r) => [r.name, r.n]));
+}
+
+describe('serve', () => {
+  let app: TestApp | undefined;
+  let serve: RunningServe | undefined;
+  afterAll(async () => {
+    await serve?.stop();
+    await app?.close();
+  });
+
+  it('starts one pg-boss, holding the run queue and the webhook refresh queue', async () => {
+    const file = writeConfig({
+      sources: [{ name: 'clinic', kind: 'core', baseUrl: 'http://127.0.0.1:9/api/v1', apikey: 'k', username: 'u', password: 'p' }],
+    });
+    const loaded = loadConfig({ configFile: file, env: { DATABASE_URL: db.url } });
+    const config = { ...loaded, serve: { ...loaded.serve!, port: 0, host: '127.0.0.1' } };
+    app = await openTestApp(config);
+    serve = await startServe(app, config, { manualTicks: true, webhooks: mountWebhooks });
+
+    // Each started pg-boss holds one LISTEN session of its own: one instance, named as the queue.
+    expect(await listeners()).toEqual({ [QUEUE_APPLICATION_NAME]: 1 });
+    expect(jobQueueOf(app.pool)).toBe(serve.queue);
+    // Both queues are on it, and read through it.
+    expect(await runQueueWait(app.pool)).toEqual({ waiting: 0, oldestWaitSeconds: 0 });
+    expect(await refreshQueueCounts(app.pool)).toEqual({ ready: 0, deferred: 0, retrying: 0, active: 0, deadLettered: 0 });
+    await expect(openJobQueue(app, WORK)).rejects.toThrow(/already open/);
+
+    await serve.stop();
+    serve = undefined;
+    expect(await listeners()).toEqual({});
+  });
 });
 
 describe('a job queue', () => {
@@ -94,6 +144,16 @@ describe('a job queue', () => {
     } finally {
       await bare.drop();
     }
+  });
+});
+
+describe('a run slot', () => {
+  it('holds its stream run lock, seen from any session, until released', async () => {
+    const slot = await acquireSourceSlot(db.url, 'clinic', 'customers', 2);
+    expect(slot).not.toBeNull();
+    expect((await heldRunLocks(db.pool)).has(streamLockKey('clinic', 'customers'))).toBe(true);
+    await slot!.release();
+    expect((await heldRunLocks(db.pool)).size).toBe(0);
   });
 });
 

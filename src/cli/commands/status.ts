@@ -163,7 +163,7 @@ export async function collectStatus(
   config: Config,
   options: { check?: boolean; scheduler?: Scheduler } = {},
 ): Promise<SourceStatus[]> {
-  // Reads the run queue's table, so its module brings pg-boss: loaded only when status is asked for (src/cli/main.ts).
+  // Reads the run queue, so its module brings pg-boss: loaded only when status is asked for (src/cli/main.ts).
   const { runningIn, sourceViews } = await import('../../scheduler/status.ts');
   const out: SourceStatus[] = [];
   const [views, holders, drift] = await Promise.all([
@@ -534,44 +534,50 @@ export function statusCommand(): Command {
             } else process.stdout.write(note);
             return;
           }
-          // JSON keeps its per-source shape unless the summary is asked for by name.
-          const summary = wantsSummary || (!opts.json && !opts.detail && !opts.source && config.sources.length > 1);
-          if (summary) {
-            const checked = opts.check ? await checkAll(app, config) : null;
-            const failed = new Map<string, { code: string; message: string }>();
-            for (const [name, c] of checked ?? []) if (!c.ok) failed.set(name, { code: c.code, message: c.error });
-            const fleet = await collectFleet(app, config, { problems: opts.problems, limit: opts.limit, connectivity: failed });
-            if (opts.json) process.stdout.write(`${JSON.stringify(fleet, null, 2)}\n`);
-            else {
-              printSummary(fleet, app.ctx.now());
-              await printRefreshQueue(app, config);
-            }
-            process.exitCode = checkExitCode([...(checked?.values() ?? [])].map((connectivity) => ({ connectivity })));
-            return;
-          }
-          const statuses = await collectStatus(app, config, { check: opts.check });
-          const failed = new Map<string, { code: string; message: string }>();
-          for (const s of statuses)
-            if (s.connectivity && !s.connectivity.ok) failed.set(s.source, { code: s.connectivity.code, message: s.connectivity.error });
-          // Next checks come from the detail just read, not from a second look at every source.
-          const fleet = await collectFleet(app, config, { connectivity: failed, nextChecks: false });
-          for (const s of statuses) {
-            const health = fleet.sources.find((h) => h.source === s.source);
-            if (health) s.health = { ...health, nextCheck: earliestNextCheck(s) };
-          }
-          if (opts.json) process.stdout.write(`${JSON.stringify(statuses, null, 2)}\n`);
-          else {
-            printStatus(statuses, app.ctx.now());
-            await printRefreshQueue(app, config);
-            await printRetention(app, config);
-            await printPrivacyResyncs(app, config);
-          }
-          process.exitCode = checkExitCode(statuses);
+          // Queued jobs are read through pg-boss (src/queue.ts), loaded only when there are sources to report on (src/cli/main.ts).
+          const { whileReading } = await import('../../queue.ts');
+          await whileReading(app, () => report(app, config, opts, wantsSummary));
         });
       } catch (err) {
         fail(err);
       }
     });
+}
+
+async function report(app: App, config: Config, opts: StatusOptions, wantsSummary: boolean): Promise<void> {
+  // JSON keeps its per-source shape unless the summary is asked for by name.
+  const summary = wantsSummary || (!opts.json && !opts.detail && !opts.source && config.sources.length > 1);
+  if (summary) {
+    const checked = opts.check ? await checkAll(app, config) : null;
+    const failed = new Map<string, { code: string; message: string }>();
+    for (const [name, c] of checked ?? []) if (!c.ok) failed.set(name, { code: c.code, message: c.error });
+    const fleet = await collectFleet(app, config, { problems: opts.problems, limit: opts.limit, connectivity: failed });
+    if (opts.json) process.stdout.write(`${JSON.stringify(fleet, null, 2)}\n`);
+    else {
+      printSummary(fleet, app.ctx.now());
+      await printRefreshQueue(app, config);
+    }
+    process.exitCode = checkExitCode([...(checked?.values() ?? [])].map((connectivity) => ({ connectivity })));
+    return;
+  }
+  const statuses = await collectStatus(app, config, { check: opts.check });
+  const failed = new Map<string, { code: string; message: string }>();
+  for (const s of statuses)
+    if (s.connectivity && !s.connectivity.ok) failed.set(s.source, { code: s.connectivity.code, message: s.connectivity.error });
+  // Next checks come from the detail just read, not from a second look at every source.
+  const fleet = await collectFleet(app, config, { connectivity: failed, nextChecks: false });
+  for (const s of statuses) {
+    const health = fleet.sources.find((h) => h.source === s.source);
+    if (health) s.health = { ...health, nextCheck: earliestNextCheck(s) };
+  }
+  if (opts.json) process.stdout.write(`${JSON.stringify(statuses, null, 2)}\n`);
+  else {
+    printStatus(statuses, app.ctx.now());
+    await printRefreshQueue(app, config);
+    await printRetention(app, config);
+    await printPrivacyResyncs(app, config);
+  }
+  process.exitCode = checkExitCode(statuses);
 }
 
 async function printRefreshQueue(app: App, config: Config): Promise<void> {
