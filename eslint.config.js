@@ -14,8 +14,24 @@ export default tseslint.config(
   },
   // The product and the simulator stand apart: the product image carries no simulator, and the
   // simulator answers by the API contract alone. Code that needs both lives in test/, bench/, scripts/.
+  // pg-boss is reached through src/queue.ts alone: one instance per App, and its public API only.
   {
     files: ['src/**'],
+    ignores: ['src/queue.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          paths: [{ name: 'pg-boss', message: 'use src/queue.ts: it owns the pg-boss instance and reads queues through its API.' }],
+          patterns: [
+            { group: ['**/simulator/**', '**/simulator'], message: 'src/ must not import the simulator (it is not in the product image).' },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    files: ['src/queue.ts'],
     rules: {
       'no-restricted-imports': [
         'error',
