@@ -115,7 +115,8 @@ function adapter(db: Queryable) {
 /**
  * Opens the App's queue. To work, pg-boss connects on its own, installs or
  * migrates its schema when needed and supervises; to read, it runs on the
- * App's pool, and finds nothing when its schema was never installed.
+ * App's pool, and finds nothing when its schema was never installed (or is
+ * another version's, until serve migrates it).
  */
 export async function openJobQueue(host: QueueHost, options: JobQueueOptions): Promise<JobQueue> {
   if (byPool.has(host.pool)) throw new Error('a job queue is already open for this App');
@@ -136,8 +137,17 @@ export async function openJobQueue(host: QueueHost, options: JobQueueOptions): P
   boss.on('error', (err: Error) => host.logger.warn({ err }, 'job queue: database error (pg-boss retries on its own)'));
   boss.on('warning', (w: { message?: string }) => host.logger.warn({ warning: w.message }, 'job queue warning'));
   // A reading queue over a database pg-boss never ran on finds nothing, and installs nothing.
-  const installed = working || (await boss.isInstalled());
-  if (installed) await boss.start();
+  let installed = working || (await boss.isInstalled());
+  if (working) await boss.start();
+  else if (installed) {
+    try {
+      await boss.start();
+    } catch (err) {
+      // Its schema is from another pg-boss version until a working queue (serve) migrates it: nothing is read from it.
+      host.logger.warn({ err }, 'job queue: pg-boss schema not readable by this version yet; queue figures are left at zero');
+      installed = false;
+    }
+  }
   const self: Opened = { databaseUrl: host.databaseUrl, boss, held: new Map() };
   open.add(self);
 
