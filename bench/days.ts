@@ -12,6 +12,7 @@
  *   npm run bench:days -- --days evening,products-burst --tick-seconds 60
  *   npm run bench:days -- --days evening --trace memberships,orders   every dispatch of those streams (or "all")
  *   npm run bench:days -- --budget-only        the budget policies alone, no baselines or curves
+ *   npm run bench:days -- --budget-only --budgets 150,600 --webhooks off   those budgets, without webhooks only
  *
  * Policies: budget 150 with and without webhooks, and the baselines, each
  * through the real scheduler with pinned crons (schedules.overrides):
@@ -48,6 +49,8 @@ const { values } = parseArgs({
     'tick-seconds': { type: 'string' },
     trace: { type: 'string' },
     'budget-only': { type: 'boolean', default: false },
+    budgets: { type: 'string' },
+    webhooks: { type: 'string' },
   },
 });
 /** Streams whose every dispatch (time, purpose, reason) is printed to stderr, for reading a day's decisions. */
@@ -74,6 +77,17 @@ if (!Number.isInteger(TICK) || TICK < 1 || TICK > 600) {
 }
 
 const BUDGET = 150;
+/** Budgets of the budget policies played (--budgets; baselines are matched against BUDGET's). */
+const BUDGETS = (values.budgets ?? String(BUDGET)).split(',').map((b) => Number(b.trim()));
+if (BUDGETS.some((b) => !Number.isInteger(b) || b < 1)) {
+  process.stderr.write(`--budgets: "${values.budgets}" is not a list of whole numbers of requests, such as 150,600\n`);
+  process.exit(2);
+}
+const HOOKS = values.webhooks ?? 'both';
+if (!['on', 'off', 'both'].includes(HOOKS)) {
+  process.stderr.write(`--webhooks: "${HOOKS}" is not one of on, off, both\n`);
+  process.exit(2);
+}
 const SEED = 7;
 
 interface Result {
@@ -396,11 +410,17 @@ function save(): string {
 
 try {
   for (const day of days) {
-    const withHooks = await play(server, day, { kind: 'budget', budget: BUDGET, webhooks: true });
-    const without = await play(server, day, { kind: 'budget', budget: BUDGET, webhooks: false });
-    const dayResults = [withHooks, without];
+    const dayResults: Result[] = [];
+    for (const budget of BUDGETS) {
+      if (HOOKS !== 'off') dayResults.push(await play(server, day, { kind: 'budget', budget, webhooks: true }));
+      if (HOOKS !== 'on') dayResults.push(await play(server, day, { kind: 'budget', budget, webhooks: false }));
+    }
+    const withHooks = dayResults.find((r) => r.policy === policyName({ kind: 'budget', budget: BUDGET, webhooks: true }));
+    const without = dayResults.find((r) => r.policy === policyName({ kind: 'budget', budget: BUDGET, webhooks: false }));
     for (const kind of baselines) {
-      const m = await matched(server, day, kind, kind === 'cron+webhooks' ? withHooks : without);
+      const against = kind === 'cron+webhooks' ? withHooks : without;
+      if (!against) continue;
+      const m = await matched(server, day, kind, against);
       matches.push(m);
       dayResults.push(m.result);
     }
@@ -408,7 +428,7 @@ try {
     if (FULL && !values['budget-only'] && (day.key === 'reference' || day.key === 'evening')) {
       for (const budget of [50, 100, 300, 600, 900]) dayCurve.push(await play(server, day, { kind: 'budget', budget, webhooks: false }));
       for (const every of [240, 120, 60, 30, 15]) dayCurve.push(await play(server, day, { kind: 'cron', every }));
-      curves.push(...[without, ...dayCurve].sort((a, b) => a.requests - b.requests));
+      curves.push(...[...(without ? [without] : []), ...dayCurve].sort((a, b) => a.requests - b.requests));
     }
     results.push(...dayResults);
     const crons = [...dayResults, ...dayCurve].filter((r) => r.kind === 'cron' || r.kind === 'hours-cron');

@@ -7,46 +7,10 @@
  * scraped, so every replica reports the same database-wide values for those.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import { PURPOSES, type Purpose } from './api/http.ts';
+import { PURPOSES } from './api/http.ts';
 import { PmsyncError } from './errors.ts';
 import type { SourceResult } from './sync/sync-source.ts';
-
-/** One source as the scrape-time gauges see it. */
-export interface SourceReading {
-  source: string;
-  /** Null for sources with no quota (Pro). */
-  quota: {
-    used: number;
-    limit: number;
-    /** The API answered 429 and the key is held until its reset. */
-    exhausted: boolean;
-    budget: number;
-    budgetUsed: number;
-    byPurpose: Record<Purpose, number>;
-  } | null;
-  /** Whether the source fails as a whole and is paused (src/scheduler/source-failures.ts). */
-  health?: { failing: boolean; paused: boolean; consecutiveFailures: number };
-  /** Requests planned for the rest of the quota day, by purpose. */
-  planned: { check: number; webhook: number; full: number; backfill: number } | null;
-  /**
-   * Of those, what the pinned (cron) streams plan, and how many of them go
-   * beyond what is left of the budget or the allowance (src/scheduler/pinned.ts).
-   */
-  pinned?: { planned: number; over: number };
-  streams: Array<{
-    resource: string;
-    lastSuccess: Date | null;
-    /** Seconds since every change was last read (end of the last completed window). */
-    stalenessSeconds: number | null;
-    notificationsWaiting: number;
-    /** Whether its freshness target holds today; null when it has none. */
-    targetMet: boolean | null;
-    /** Changes per hour its learned model expects now. */
-    changeRate: number | null;
-    /** The longest its staleness may grow now under its rules (target, safety net or floor); null when none applies. */
-    stalenessTargetSeconds?: number | null;
-  }>;
-}
+import type { SourceReading } from './status/readings.ts';
 
 /** Where the scrape-time gauges read from. */
 export interface MetricsReaders {

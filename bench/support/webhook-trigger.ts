@@ -11,7 +11,8 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { CoreSourceConfig } from '../../src/config-schema.ts';
 import type { RunJob } from '../../src/scheduler/dispatch.ts';
-import { EVENT_NAMES, EVENT_RESOURCE } from '../../src/webhooks/events.ts';
+import { WEBHOOKS } from '../../src/webhooks/catalog.ts';
+import { canonicalEventName, EVENT_NAMES } from '../../src/webhooks/events.ts';
 import { RegistrationApi } from '../../src/webhooks/registration.ts';
 import { MINUTE, RIG_SOURCE, type DayRig } from './day-rig.ts';
 
@@ -43,7 +44,7 @@ export class WebhookTrigger {
       req.on('end', () => {
         try {
           const type = String((JSON.parse(Buffer.concat(chunks).toString('utf8')) as { EventType?: unknown }).EventType ?? '');
-          const resource = EVENT_RESOURCE[type.split('.')[0]!.toLowerCase()];
+          const resource = WEBHOOKS.resourceOf.get(canonicalEventName(type) ?? '');
           if (resource) self.notified(resource);
           res.writeHead(200).end();
         } catch {

@@ -98,6 +98,13 @@ export interface StreamInput {
   evidence?: Evidence | null;
   /** Changes an hour the other streams' evidence adds to it now (rates.ts, practiceExcess); for status. */
   practiceExcessPerHour?: number;
+  /**
+   * When another stream of the practice first found far more changes than
+   * forecast, lately (rates.ts, surprisesFound): a polled stream not checked
+   * since is checked once, to see whether the practice is busier than
+   * expected or the surprise was that stream's own.
+   */
+  surpriseElsewhereAt?: Date;
   /** Its learned model's rates, before today's activity and evidence: what a usual day would bring. */
   modelRates?: Float64Array;
   /** Webhook notifications arrive for this stream. */
@@ -150,7 +157,8 @@ export interface SourceInput {
  * request (the rate rule); `evidence`: the same, but only because what its
  * recent checks found, or what the practice's other streams found beyond
  * their forecasts (rates.ts, practiceExcess), raised today's rate above the
- * forecast; `interval`: a polled stream in its busy hours that has gone the
+ * forecast, or because another stream's check found far more than forecast
+ * since its last check (rates.ts, surprisesFound); `interval`: a polled stream in its busy hours that has gone the
  * day's common interval (the tail rule below); `exploration`:
  * a stream the model calls quiet, checked at the exploration bound in the
  * practice's active hours; `pacing`: budget that would be lost at the reset
@@ -279,6 +287,16 @@ interface Bounded extends StreamInput {
  * whole, and keep their floor.
  */
 export const EXPLORE_SHARE = 0.05;
+/**
+ * The share when the practice's changes show no hours yet (every hour of the
+ * week looks alike: a new practice, a model still at its prior). Nothing
+ * tells its quiet streams from its busy ones, or its open hours from closed
+ * ones, so exploring is how it learns, and what a check finds is its evidence.
+ * Not when webhooks feed some of its streams: their notifications show the
+ * practice's hours as they come (and wake the polled streams, rates.ts,
+ * surprisesFound), and the budget is theirs to read them by.
+ */
+export const EXPLORE_SHARE_NO_HOURS = 0.5;
 /** The exploration bound never goes below this, however large the budget... */
 export const EXPLORE_MIN_HOURS = 1;
 /** ...nor above this, however small: a burst waits hours, not a day. */
@@ -297,7 +315,8 @@ export function exploreBound(input: SourceInput): number | null {
   const streams = input.streams.filter(explorable);
   if (active === 0 || streams.length === 0) return null;
   const costPerDay = (active / 7) * streams.reduce((n, s) => n + s.cost, 0);
-  const hours = costPerDay / (EXPLORE_SHARE * input.budget);
+  const noHours = active === slots.length && !input.streams.some((s) => s.webhookFed);
+  const hours = costPerDay / ((noHours ? EXPLORE_SHARE_NO_HOURS : EXPLORE_SHARE) * input.budget);
   return Math.min(EXPLORE_MAX_HOURS, Math.max(EXPLORE_MIN_HOURS, Number.isFinite(hours) ? hours : EXPLORE_MAX_HOURS)) * 60;
 }
 
@@ -362,6 +381,12 @@ function unforeseen(s: StreamInput, nowSlot: number): boolean {
   return s.forecastRates !== undefined && busyHour(s.rates[nowSlot]!) && !busyHour(s.forecastRates[nowSlot]!);
 }
 
+/** Another stream's surprise is news to this polled stream: it has not been checked since it was found. */
+function woken(s: StreamInput): boolean {
+  const at = s.surpriseElsewhereAt;
+  return at !== undefined && explorable(s) && s.lastCheckAt !== null && s.lastCheckAt.getTime() < at.getTime();
+}
+
 /** Minutes between checks the common interval asks of a polled stream changing `perHour`: never more often than once per expected change. */
 function intervalAt(interval: number | null, perHour: number, cost: number): number {
   if (interval === null || !busyHour(perHour)) return Number.POSITIVE_INFINITY;
@@ -409,6 +434,7 @@ function streamSpend(s: Bounded, input: SourceInput, horizon: Horizon, mu: numbe
       if (explorable(s) && busyNow >= CLOSING_MIN_PER_HOUR) busyAhead = true;
     }
   }
+  if (woken(s)) out.polled += 1;
   // The closing check (decide): one more as its busy hours end today.
   if (busyAhead && !busyHour(busyRate(s, horizon[horizon.length - 1]![0], nowSlot))) out.polled += 1;
   // Notifications already waiting are a check to come, whatever the rates say of the rest of the day.
@@ -738,6 +764,7 @@ function decide(s: Bounded, input: SourceInput, mu: number, available: number): 
       const reason = s.forecastRates && !worth(s.forecastRates) ? 'evidence' : 'rate';
       return { due: { purpose, reason }, waiting: null };
     }
+    if (woken(s)) return { due: { purpose, reason: 'evidence' }, waiting: null };
     if (s.target !== null && sinceMinutes >= s.target - margin && activeHour(s.rates[slotOf(now, input.timeZone)]!)) {
       return { due: { purpose, reason: 'max-staleness' }, waiting: null };
     }

@@ -339,6 +339,65 @@ export function practiceExcess(streams: readonly StreamWindows[], timeZone: stri
 }
 
 /**
+ * A stream's check that found far more than its forecast says the practice
+ * may be doing something its model did not expect: opening on a day it has
+ * never been seen open, or a rush in hours it is usually closed. The
+ * practice-wide excess above is careful (two streams must agree before
+ * another stream's rate is raised for hours); this is the cheap test before
+ * it: every other polled stream not checked since the surprise was found is
+ * checked once, and what that check finds is its own evidence. One check a
+ * stream per surprise: the windows that go on finding more than forecast
+ * while the rush lasts wake the others once, at the first of them.
+ *
+ * Surprising: at least WAKE_MIN_CHANGES changes where the forecast made that
+ * many or more a one-in-WAKE_ODDS chance (a Poisson tail), so chance alone
+ * wakes a practice about once in a few days of checks.
+ */
+export const WAKE_MIN_CHANGES = 5;
+const WAKE_ODDS = 1_000_000;
+
+/** P(X >= n) for X ~ Poisson(mean). */
+export function poissonTail(n: number, mean: number): number {
+  if (n <= 0) return 1;
+  if (mean <= 0) return 0;
+  let term = Math.exp(-mean);
+  let below = 0;
+  for (let k = 0; k < n; k++) {
+    below += term;
+    term *= mean / (k + 1);
+    if (below >= 1) return 0;
+  }
+  return Math.max(0, 1 - below);
+}
+
+export function surprising(changes: number, expected: number): boolean {
+  return changes >= WAKE_MIN_CHANGES && poissonTail(changes, expected) <= 1 / WAKE_ODDS;
+}
+
+/** How long a surprise stays news: a stream not checked since is woken by it. */
+export const WAKE_LOOKBACK_HOURS = 3;
+
+/**
+ * The instant each stream first found a surprise in the last
+ * WAKE_LOOKBACK_HOURS (the end of its earliest surprising window then).
+ * The earliest, not the latest: a rush goes on finding more than the
+ * forecast at every check, and one check of each other stream is the test.
+ */
+export function surprisesFound(streams: readonly StreamWindows[], timeZone: string, now: number): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const s of streams) {
+    for (const w of disjoint(s.windows)) {
+      if (w.to > now || now - w.to > WAKE_LOOKBACK_HOURS * HOUR_MS) continue;
+      if (surprising(w.changes, expectedSince(s.forecast, timeZone, w.from, w.to).changes)) {
+        out.set(s.resource, w.to);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+/**
  * The rates with `perHour` more over the last EVIDENCE_PRIOR_HOURS (about
  * what the others' evidence speaks for: their estimates weigh an hour of
  * windows against the forecast) and fading from `now` on, as evidence does.

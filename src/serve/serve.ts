@@ -25,20 +25,19 @@ import type { AddressInfo } from 'node:net';
 import type { App } from '../app.ts';
 import type { Config } from '../config-schema.ts';
 import { Metrics } from '../metrics.ts';
-import { driftCounts } from '../state/drift.ts';
-import { quarantineCounts } from '../state/quarantine.ts';
 import { openJobQueue, type JobQueue } from '../queue.ts';
-import { openDispatcher, runQueueWait, SUPERVISE_SECONDS, type Dispatcher } from '../scheduler/dispatch.ts';
+import { openDispatcher, SUPERVISE_SECONDS, type Dispatcher } from '../scheduler/dispatch.ts';
 import { refreshSuperviseSeconds } from '../webhooks/queue.ts';
 import { holderName, schedulingLeadership } from '../state/locks.ts';
 import type { StreamEntry } from '../scheduler/plan.ts';
 import { executeRun } from '../scheduler/run-job.ts';
 import { Scheduler } from '../scheduler/scheduler.ts';
-import { sourceReadings } from '../scheduler/status.ts';
+import { metricsReads, sourceReadings } from '../status/readings.ts';
 import { streamCatalog } from '../scheduler/catalog.ts';
 import { createServeHttp, PROTECTED_PATHS } from './http.ts';
 import { readinessCheck } from './readiness.ts';
-import { collectStatusPage, renderStatusPage } from './status-page.ts';
+import { renderStatusPage } from './status-page.ts';
+import { collectStatusPage } from '../status/page.ts';
 import { ConfigReloader } from './reload.ts';
 import { changedSettings } from '../config-diff.ts';
 import { liftSourcePause } from '../state/source-health.ts';
@@ -49,7 +48,6 @@ const REACHING = new Set(['baseUrl', 'apikey', 'username', 'password', 'token', 
 /** The webhook receiver and its refresh worker, as serve mounts them. */
 export interface WebhookMount {
   handler(req: IncomingMessage, res: ServerResponse): void;
-  counts(): Promise<{ backlog: number; deadLetters: number }>;
   stop(): Promise<void>;
 }
 
@@ -134,25 +132,20 @@ export async function startServe(app: App, config: Config, options: ServeOptions
   let accepting = true;
   const readiness = readinessCheck(app.pool);
   const running = new Set<string>();
+  const reads = metricsReads(app);
   const metrics = new Metrics({
     // Per-source gauges come from the leading replica, whose views are fresh from its ticks;
     // the others would each re-read every source at every scrape to report the same values.
     sources: () => (scheduler.leading ? sourceReadings(app, current(), scheduler) : Promise.resolve([])),
-    runQueue: () => runQueueWait(app.pool),
+    runQueue: reads.runQueue,
     leading: () => scheduler.leading,
     running: () => [...running].map((key) => ({ source: key.slice(0, key.indexOf('/')), resource: key.slice(key.indexOf('/') + 1) })),
-    webhooks: webhooks ? () => webhooks.counts() : undefined,
+    webhooks: webhooks ? reads.webhooks : undefined,
     ready: async () => accepting && (await readiness()).ready,
     onCollectError: (err) => log.warn({ err }, 'a metric could not be read'),
   });
-  metrics.watchDrift(
-    () => driftCounts(app.pool),
-    (err) => log.warn({ err }, 'a metric could not be read'),
-  );
-  metrics.watchQuarantine(
-    () => quarantineCounts(app.pool),
-    (err) => log.warn({ err }, 'a metric could not be read'),
-  );
+  metrics.watchDrift(reads.drift, (err) => log.warn({ err }, 'a metric could not be read'));
+  metrics.watchQuarantine(reads.quarantine, (err) => log.warn({ err }, 'a metric could not be read'));
 
   // Per source, what stops its runs going here at their next page boundary when a reload removes it.
   const removal = new Map<string, AbortController>();

@@ -13,10 +13,6 @@ export async function mountWebhooks(app: App, options: { queue: JobQueue; reload
   const webhooks = await startWebhooks(app, options.queue, { reload: options.reload });
   return {
     handler: (req, res) => webhooks.receiver.handler(req, res),
-    async counts() {
-      const c = await webhooks.counts();
-      return { backlog: c.ready + c.deferred + c.retrying + c.active, deadLetters: c.deadLettered };
-    },
     stop: () => webhooks.stop(),
   };
 }

@@ -234,3 +234,24 @@ function cap(text: string): string {
 export async function forgetKeyUsage(db: Queryable, keyId: string): Promise<void> {
   await db.query('DELETE FROM pmsync.quota_usage WHERE key_id = $1', [keyId]);
 }
+
+export interface DayRequests {
+  /** YYYY-MM-DD label of the quota day. */
+  day: string;
+  requests: number;
+}
+
+/**
+ * Requests counted for a gateway key on each of the `days` quota days up to
+ * and including `lastDay`, oldest first; days with no request are 0.
+ */
+export async function requestsPerDay(db: Queryable, keyId: string, lastDay: string, days: number): Promise<DayRequests[]> {
+  const res = await db.query<{ day: string; requests: number }>(
+    `SELECT to_char(d, 'YYYY-MM-DD') AS day, coalesce(u.used, 0)::int AS requests
+     FROM generate_series($2::date - ($3::int - 1), $2::date, interval '1 day') AS d
+     LEFT JOIN pmsync.quota_usage u ON u.key_id = $1 AND u.quota_day = d::date
+     ORDER BY d`,
+    [keyId, lastDay, days],
+  );
+  return res.rows;
+}

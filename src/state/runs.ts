@@ -5,6 +5,34 @@ import type { PageTotals } from '../sync/types.ts';
 
 export type RunStatus = 'running' | 'succeeded' | 'failed' | 'quota_exhausted' | 'interrupted';
 
+/** A row of pmsync.runs. Each read below returns the columns it needs of it (a Pick). */
+export interface RunRow {
+  id: number;
+  source: string;
+  resource: string;
+  /** incremental or full. */
+  mode: string;
+  /** Why the run was made: check, backfill, webhook, full or resync. */
+  purpose: string | null;
+  status: RunStatus;
+  /** The window it read; null for runs that read no window. */
+  windowStart: Date | null;
+  windowEnd: Date | null;
+  /** The database's clock. */
+  startedAt: Date;
+  endedAt: Date | null;
+  pages: number;
+  requests: number;
+  inserted: number;
+  updated: number;
+  unchanged: number;
+  rejected: number;
+  /** The error's stable code. */
+  errorCode: string | null;
+  /** It may quote what a server sent. */
+  errorMessage: string | null;
+}
+
 export async function startRun(
   db: Queryable,
   run: { source: string; resource: string; mode: string; purpose?: string | null; windowStart: Date | null; windowEnd: Date | null },
@@ -151,17 +179,10 @@ export async function lastSuccesses(db: Queryable): Promise<Map<string, Date>> {
   return new Map(res.rows.map((r) => [r.key, r.at]));
 }
 
-export interface LastRun {
-  status: string;
-  startedAt: Date;
-  endedAt: Date | null;
-  requests: number;
-  inserted: number;
-  updated: number;
-  unchanged: number;
-  rejected: number;
-  error: string | null;
-}
+export type LastRun = Pick<
+  RunRow,
+  'status' | 'startedAt' | 'endedAt' | 'requests' | 'inserted' | 'updated' | 'unchanged' | 'rejected' | 'errorMessage'
+>;
 
 /**
  * The latest run of a stream, whatever its outcome. Newest start first, not
@@ -171,21 +192,15 @@ export interface LastRun {
  */
 export async function lastRun(db: Queryable, source: string, resource: string): Promise<LastRun | null> {
   const res = await db.query<LastRun>(
-    `SELECT status, started_at AS "startedAt", ended_at AS "endedAt", requests, inserted, updated, unchanged, rejected, error_message AS error
+    `SELECT status, started_at AS "startedAt", ended_at AS "endedAt", requests, inserted, updated, unchanged, rejected, error_message AS "errorMessage"
      FROM pmsync.runs WHERE source = $1 AND resource = $2 ORDER BY started_at DESC, id DESC LIMIT 1`,
     [source, resource],
   );
   return res.rows[0] ?? null;
 }
 
-export interface RunOutcome {
-  status: RunStatus;
-  startedAt: Date;
-  endedAt: Date | null;
-  errorCode: string | null;
-  /** At most OUTCOME_MESSAGE_CHARS characters of it. */
-  errorMessage: string | null;
-}
+/** A finished run; its errorMessage is cut to OUTCOME_MESSAGE_CHARS characters. */
+export type RunOutcome = Pick<RunRow, 'status' | 'startedAt' | 'endedAt' | 'errorCode' | 'errorMessage'>;
 
 /** An error message read for a summary is cut here: the rest stays in pmsync.runs (`pmsync runs`). */
 const OUTCOME_MESSAGE_CHARS = 500;
@@ -228,30 +243,32 @@ export async function runStartedAt(db: Queryable, runId: number): Promise<Date |
   return res.rows[0]?.at ?? null;
 }
 
-export interface RunRow {
-  id: number;
-  source: string;
-  resource: string;
-  mode: string;
-  status: string;
-  startedAt: Date;
-  endedAt: Date | null;
-  pages: number;
-  requests: number;
-  inserted: number;
-  updated: number;
-  unchanged: number;
-  rejected: number;
-  errorCode: string | null;
-  errorMessage: string | null;
-}
+/** What `pmsync runs` lists of each run. */
+export type ListedRun = Pick<
+  RunRow,
+  | 'id'
+  | 'source'
+  | 'resource'
+  | 'mode'
+  | 'status'
+  | 'startedAt'
+  | 'endedAt'
+  | 'pages'
+  | 'requests'
+  | 'inserted'
+  | 'updated'
+  | 'unchanged'
+  | 'rejected'
+  | 'errorCode'
+  | 'errorMessage'
+>;
 
 /** The most recent runs, newest first, optionally narrowed. */
 export async function listRuns(
   db: Queryable,
   opts: { limit: number; source?: string; resource?: string; status?: string },
-): Promise<RunRow[]> {
-  const res = await db.query<RunRow>(
+): Promise<ListedRun[]> {
+  const res = await db.query<ListedRun>(
     `SELECT id, source, resource, mode, status, started_at AS "startedAt", ended_at AS "endedAt", pages, requests, inserted, updated, unchanged, rejected,
             error_code AS "errorCode", error_message AS "errorMessage"
      FROM pmsync.runs
@@ -260,4 +277,32 @@ export async function listRuns(
     [opts.limit, opts.source ?? null, opts.resource ?? null, opts.status ?? null],
   );
   return res.rows;
+}
+
+/** A run as the status page shows it: its message may quote what a server sent, so it is not read here. */
+export type RecentRun = Pick<
+  RunRow,
+  'resource' | 'status' | 'purpose' | 'startedAt' | 'endedAt' | 'pages' | 'requests' | 'rejected' | 'errorCode'
+> & {
+  /** Rows inserted or updated. */
+  written: number;
+};
+
+/** The latest `perStream` runs of every stream of a source, newest first. */
+export async function recentRuns(db: Queryable, source: string, perStream: number): Promise<Map<string, RecentRun[]>> {
+  const res = await db.query<RecentRun>(
+    `SELECT resource, status, purpose, started_at AS "startedAt", ended_at AS "endedAt", pages, requests, written, rejected, error_code AS "errorCode" FROM (
+       SELECT resource, status, purpose, started_at, ended_at, pages, requests, inserted + updated AS written, rejected, error_code,
+              row_number() OVER (PARTITION BY resource ORDER BY id DESC) AS n
+       FROM pmsync.runs WHERE source = $1
+     ) r WHERE n <= $2 ORDER BY resource, n`,
+    [source, perStream],
+  );
+  const out = new Map<string, RecentRun[]>();
+  for (const r of res.rows) {
+    const list = out.get(r.resource) ?? [];
+    list.push(r);
+    out.set(r.resource, list);
+  }
+  return out;
 }

@@ -17,38 +17,20 @@
  */
 import { z } from 'zod';
 import { isStorableText } from '../db/storable.ts';
+import { WEBHOOKS, type EventName } from './catalog.ts';
+
+export type { EventName };
 
 /** Path prefix of the receiver: POST /webhooks/<source>/<token>. */
 export const WEBHOOK_PATH_PREFIX = '/webhooks/';
 
-export const EVENT_NAMES = [
-  'Patient.Created',
-  'Patient.Updated',
-  'Appointment.Created',
-  'Appointment.Updated',
-  'Order.Created',
-  'Order.Updated',
-] as const;
-export type EventName = (typeof EVENT_NAMES)[number];
-
-/** Resources a webhook can point to, each with a single-record endpoint. */
-export type RefreshResource = 'customers' | 'appointments' | 'orders';
-
-/** Which resource each event family's Url must point to (Patient events are about customers). */
-export const EVENT_RESOURCE: Record<string, RefreshResource> = {
-  patient: 'customers',
-  appointment: 'appointments',
-  order: 'orders',
-};
+/** Every event name pmsync accepts and registers, from the stream registry (src/webhooks/catalog.ts). */
+export const EVENT_NAMES: readonly EventName[] = WEBHOOKS.events;
 
 /** The spec matches event names case-insensitively; pmsync stores the canonical spelling. */
 export function canonicalEventName(name: string): EventName | undefined {
   const lower = name.trim().toLowerCase();
   return EVENT_NAMES.find((e) => e.toLowerCase() === lower);
-}
-
-export function resourceOfEvent(event: EventName): RefreshResource {
-  return EVENT_RESOURCE[event.split('.')[0]!.toLowerCase()]!;
 }
 
 /**

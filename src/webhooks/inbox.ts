@@ -9,7 +9,7 @@
  */
 import { withTransaction, type Pool } from '../db/pool.ts';
 import { countDuplicate, insertEvent, setOutcome } from '../state/webhook-events.ts';
-import type { Delivery, RefreshResource } from './events.ts';
+import type { Delivery } from './events.ts';
 import type { RefreshQueue } from './queue.ts';
 
 /**
@@ -25,7 +25,7 @@ export interface InboxEvent {
   source: string;
   delivery: Delivery;
   /** The record to refresh, or why the Url was rejected. */
-  target: { resource: RefreshResource; id: string } | { reason: string };
+  target: { resource: string; id: string } | { reason: string };
   /** Mark the stream for a check instead of fetching the record. */
   notify: boolean;
   /** pmsync's clock at receipt: when the change became known. */

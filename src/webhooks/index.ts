@@ -8,7 +8,7 @@
  */
 import type { App } from '../app.ts';
 import type { JobQueue } from '../queue.ts';
-import { openRefreshQueue, refreshQueueCounts, type RefreshQueue, type RefreshQueueCounts } from './queue.ts';
+import { openRefreshQueue, type RefreshQueue } from './queue.ts';
 import { createWebhookReceiver, type WebhookReceiver } from './receiver.ts';
 import { startRefreshWorker, type RefreshWorker } from './worker.ts';
 import { startNotifiedChecks, type NotifiedChecks } from './notified-checks.ts';
@@ -33,8 +33,6 @@ export interface Webhooks {
   worker: RefreshWorker | null;
   /** Null unless started with `checkNotified` and a worker. */
   checks: NotifiedChecks | null;
-  /** Backlog and dead letters, for status and metrics. */
-  counts(): Promise<RefreshQueueCounts>;
   /** Stops the notified checks and the worker (after their running work). Close the HTTP server first; stop the job queue after. */
   stop(): Promise<void>;
 }
@@ -80,7 +78,6 @@ export async function startWebhooks(app: App, jobs: JobQueue, options: WebhooksO
     receiver,
     worker,
     checks,
-    counts: () => refreshQueueCounts(app.pool),
     async stop() {
       await checks?.stop();
       await worker?.stop();

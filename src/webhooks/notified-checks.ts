@@ -32,12 +32,12 @@ import { streamCatalog } from '../scheduler/catalog.ts';
 import { runsInFlight, type RunJob } from '../scheduler/dispatch.ts';
 import { planStreams, type ScheduledStream } from '../scheduler/plan.ts';
 import { executeRun } from '../scheduler/run-job.ts';
-import { observeSource } from '../scheduler/scheduler.ts';
+import { observeSource } from '../scheduler/observe.ts';
 import { holderName, serveSchedules, trySchedulingPass } from '../state/locks.ts';
 import type { QuotaLedger } from '../state/quota.ts';
 import { claimDispatch } from '../state/stream-schedule.ts';
 import type { SyncContext } from '../sync/context.ts';
-import { EVENT_RESOURCE } from './events.ts';
+import { WEBHOOKS } from './catalog.ts';
 import { notifiedStreams } from './receiver.ts';
 
 export interface NotifiedChecksDeps {
@@ -208,7 +208,7 @@ export function describeWebhookMode(config: Config, o: { worker: boolean; serve:
   if (!o.worker) return 'webhooks: receive only; deliveries are stored for a process with a worker (serve, or webhooks receive)';
   const notified = notifiedStreams(config);
   const core = config.sources.filter((s) => s.kind === 'core');
-  const resources = [...new Set(Object.values(EVENT_RESOURCE))];
+  const resources = WEBHOOKS.recordUrls.map((r) => r.resource);
   const checked = resources.filter((r) => core.some((s) => notified.has(`${s.name}/${r}`)));
   const fetched = resources.filter((r) => core.some((s) => !notified.has(`${s.name}/${r}`)));
   const records = `each notification of ${phrase(fetched)} fetches its record here (one request per record, under the budget)`;

@@ -19,7 +19,6 @@
  */
 import type { Queryable } from '../db/pool.ts';
 import { jobQueueOf, type Job, type JobQueue, type JobResult } from '../queue.ts';
-import type { RefreshResource } from './events.ts';
 import type { WebhookSettings } from './settings.ts';
 
 export const REFRESH_QUEUE = 'pmsync-refresh';
@@ -35,7 +34,7 @@ const RETRY_DELAY_MAX_SECONDS = 3600;
 
 export interface RefreshJobData {
   source: string;
-  resource: RefreshResource;
+  resource: string;
   id: string;
 }
 

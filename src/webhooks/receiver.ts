@@ -20,7 +20,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Config, RestSourceConfig } from '../config-schema.ts';
 import type { Pool } from '../db/pool.ts';
 import type { Logger } from '../log.ts';
-import { deliverySchema, resourceOfEvent, WEBHOOK_PATH_PREFIX } from './events.ts';
+import { WEBHOOKS } from './catalog.ts';
+import { deliverySchema, WEBHOOK_PATH_PREFIX } from './events.ts';
 import { recordDelivery, type InboxOutcome } from './inbox.ts';
 import type { RefreshQueue } from './queue.ts';
 import { matchRecordUrl } from './record-url.ts';
@@ -185,10 +186,11 @@ export function createWebhookReceiver(deps: ReceiverDeps): WebhookReceiver {
     }
 
     const match = matchRecordUrl(delivery.Url, source.baseUrl);
+    const about = WEBHOOKS.resourceOf.get(delivery.EventType);
     const target = !match.ok
       ? { reason: match.reason }
-      : match.resource !== resourceOfEvent(delivery.EventType)
-        ? { reason: `a ${delivery.EventType} event must point to ${resourceOfEvent(delivery.EventType)}, not ${match.resource}` }
+      : match.resource !== about
+        ? { reason: `a ${delivery.EventType} event must point to ${about}, not ${match.resource}` }
         : { resource: match.resource, id: match.id };
     if ('reason' in target) {
       log.warn(

@@ -4,8 +4,9 @@
  * The Url only tells pmsync WHICH record changed. It is never requested: the
  * worker rebuilds the request from the source's configured base URL. Even so,
  * a Url is accepted only when it has exactly one of the allow-listed shapes
- * directly below that base URL, so a forged or tampered Url cannot steer a
- * request, and anything unexpected is visible in the logs and the event table.
+ * (the streams' record URLs, src/webhooks/catalog.ts) directly below that
+ * base URL, so a forged or tampered Url cannot steer a request, and anything
+ * unexpected is visible in the logs and the event table.
  *
  * The raw text is matched, not a WHATWG-parsed URL: parsing would quietly
  * resolve dot segments ("customers/x/../../orders/y"), decode "%2e%2e", turn
@@ -13,15 +14,13 @@
  * approve something other than what was sent.
  */
 import { isIP } from 'node:net';
-import type { RefreshResource } from './events.ts';
+import { WEBHOOKS } from './catalog.ts';
 
-export type RecordUrlMatch = { ok: true; resource: RefreshResource; id: string } | { ok: false; reason: string };
+export type RecordUrlMatch = { ok: true; resource: string; id: string } | { ok: false; reason: string };
 
-const SHAPES: Array<{ resource: RefreshResource; pattern: RegExp }> = [
-  { resource: 'customers', pattern: /^customers\/([^/]+)$/ },
-  { resource: 'appointments', pattern: /^appointments\/([^/]+)\/details$/ },
-  { resource: 'orders', pattern: /^orders\/([^/]+)$/ },
-];
+const shapes = WEBHOOKS.recordUrls.map((r) => r.shape);
+/** The allow-listed shapes, for the rejection: "customers/{id}, appointments/{id}/details or orders/{id}". */
+const SHAPES = shapes.length > 1 ? `${shapes.slice(0, -1).join(', ')} or ${shapes.at(-1)}` : shapes.join('');
 
 /**
  * Record ids are opaque URL-safe strings. Only unreserved characters (and "=",
@@ -75,7 +74,7 @@ export function matchRecordUrl(raw: string, baseUrl: string): RecordUrlMatch {
   const prefix = `${base.pathname.replace(/\/+$/, '')}/`;
   if (!path.startsWith(prefix)) return reject("the Url is not below the source's API base path");
   const rest = path.slice(prefix.length);
-  for (const shape of SHAPES) {
+  for (const shape of WEBHOOKS.recordUrls) {
     const found = shape.pattern.exec(rest);
     if (!found) continue;
     const id = found[1]!;
@@ -83,5 +82,5 @@ export function matchRecordUrl(raw: string, baseUrl: string): RecordUrlMatch {
       return reject('the record id in the Url has characters an opaque id never has (encoded characters or a dot segment)');
     return { ok: true, resource: shape.resource, id };
   }
-  return reject('the Url is not one of customers/{id}, appointments/{id}/details or orders/{id}');
+  return reject(`the Url is not one of ${SHAPES}`);
 }

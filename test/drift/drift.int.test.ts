@@ -6,8 +6,8 @@
  * repopulate's SQL derives exactly what the mappers derive.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { collectStatus } from '../../src/cli/commands/status.ts';
 import { whileReading } from '../../src/queue.ts';
+import { collectStatus } from '../../src/status/detail.ts';
 import type { Config, RestSourceConfig } from '../../src/config-schema.ts';
 import { withTransaction } from '../../src/db/pool.ts';
 import { repopulateTable } from '../../src/db/repopulate.ts';

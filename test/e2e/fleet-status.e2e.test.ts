@@ -10,8 +10,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.ts';
 import type { Config } from '../../src/config-schema.ts';
-import type { FleetSummary } from '../../src/scheduler/fleet.ts';
-import type { SourceStatus } from '../../src/cli/commands/status.ts';
+import type { FleetSummary } from '../../src/status/fleet.ts';
+import type { SourceStatus } from '../../src/status/detail.ts';
 import { startServe, type RunningServe } from '../../src/serve/serve.ts';
 import { startSimulator, type Simulator } from '../../simulator/index.ts';
 import { cliEnv, runCli, writeConfig } from '../support/cli.ts';

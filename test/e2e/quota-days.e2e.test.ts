@@ -7,8 +7,8 @@
  * more requests in a quota day than the configured quota.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { collectStatus } from '../../src/cli/commands/status.ts';
 import { whileReading } from '../../src/queue.ts';
+import { collectStatus } from '../../src/status/detail.ts';
 import type { CoreSourceConfig } from '../../src/config-schema.ts';
 import { startSimulator, type Simulator } from '../../simulator/index.ts';
 import { syncSource } from '../../src/sync/sync-source.ts';

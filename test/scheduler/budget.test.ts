@@ -493,6 +493,44 @@ describe('exploration', () => {
   });
 });
 
+describe('a practice whose changes show no hours yet', () => {
+  const anyHour = new Uint8Array(SLOTS).fill(1);
+  const quiet = ['customers', 'orders', 'products', 'services'].map((r) => stream(r));
+
+  it('explores with half the budget, not a twentieth, until its hours show', () => {
+    const office = Uint8Array.from({ length: SLOTS }, (_, s) => (s % 24 >= 8 && s % 24 < 19 ? 1 : 0));
+    // 24 active hours a day, 4 streams: 96 checks a day over 75 requests, one every 77 minutes each.
+    expect(exploreBound(source(quiet, { activeSlots: anyHour }))).toBeCloseTo((96 / 75) * 60, 6);
+    // Hours learned: the usual share, capped at 4 hours.
+    expect(exploreBound(source(quiet, { activeSlots: office }))).toBe(EXPLORE_MAX_HOURS * 60);
+    // Streams fed by webhooks show the hours as they come: the usual share.
+    expect(exploreBound(source([...quiet, stream('appointments', { webhookFed: true })], { activeSlots: anyHour }))).toBe(
+      EXPLORE_MAX_HOURS * 60,
+    );
+  });
+});
+
+describe("another stream's surprise", () => {
+  const found = new Date(NOW.getTime() - 2 * MIN);
+  const input = (lastCheck: Date, over: Partial<StreamInput> = {}) =>
+    source([stream('customers', { lastCheckAt: lastCheck, surpriseElsewhereAt: found, ...over })]);
+
+  it('checks a polled stream once, when it has not been checked since the surprise was found', () => {
+    expect(due(input(new Date(found.getTime() - 60 * MIN)))).toEqual({ customers: 'check/evidence' });
+    // Checked since: its own check is the evidence now.
+    expect(due(input(new Date(found.getTime() + MIN)))).toEqual({ customers: null });
+    // No surprise, no check.
+    expect(due(input(new Date(found.getTime() - 60 * MIN), { surpriseElsewhereAt: undefined }))).toEqual({ customers: null });
+    // A stream fed by webhooks, or a catalog, is not woken.
+    expect(due(input(new Date(found.getTime() - 60 * MIN), { webhookFed: true }))).toEqual({ customers: null });
+    expect(due(input(new Date(found.getTime() - 60 * MIN), { kind: 'full' }))).toEqual({ customers: null });
+    // The plan pays for it.
+    const woken = planSource(input(new Date(found.getTime() - 60 * MIN)));
+    const not = planSource(input(new Date(found.getTime() + MIN)));
+    expect(woken.streams[0]!.expectedChecks - not.streams[0]!.expectedChecks).toBeCloseTo(1, 6);
+  });
+});
+
 describe('the hour after the active hours', () => {
   const office = Uint8Array.from({ length: SLOTS }, (_, s) => (s % 24 >= 8 && s % 24 < 19 ? 1 : 0));
   const closing = new Date('2026-11-23T19:20:00Z');

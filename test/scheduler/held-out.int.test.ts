@@ -264,3 +264,35 @@ describe('a burst on a stream the model calls quiet', () => {
     expect(r.requestsOn(from, r.dayStart + 19 * HOUR).requestsByStream.products).toBeLessThanOrEqual(Math.ceil((11 * 60) / bound!) + 2);
   });
 });
+
+describe("one stream's surprise", () => {
+  it("checks the practice's other polled streams once, on the next tick, and not again while it goes on", DAY_TIMEOUT, async () => {
+    const r = await startRig({ budget: 150 });
+    // 30 appointment changes at 20:00-20:15, hours the practice is closed, found by an operator's check at 20:30.
+    const t0 = r.dayStart + 20 * HOUR;
+    const burst: DayChange[] = Array.from({ length: 30 }, (_, i) => ({ at: t0 + i * 30_000, resource: 'appointments', created: false }));
+    const operatorAt = t0 + 30 * MINUTE;
+    let fired = false;
+    r.extraRuns = async (now) => {
+      if (fired || now.getTime() < operatorAt) return [];
+      fired = true;
+      const job = { source: 'clinic', resource: 'appointments', purpose: 'check' as const, reason: 'operator', firedAt: now.toISOString() };
+      return (await r.serve.dispatcher.dispatch(job)) ? [job] : [];
+    };
+    const played = await r.play(burst, r.dayStart + 19.5 * HOUR, r.dayStart + 22 * HOUR);
+    expect(fired).toBe(true);
+    expect(played.changes.filter((c) => c.visibleAt === null)).toEqual([]);
+    const after = played.dispatches.filter((d) => Date.parse(d.firedAt) > operatorAt);
+    for (const resource of ['customers', 'orders', 'memberships', 'products']) {
+      const checks = after.filter((d) => d.resource === resource);
+      expect(checks.length, resource).toBeGreaterThanOrEqual(1);
+      expect(checks[0]!.reason, resource).toBe('evidence');
+      expect(Date.parse(checks[0]!.firedAt) - operatorAt, resource).toBeLessThanOrEqual(2 * MINUTE);
+      // Once: what it found (nothing) is its own evidence.
+      expect(
+        checks.filter((d) => d.reason === 'evidence'),
+        resource,
+      ).toHaveLength(1);
+    }
+  });
+});

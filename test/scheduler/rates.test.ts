@@ -15,7 +15,9 @@ import {
   disjoint,
   evidenceOf,
   expectedSince,
+  poissonTail,
   practiceExcess,
+  surprisesFound,
   PRIOR_PER_HOUR,
   slotRates,
   withEvidence,
@@ -182,6 +184,29 @@ describe("today's evidence", () => {
       w('2026-11-23T10:00:00Z', '2026-11-23T10:10:00Z', 2),
       w('2026-11-23T10:10:00Z', '2026-11-23T10:20:00Z', 3),
     ]);
+  });
+
+  it('finds the first check of the last hours that found far more than forecast, on each stream', () => {
+    expect(poissonTail(0, 2)).toBe(1);
+    expect(poissonTail(1, 2)).toBeCloseTo(1 - Math.exp(-2), 12);
+    expect(poissonTail(3, 1)).toBeCloseTo(1 - Math.exp(-1) * 2.5, 12);
+    const now = t('2026-11-23T20:00:00Z');
+    const w = (minutesAgo: number, minutes: number, changes: number) => ({
+      from: now - (minutesAgo + minutes) * 60_000,
+      to: now - minutesAgo * 60_000,
+      changes,
+    });
+    const streams = [
+      // Closed hours forecast: 0.1 an hour. A 40-minute window with 12 changes, then more of the rush.
+      { resource: 'appointments', forecast: openHours(0.1), windows: [w(200, 60, 0), w(100, 40, 12), w(50, 10, 8)], usualPerWeek: 900 },
+      // 5 changes where 3 were expected: chance.
+      { resource: 'customers', forecast: openHours(3), windows: [w(30, 60, 5)], usualPerWeek: 100 },
+      // A surprise, but older than the wake's look-back.
+      { resource: 'orders', forecast: openHours(0.1), windows: [w(4 * 60, 30, 20)], usualPerWeek: 100 },
+    ];
+    // openHours(x) is x an hour from 8 to 19 and 0 otherwise: at 20:00 UTC, closed.
+    const found = surprisesFound(streams, 'UTC', now);
+    expect([...found]).toEqual([['appointments', now - 100 * 60_000]]);
   });
 
   it("shares the practice's excess over the last hour by each stream's usual share, when more than one stream shows it", () => {

@@ -10,7 +10,7 @@ import { completeWindow, readCheckpoints, readCheckpointsOf, saveWindow } from '
 import { QuotaLedger, quotaSnapshots, type QuotaSettings } from '../../src/state/quota.ts';
 import { finishRun, recentCheckCosts, recentCheckCostsOf, recentOutcomes, startRun, type RunStatus } from '../../src/state/runs.ts';
 import { claimDispatch, loadStreamSchedules, loadStreamSchedulesOf, setWarning } from '../../src/state/stream-schedule.ts';
-import { readFailures } from '../../src/scheduler/fleet.ts';
+import { readFailures } from '../../src/status/fleet.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 
 let db: TestDatabase;

@@ -3,7 +3,7 @@ import { initialPaging, type PagingState } from '../../src/api/pager.ts';
 import type { WindowCheckpoint } from '../../src/state/checkpoints.ts';
 import { orderPlans, planStream } from '../../src/sync/planner.ts';
 import { REST_STREAMS } from '../../src/sync/streams/index.ts';
-import { estimateWindow } from '../../src/cli/commands/status.ts';
+import { estimateWindow } from '../../src/status/detail.ts';
 
 const stream = (resource: string) => REST_STREAMS.find((s) => s.resource === resource)!;
 

@@ -1,6 +1,7 @@
+/** `pmsync runs`: prints the runs src/status/runs.ts reads, as a table or JSON. */
 import { Command, InvalidArgumentError } from 'commander';
-import { listRuns, type RunRow } from '../../state/runs.ts';
-import { resourceOfTable } from '../../sync/streams/index.ts';
+import type { ListedRun } from '../../state/runs.ts';
+import { readRuns } from '../../status/runs.ts';
 import { configFrom, fail, withApp } from '../shared.ts';
 
 interface RunsCliOptions {
@@ -11,13 +12,13 @@ interface RunsCliOptions {
   json?: boolean;
 }
 
-function duration(r: RunRow): string {
+function duration(r: ListedRun): string {
   if (!r.endedAt) return 'running';
   const s = Math.round((r.endedAt.getTime() - r.startedAt.getTime()) / 1000);
   return s < 120 ? `${s}s` : s < 7200 ? `${Math.round(s / 60)}m` : `${(s / 3600).toFixed(1)}h`;
 }
 
-export function formatRuns(rows: RunRow[]): string {
+export function formatRuns(rows: ListedRun[]): string {
   if (rows.length === 0) return 'No runs recorded yet.\n';
   const header = ['id', 'started (UTC)', 'source/resource', 'mode', 'status', 'took', 'pages', 'req', 'ins', 'upd', 'same', 'rej', 'error'];
   const lines = rows.map((r) => [
@@ -62,7 +63,7 @@ export function runsCommand(): Command {
       try {
         const config = configFrom(cmd);
         await withApp(config, async (app) => {
-          const rows = await listRuns(app.pool, { ...opts, ...(opts.resource ? { resource: resourceOfTable(opts.resource) } : {}) });
+          const rows = await readRuns(app, opts);
           process.stdout.write(opts.json ? `${JSON.stringify(rows, null, 2)}\n` : formatRuns(rows));
         });
       } catch (err) {

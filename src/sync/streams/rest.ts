@@ -7,6 +7,20 @@ import type { StreamBase, SyncMode } from '../types.ts';
 
 export type RestVariant = 'core' | 'subset';
 
+/** A path below the source's base URL with "{id}" where a record's id goes, e.g. "appointments/{id}/details". */
+export type RecordUrlShape = `${string}{id}${string}`;
+
+/** What the Core API's webhooks say about a resource (spec "Events"). */
+export interface StreamWebhook {
+  /** The names of the events the API sends when a record is created or updated, spelled as the spec does. */
+  events: readonly string[];
+  /**
+   * Where each event's Url points: the record's single-record endpoint, so
+   * the stream's `recordPath` follows from it.
+   */
+  recordUrl: RecordUrlShape;
+}
+
 export interface RestStream<Raw extends Record<string, unknown> = Record<string, unknown>> extends StreamBase<Raw> {
   kind: 'rest';
   /** List path below the base URL, e.g. "/customers". */
@@ -19,9 +33,17 @@ export interface RestStream<Raw extends Record<string, unknown> = Record<string,
   variants: RestVariant[];
   /** Filters fixed when a window opens, besides ModifiedOn (e.g. appointments' date range). */
   windowFilters?: (source: RestSourceConfig, runStart: Date) => Record<string, string>;
+  /** The resource's webhooks, where the API sends any; the receiver's tables are derived from these (src/webhooks/catalog.ts). */
+  webhook?: StreamWebhook;
   /** Path of the single-record endpoint, where the API has one (webhook refreshes, resync --id). */
   recordPath?: (id: string) => string;
 }
+
+/**
+ * A stream with webhooks has its single-record endpoint in `webhook.recordUrl`
+ * and declares no `recordPath` of its own; one without may declare one.
+ */
+type RecordDef = { webhook: StreamWebhook; recordPath?: never } | { webhook?: never; recordPath?: (id: string) => string };
 
 /**
  * A Core/Subset stream from its reading side and its column declarations: the
@@ -29,7 +51,13 @@ export interface RestStream<Raw extends Record<string, unknown> = Record<string,
  * and the table's column types are derived from the columns.
  */
 export function defineRestStream(
-  def: Omit<RestStream, 'kind' | 'raw' | 'map' | 'fields' | 'table' | 'columnFacts'> & ColumnsDef,
+  def: Omit<RestStream, 'kind' | 'raw' | 'map' | 'fields' | 'table' | 'columnFacts' | 'webhook' | 'recordPath'> & RecordDef & ColumnsDef,
 ): RestStream {
-  return { kind: 'rest', ...def, ...deriveColumns(def, CORE_IDENTITY) };
+  const record = def.webhook ? { recordPath: recordPathOf(def.webhook.recordUrl) } : {};
+  return { kind: 'rest', ...def, ...record, ...deriveColumns(def, CORE_IDENTITY) };
+}
+
+/** The request path of a record URL shape: "/appointments/a%2Fb/details" for the id "a/b". */
+function recordPathOf(shape: RecordUrlShape): (id: string) => string {
+  return (id) => `/${shape.replace('{id}', () => encodeURIComponent(id))}`;
 }

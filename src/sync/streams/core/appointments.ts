@@ -21,7 +21,7 @@ export default defineRestStream({
     StartDate: source.appointments.historyStart,
     EndDate: dateInZone(new Date(runStart.getTime() + source.appointments.horizonDays * DAY_MS), source.timeZone),
   }),
-  recordPath: (id) => `/appointments/${encodeURIComponent(id)}/details`,
+  webhook: { events: ['Appointment.Created', 'Appointment.Updated'], recordUrl: 'appointments/{id}/details' },
   table: {
     name: 'appointments',
     columns: {

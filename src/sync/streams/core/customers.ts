@@ -1,14 +1,14 @@
 import { bool, date, id, text } from '../../columns.ts';
 import { defineRestStream } from '../rest.ts';
 
-/** Customers (patients). Webhooks: Patient.Created / Patient.Updated point to customers/{id}. */
+/** Customers (patients: the API's events about them are named Patient). */
 export default defineRestStream({
   resource: 'customers',
   path: '/customers',
   idField: 'CustomerId',
   mode: 'incremental',
   variants: ['core'],
-  recordPath: (id) => `/customers/${encodeURIComponent(id)}`,
+  webhook: { events: ['Patient.Created', 'Patient.Updated'], recordUrl: 'customers/{id}' },
   table: {
     name: 'customers',
     columns: {

@@ -1,14 +1,14 @@
 import { id, numeric, timestamp } from '../../columns.ts';
 import { defineRestStream } from '../rest.ts';
 
-/** Orders. Webhooks: Order.Created / Order.Updated point to orders/{id}. */
+/** Orders. */
 export default defineRestStream({
   resource: 'orders',
   path: '/orders',
   idField: 'OrderId',
   mode: 'incremental',
   variants: ['core', 'subset'],
-  recordPath: (id) => `/orders/${encodeURIComponent(id)}`,
+  webhook: { events: ['Order.Created', 'Order.Updated'], recordUrl: 'orders/{id}' },
   table: {
     name: 'orders',
     columns: {

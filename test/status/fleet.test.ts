@@ -12,9 +12,10 @@ import {
   type Failure,
   type SourceFacts,
   type StreamFacts,
-} from '../../src/scheduler/fleet.ts';
+} from '../../src/status/fleet.ts';
 import { UNLIMITED, type QuotaSnapshot } from '../../src/state/quota.ts';
-import { renderStatusPage, type StatusPageData } from '../../src/serve/status-page.ts';
+import { renderStatusPage } from '../../src/serve/status-page.ts';
+import type { StatusPageData } from '../../src/status/page.ts';
 
 const NOW = new Date('2026-11-23T10:00:00Z');
 const MIN = 60_000;

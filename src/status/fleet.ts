@@ -32,16 +32,17 @@ import { readCheckpointsOf, type StoredCheckpoint } from '../state/checkpoints.t
 import { quotaSnapshots, UNLIMITED, type QuotaSnapshot } from '../state/quota.ts';
 import { recentCheckCostsOf, recentOutcomes } from '../state/runs.ts';
 import { loadStreamSchedulesOf, type StreamScheduleRow } from '../state/stream-schedule.ts';
-import { activeHour, nextCheck } from './budget.ts';
+import { activeHour, nextCheck } from '../scheduler/budget.ts';
 import { loadChangeModelsOf } from '../state/change-model.ts';
 import { slotOf } from '../time.ts';
-import { slotRates } from './rates.ts';
-import { streamCatalog } from './catalog.ts';
-import { planStreams, sourceTimeZone, type ScheduleMode, type ScheduledStream } from './plan.ts';
-import type { PinnedInput } from './budget.ts';
-import { memoFires, pinnedInput, pinnedSpend, type PinnedSpend } from './pinned.ts';
+import { slotRates } from '../scheduler/rates.ts';
+import { streamCatalog } from '../scheduler/catalog.ts';
+import { planStreams, sourceTimeZone, type ScheduleMode, type ScheduledStream } from '../scheduler/plan.ts';
+import type { PinnedInput } from '../scheduler/budget.ts';
+import { memoFires, pinnedInput, pinnedSpend, type PinnedSpend } from '../scheduler/pinned.ts';
 import { CHECK_COST_RUNS as COST_RUNS } from '../state/runs.ts';
-import type { Scheduler, SourceView } from './scheduler.ts';
+import type { SourceView } from '../scheduler/observe.ts';
+import type { Scheduler } from '../scheduler/scheduler.ts';
 
 export const VERDICTS = ['failing', 'over budget', 'behind', 'ok'] as const;
 export type Verdict = (typeof VERDICTS)[number];
@@ -481,7 +482,7 @@ function streamFacts(
 async function addNextChecks(app: App, config: Config, shown: SourceHealth[], scheduler?: Scheduler): Promise<void> {
   if (shown.length === 0) return;
   // Reads the run queue, so its module brings pg-boss: loaded only when a summary is asked for (src/cli/main.ts).
-  const { sourceViews } = await import('./status.ts');
+  const { sourceViews } = await import('./views.ts');
   const wanted = new Set(shown.map((h) => h.source));
   const sources: SourceConfig[] = config.sources.filter((s) => wanted.has(s.name));
   const views = await sourceViews(app, { ...config, sources }, scheduler);
