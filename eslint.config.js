@@ -60,6 +60,9 @@ const layerBlocks = LAYERS.flatMap((layer, i) =>
     },
   })),
 );
+const NO_PG_BOSS = { name: 'pg-boss', message: 'use src/queue.ts: it owns the pg-boss instance and reads queues through its API.' };
+/** The import rule of src/ (no simulator, no pg-boss but through src/queue.ts), with a part's own `patterns`. */
+const srcImports = (...patterns) => ['error', { paths: [NO_PG_BOSS], patterns: [NO_SIMULATOR, ...patterns] }];
 
 export default tseslint.config(
   { ignores: ['node_modules/', 'src/generated/', '.pmsync/', 'coverage/', 'bench/out/'] },
@@ -74,8 +77,13 @@ export default tseslint.config(
   },
   // The product and the simulator stand apart: the product image carries no simulator, and the
   // simulator answers by the API contract alone. Code that needs both lives in test/, bench/, scripts/.
+  // pg-boss is reached through src/queue.ts alone: one instance per App, and its public API only.
   {
     files: ['src/**'],
+    rules: { 'no-restricted-imports': srcImports() },
+  },
+  {
+    files: ['src/queue.ts'],
     rules: { 'no-restricted-imports': ['error', { patterns: [NO_SIMULATOR] }] },
   },
   // Layers go one way: each unit of src/ imports only its own layer and those below.

@@ -13,8 +13,10 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pino } from 'pino';
 import { createPool, type Pool } from '../../src/db/pool.ts';
-import { runsInFlight } from '../../src/scheduler/dispatch.ts';
+import { openJobQueue, type JobQueue } from '../../src/queue.ts';
+import { anyRunInFlight } from '../../src/scheduler/dispatch.ts';
 import type { ProbeReply, TickReply } from '../../src/serve/test-control.ts';
 import { REST_STREAMS } from '../../src/sync/streams/index.ts';
 import { applyChange, planDay, type DayChange, type DayPattern } from '../../simulator/day.ts';
@@ -90,6 +92,8 @@ export class FleetRig {
   /** Scheduler CPU and wall time per tick of the replica that decided it. */
   readonly ticks: Array<{ at: number; replica: number; cpuMicros: number; wallMs: number; dispatched: number }> = [];
   private nextId = 1;
+  /** Reads the run queue for drained(), opened once the replicas have installed it. */
+  private queue: JobQueue | undefined;
   private readonly waiting = new Map<number, (reply: TickReply | ProbeReply) => void>();
 
   private constructor(o: FleetOptions, clock: RigClock, sim: Simulator, configFile: string, pool: Pool) {
@@ -256,7 +260,12 @@ export class FleetRig {
 
   /** Waits until no run is waiting, retrying or running in any replica. */
   async drained(pollMs = 20): Promise<void> {
-    while ((await runsInFlight(this.pool)).size > 0) {
+    this.queue ??= await openJobQueue(
+      { databaseUrl: this.o.databaseUrl, pool: this.pool, logger: pino({ level: 'silent' }) },
+      { mode: 'read' },
+    );
+    // The database first, then each replica's workers: a job taken in between is seen by its replica.
+    while ((await anyRunInFlight(this.pool)) || (await Promise.all(this.live().map((r) => this.probe(r)))).some((p) => p.busy)) {
       this.sampleMemory();
       await new Promise((r) => setTimeout(r, pollMs));
     }
@@ -410,6 +419,7 @@ export class FleetRig {
     await Promise.all(
       this.replicas.map((r) => (r.alive ? new Promise<void>((resolve) => r.child.once('exit', () => resolve())) : undefined)),
     );
+    await this.queue?.stop();
     await this.pool.end();
     await this.sim.close();
   }

@@ -1,7 +1,8 @@
 /**
  * The run queue: every run the scheduler decides on (a check, a backfill, a
  * webhook-triggered check, a full refresh) is a pg-boss job in PostgreSQL
- * (schema "pgboss"), taken by whichever serve replica has a free worker.
+ * (schema "pgboss", reached through src/queue.ts), taken by whichever serve
+ * replica has a free worker.
  *
  * - One stream, one run: jobs carry the stream as their singleton key on a
  *   "stately" queue, so a stream has at most one job waiting and one running,
@@ -32,16 +33,25 @@
  *   with the dead replica's connection. So a killed replica's runs resume
  *   within heartbeatSeconds + SUPERVISE_SECONDS + RETRY_DELAY_SECONDS +
  *   POLL_SECONDS: 47 s with the default heartbeat of 30 s.
+ * - In flight: a stream's run is in flight while its job waits in the queue
+ *   (pg-boss lists waiting jobs, whichever process sent them), is held by a
+ *   worker of this process, or holds its run lock in any process: a worker
+ *   takes the lock with its run slot, right after pg-boss hands it the job,
+ *   and keeps it until the job ends (src/state/locks.ts). A dead replica's
+ *   lock went with it, but its job stays active in pg-boss until the
+ *   heartbeat fails it: such a job is in flight while pg-boss's monitor
+ *   counted it active and its run recorded no end. pg-boss reports active
+ *   jobs of other processes only as its monitor last counted them, a few
+ *   seconds late, hence the locks.
  */
-import { PgBoss, type Job } from 'pg-boss';
 import type { Purpose } from '../api/http.ts';
-import { PGBOSS_SCHEMA } from '../db/pgboss.ts';
 import type { Queryable } from '../db/pool.ts';
-import type { Logger } from '../log.ts';
-import { acquireSourceSlot } from '../state/locks.ts';
+import { jobQueueOf, type Job, type JobQueue } from '../queue.ts';
+import { acquireSourceSlot, heldRunLocks, streamLockKey } from '../state/locks.ts';
+import { unendedFires } from '../state/stream-schedule.ts';
 
 export const RUN_QUEUE = 'pmsync-run';
-/** How often pg-boss looks for jobs whose heartbeat stopped. */
+/** How often pg-boss looks for jobs whose heartbeat stopped: the job queue supervises at least this often. */
 export const SUPERVISE_SECONDS = 10;
 /** A job failed by a lost heartbeat (or a crash of its handler) is retried after this. */
 export const RETRY_DELAY_SECONDS = 5;
@@ -89,33 +99,23 @@ export interface Dispatcher {
   dispatch(job: RunJob): Promise<boolean>;
   /** Runs `handler` on up to `concurrency` jobs at once in this process. */
   work(concurrency: number, perSource: number, handler: RunHandler): Promise<void>;
-  /** Streams (`source/resource`) with a run waiting, retrying or running, in any process. */
-  inFlight(db: Queryable): Promise<Set<string>>;
+  /** Of `streams` (`source/resource`), those with a run waiting, retrying or running, in any process. */
+  inFlight(db: Queryable, streams: Iterable<string>): Promise<Set<string>>;
   /** Resolves once no run is waiting, retrying or running in any process. */
   drained(db: Queryable, pollMs?: number): Promise<void>;
   /** Stops taking jobs here and waits for the running ones. */
   stopWork(): Promise<void>;
-  stop(): Promise<void>;
 }
 
 export interface DispatcherOptions {
+  /** Where run slots are taken (src/state/locks.ts). */
+  databaseUrl: string;
   /** A running job's worker proves it is alive this often (pg-boss refreshes at half of it); at least 10. */
   heartbeatSeconds: number;
 }
 
-export async function openDispatcher(databaseUrl: string, logger: Logger, o: DispatcherOptions): Promise<Dispatcher> {
-  const boss = new PgBoss({
-    connectionString: databaseUrl,
-    schema: PGBOSS_SCHEMA,
-    application_name: 'pmsync-runs',
-    max: 4,
-    schedule: false,
-    superviseIntervalSeconds: SUPERVISE_SECONDS,
-    monitorIntervalSeconds: SUPERVISE_SECONDS,
-    useListenNotify: true,
-  });
-  boss.on('error', (err: Error) => logger.warn({ err }, 'run queue: database error (pg-boss retries on its own)'));
-  await boss.start();
+/** Makes sure the run queue exists on `queue` with these settings, and dispatches and works its jobs there. */
+export async function openDispatcher(queue: JobQueue, o: DispatcherOptions): Promise<Dispatcher> {
   const options = {
     retryLimit: 1,
     retryDelay: RETRY_DELAY_SECONDS,
@@ -123,15 +123,14 @@ export async function openDispatcher(databaseUrl: string, logger: Logger, o: Dis
     heartbeatSeconds: o.heartbeatSeconds,
     retentionSeconds: RETENTION_SECONDS,
   };
-  await boss.createQueue(RUN_QUEUE, { policy: 'stately', notify: true, ...options });
-  await boss.updateQueue(RUN_QUEUE, options);
+  await queue.ensure(RUN_QUEUE, { policy: 'stately', notify: true, ...options });
 
   return {
     async dispatch(job) {
-      return (await boss.send(RUN_QUEUE, job, sendOptions(job))) !== null;
+      return (await queue.send(RUN_QUEUE, job, sendOptions(job))) !== null;
     },
     async work(concurrency, perSource, handler) {
-      await boss.work<RunJob>(
+      await queue.work<RunJob>(
         RUN_QUEUE,
         {
           localConcurrency: concurrency,
@@ -144,11 +143,11 @@ export async function openDispatcher(databaseUrl: string, logger: Logger, o: Dis
         },
         async ([job]: Job<RunJob>[]) => {
           if (!job) return;
-          const slot = await acquireSourceSlot(databaseUrl, job.data.source, perSource);
+          const slot = await acquireSourceSlot(o.databaseUrl, job.data.source, job.data.resource, perSource);
           if (!slot) {
             // Taken past the source's limit: back to the queue (a stream may have one job waiting beside this active one).
             // pg-boss's group limit holds it there until one of the source's runs ends.
-            await boss.send(RUN_QUEUE, job.data, sendOptions(job.data));
+            await queue.send(RUN_QUEUE, job.data, sendOptions(job.data));
             return;
           }
           try {
@@ -159,41 +158,66 @@ export async function openDispatcher(databaseUrl: string, logger: Logger, o: Dis
         },
       );
     },
-    inFlight: runsInFlight,
+    inFlight: (db, streams) => inFlightOn(queue, db, streams),
     async drained(db, pollMs = 20) {
-      for (;;) {
-        if ((await runsInFlight(db)).size === 0) return;
-        await new Promise((r) => setTimeout(r, pollMs));
-      }
+      while ((await seenOn(queue, db).then(any)) || queue.busy(RUN_QUEUE)) await new Promise((r) => setTimeout(r, pollMs));
     },
     async stopWork() {
-      await boss.offWork(RUN_QUEUE, { wait: true });
-    },
-    async stop() {
-      await boss.stop({ graceful: true, timeout: 10_000 });
+      await queue.offWork(RUN_QUEUE);
     },
   };
 }
 
 /** Runs queued and not started yet (retries due included), and how long the oldest has waited, across replicas. */
 export async function runQueueWait(db: Queryable): Promise<{ waiting: number; oldestWaitSeconds: number }> {
-  const exists = await db.query<{ t: string | null }>('SELECT to_regclass($1)::text AS t', [`${PGBOSS_SCHEMA}.job`]);
-  if (!exists.rows[0]?.t) return { waiting: 0, oldestWaitSeconds: 0 };
-  const res = await db.query<{ waiting: number; oldest: number | null }>(
-    `SELECT count(*)::int AS waiting, extract(epoch FROM now() - min(start_after))::float8 AS oldest
-     FROM ${PGBOSS_SCHEMA}.job WHERE name = $1 AND state IN ('created', 'retry') AND start_after <= now()`,
-    [RUN_QUEUE],
-  );
-  return { waiting: res.rows[0]?.waiting ?? 0, oldestWaitSeconds: Math.max(0, res.rows[0]?.oldest ?? 0) };
+  const now = Date.now();
+  const due = (await jobQueueOf(db).waiting<RunJob>(RUN_QUEUE)).map((j) => j.startAfter.getTime()).filter((t) => t <= now);
+  const oldest = due.reduce((a, b) => Math.min(a, b), now);
+  return { waiting: due.length, oldestWaitSeconds: (now - oldest) / 1000 };
 }
 
-/** Streams (`source/resource`) with a run waiting, retrying or running, in any process; empty before any queue existed. */
-export async function runsInFlight(db: Queryable): Promise<Set<string>> {
-  const exists = await db.query<{ t: string | null }>('SELECT to_regclass($1)::text AS t', [`${PGBOSS_SCHEMA}.job`]);
-  if (!exists.rows[0]?.t) return new Set();
-  const res = await db.query<{ key: string }>(
-    `SELECT DISTINCT singleton_key AS key FROM ${PGBOSS_SCHEMA}.job WHERE name = $1 AND state IN ('created', 'retry', 'active')`,
-    [RUN_QUEUE],
-  );
-  return new Set(res.rows.map((r) => r.key));
+/**
+ * Runs in flight as seen from this process, read in the order a job moves on,
+ * so that a job moving while it is read is still seen in one of its places:
+ * - `keys`: streams whose job waits or retries (in any process), is held by a
+ *   worker here, or was a dead process's: active when pg-boss's monitor last
+ *   counted, and its run never recorded its end (pg-boss fails it once its
+ *   heartbeat is old, and it waits for its retry);
+ * - `locked`: the run locks held in any process (streamLockKey of the stream).
+ */
+async function seenOn(queue: JobQueue, db: Queryable): Promise<{ keys: Set<string>; locked: Set<number> }> {
+  const keys = new Set((await queue.waiting<RunJob>(RUN_QUEUE)).map((j) => runKey(j.data)));
+  for (const job of queue.held<RunJob>(RUN_QUEUE)) keys.add(runKey(job.data));
+  const locked = await heldRunLocks(db);
+  const counted = (await queue.monitored(RUN_QUEUE)).keys.filter((k) => !keys.has(k) && !locked.has(lockKeyOf(k)));
+  for (const key of await unendedFires(db, counted)) keys.add(key);
+  return { keys, locked };
+}
+
+const any = (seen: { keys: Set<string>; locked: Set<number> }) => seen.keys.size > 0 || seen.locked.size > 0;
+
+async function inFlightOn(queue: JobQueue, db: Queryable, streams: Iterable<string>): Promise<Set<string>> {
+  const { keys, locked } = await seenOn(queue, db);
+  for (const key of streams) if (locked.has(lockKeyOf(key))) keys.add(key);
+  return keys;
+}
+
+/** Of `streams` (`source/resource`), those with a run waiting, retrying or running, in any process. */
+export async function runsInFlight(db: Queryable, streams: Iterable<string>): Promise<Set<string>> {
+  return inFlightOn(jobQueueOf(db), db, streams);
+}
+
+/**
+ * True while a run waits, retries or runs in any process, as far as the
+ * database shows: the process whose worker holds a job also knows it from
+ * pg-boss's fetch until pg-boss records its end (JobQueue.busy).
+ */
+export async function anyRunInFlight(db: Queryable): Promise<boolean> {
+  return any(await seenOn(jobQueueOf(db), db));
+}
+
+/** A stream's run lock key: streamLockKey of `source/resource` (it hashes the two joined by "/"). */
+function lockKeyOf(key: string): number {
+  const slash = key.indexOf('/');
+  return streamLockKey(key.slice(0, slash), key.slice(slash + 1));
 }

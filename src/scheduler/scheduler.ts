@@ -198,7 +198,13 @@ export class Scheduler {
     if (!leading) return [];
     const started = performance.now();
     const now = this.deps.now();
-    const [inFlight, health] = await Promise.all([this.deps.dispatcher.inFlight(this.deps.pool), loadSourceHealth(this.deps.pool)]);
+    const [inFlight, health] = await Promise.all([
+      this.deps.dispatcher.inFlight(
+        this.deps.pool,
+        this.streams.map((s) => s.key),
+      ),
+      loadSourceHealth(this.deps.pool),
+    ]);
     const sources = this.config.sources;
     const limit = pLimit(SOURCES_AT_ONCE);
     const bySource = await Promise.all(

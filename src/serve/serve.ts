@@ -1,6 +1,7 @@
 /**
  * `pmsync serve`: the scheduler, the run queue's worker, the webhook receiver
- * and refresh worker, and the HTTP endpoints, around one opened App.
+ * and refresh worker, and the HTTP endpoints, around one opened App and one
+ * job queue (src/queue.ts) holding both the run and the refresh queues.
  *
  * Stopping (SIGTERM): /readyz turns 503 and new webhook deliveries are
  * refused, the scheduler stops deciding, this replica stops taking runs from
@@ -24,7 +25,9 @@ import type { AddressInfo } from 'node:net';
 import type { App } from '../app.ts';
 import type { Config } from '../config-schema.ts';
 import { Metrics } from '../metrics.ts';
-import { openDispatcher, type Dispatcher } from '../scheduler/dispatch.ts';
+import { openJobQueue, type JobQueue } from '../queue.ts';
+import { openDispatcher, SUPERVISE_SECONDS, type Dispatcher } from '../scheduler/dispatch.ts';
+import { refreshSuperviseSeconds } from '../webhooks/queue.ts';
 import { holderName, schedulingLeadership } from '../state/locks.ts';
 import type { StreamEntry } from '../scheduler/plan.ts';
 import { executeRun } from '../scheduler/run-job.ts';
@@ -50,13 +53,15 @@ export interface WebhookMount {
 
 /** Runs one source may have going at once, across replicas. */
 const RUNS_PER_SOURCE = 2;
+/** Connections the job queue may open for the runs, and as many more for the webhook refreshes. */
+const QUEUE_CONNECTIONS = 4;
 
 export interface ServeOptions {
   catalog?: (source: Config['sources'][number]) => StreamEntry[];
   /** Do not tick on the real clock: the caller calls scheduler.tick() (tests, benchmarks). */
   manualTicks?: boolean;
-  /** Builds the webhook side; null when no source takes webhooks. */
-  webhooks?: (app: App, options: { reload: () => Promise<void> }) => Promise<WebhookMount | null>;
+  /** Builds the webhook side on serve's job queue; null when no source takes webhooks. */
+  webhooks?: (app: App, options: { queue: JobQueue; reload: () => Promise<void> }) => Promise<WebhookMount | null>;
   /** The config file to reload while serving, and how to load it as at start (with the command line's settings). */
   configFile?: { path: string; load: () => Config };
 }
@@ -66,6 +71,8 @@ export interface RunningServe {
   port: number;
   server: Server;
   scheduler: Scheduler;
+  /** The job queue (pg-boss) of both the runs and the webhook refreshes. */
+  queue: JobQueue;
   dispatcher: Dispatcher;
   metrics: Metrics;
   /** `source/resource` of the runs going in this process. */
@@ -90,9 +97,16 @@ export async function startServe(app: App, config: Config, options: ServeOptions
   // Before any run or refresh writes: stored data follows a stricter column policy, a looser one is said.
   await applyPolicies(app.pool, app.logger, config.sources);
   const current = () => app.config;
-  const dispatcher = await openDispatcher(app.databaseUrl, app.logger, { heartbeatSeconds: serveSettings.runHeartbeatSeconds });
+  // One pg-boss for the runs and the refreshes, supervising as often as the stricter of the two needs.
+  const queue = await openJobQueue(app, {
+    mode: 'work',
+    superviseSeconds: options.webhooks ? Math.min(SUPERVISE_SECONDS, refreshSuperviseSeconds(config.webhooks)) : SUPERVISE_SECONDS,
+    connections: options.webhooks ? 2 * QUEUE_CONNECTIONS : QUEUE_CONNECTIONS,
+  });
+  let dispatcher: Dispatcher;
   let scheduler: Scheduler;
   try {
+    dispatcher = await openDispatcher(queue, { databaseUrl: app.databaseUrl, heartbeatSeconds: serveSettings.runHeartbeatSeconds });
     scheduler = new Scheduler({
       pool: app.pool,
       logger: app.logger.child({ component: 'scheduler' }),
@@ -107,14 +121,14 @@ export async function startServe(app: App, config: Config, options: ServeOptions
       onDispatch: (job) => metrics.dispatches.inc({ source: job.source, resource: job.resource, purpose: job.purpose, reason: job.reason }),
     });
   } catch (err) {
-    await dispatcher.stop();
+    await queue.stop();
     throw err;
   }
 
   // Built before the reloader below; a refresh or run asking for a reload before it exists finds nothing new.
   let reloader: ConfigReloader | null = null;
   const reloadNow = async () => void (await reloader?.check());
-  const webhooks = options.webhooks ? await options.webhooks(app, { reload: reloadNow }) : null;
+  const webhooks = options.webhooks ? await options.webhooks(app, { queue, reload: reloadNow }) : null;
   let accepting = true;
   const readiness = readinessCheck(app.pool);
   const running = new Set<string>();
@@ -274,8 +288,8 @@ export async function startServe(app: App, config: Config, options: ServeOptions
         deadline - Date.now(),
       );
       await within(schedulerStopped, deadline - Date.now());
-      await within(dispatcher.stop(), deadline - Date.now());
       if (webhooks) await within(webhooks.stop(), deadline - Date.now());
+      await within(queue.stop(), deadline - Date.now());
       server.closeAllConnections();
       if (drained) log.info('stopped');
       else
@@ -287,7 +301,7 @@ export async function startServe(app: App, config: Config, options: ServeOptions
     })());
 
   const reload = async (o: { force?: boolean } = {}) => (reloader ? reloader.check(o) : ('unchanged' as const));
-  return { url, port: address.port, server, scheduler, dispatcher, metrics, running: () => [...running], reload, stop };
+  return { url, port: address.port, server, scheduler, queue, dispatcher, metrics, running: () => [...running], reload, stop };
 }
 
 /** Waits for `work` at most `ms`; resolves with its value, or undefined when it took longer. The timer never outlives it. */

@@ -11,6 +11,7 @@
  * once serve has started.
  */
 import { ConfigError } from '../errors.ts';
+import { RUN_QUEUE } from '../scheduler/dispatch.ts';
 import type { RunningServe } from './serve.ts';
 
 type Message = { type: 'clock'; ms: number } | { type: 'tick'; id: number } | { type: 'probe'; id: number };
@@ -32,6 +33,8 @@ export interface ProbeReply {
   id: number;
   /** `source/resource` of the runs going in this process. */
   running: string[];
+  /** A worker here holds a job of the run queue, from pg-boss's fetch until pg-boss records its end. */
+  busy: boolean;
   leading: boolean;
 }
 
@@ -53,7 +56,13 @@ export function ipcTestControl(env: NodeJS.ProcessEnv = process.env): TestContro
     if (m.type === 'clock') ms = m.ms;
     else if (m.type === 'tick') void tick(m.id);
     else if (m.type === 'probe')
-      send({ type: 'probed', id: m.id, running: serve?.running() ?? [], leading: serve?.scheduler.leading ?? false });
+      send({
+        type: 'probed',
+        id: m.id,
+        running: serve?.running() ?? [],
+        busy: serve?.queue.busy(RUN_QUEUE) ?? false,
+        leading: serve?.scheduler.leading ?? false,
+      });
   };
   const tick = async (id: number) => {
     const cpu = process.cpuUsage();

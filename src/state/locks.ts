@@ -118,6 +118,8 @@ export async function heldStreamLocks(db: Pick<Pool, 'query'>): Promise<Array<{ 
 
 /** First key of the run slots of a source (see acquireSourceSlot). */
 export const SOURCE_SLOT_CLASS = 727_003;
+/** First key of run locks; the second is the stream's streamLockKey (see acquireSourceSlot). */
+export const RUN_LOCK_CLASS = 727_005;
 
 /** Second key of a source's run slot: 32 bits of a hash of "source#slot". */
 export function sourceSlotKey(source: string, slot: number): number {
@@ -131,13 +133,19 @@ export interface SourceSlot {
 
 /**
  * Takes one of a source's `slots` run slots (session advisory locks on a
- * connection of its own, like stream locks), or returns null when every slot
- * is held: at most `slots` runs of one source at once across every process.
- * The run queue's group limit alone is not exact: pg-boss counts a group's
- * running jobs in each fetch without serializing fetches, so workers fetching
- * at the same instant can all take jobs of the same source.
+ * connection of its own, like stream locks) for a run of `resource`, or
+ * returns null when every slot is held: at most `slots` runs of one source at
+ * once across every process. The run queue's group limit alone is not exact:
+ * pg-boss counts a group's running jobs in each fetch without serializing
+ * fetches, so workers fetching at the same instant can all take jobs of the
+ * same source.
+ *
+ * The slot's connection also holds the stream's run lock until the slot is
+ * released: every process sees which streams have a job of the run queue
+ * being worked (heldRunLocks), which pg-boss itself reports only in counts
+ * refreshed every few seconds.
  */
-export async function acquireSourceSlot(databaseUrl: string, source: string, slots: number): Promise<SourceSlot | null> {
+export async function acquireSourceSlot(databaseUrl: string, source: string, resource: string, slots: number): Promise<SourceSlot | null> {
   const client = new pg.Client({ connectionString: databaseUrl, application_name: `pmsync slot ${source} ${holderName()}`.slice(0, 63) });
   client.on('error', () => undefined);
   await client.connect();
@@ -146,13 +154,18 @@ export async function acquireSourceSlot(databaseUrl: string, source: string, slo
       const key = sourceSlotKey(source, slot);
       const res = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1, $2) AS ok', [SOURCE_SLOT_CLASS, key]);
       if (!res.rows[0]?.ok) continue;
+      const run = streamLockKey(source, resource);
+      // One job of a stream runs at a time (its queue allows one active job per stream): never contended.
+      await client.query('SELECT pg_try_advisory_lock($1, $2)', [RUN_LOCK_CLASS, run]);
       let released = false;
       return {
         slot,
         async release() {
           if (released) return;
           released = true;
-          await client.query('SELECT pg_advisory_unlock($1, $2)', [SOURCE_SLOT_CLASS, key]).catch(() => undefined);
+          await client
+            .query('SELECT pg_advisory_unlock($1, $2), pg_advisory_unlock($3, $4)', [RUN_LOCK_CLASS, run, SOURCE_SLOT_CLASS, key])
+            .catch(() => undefined);
           await client.end().catch(() => undefined);
         },
       };
@@ -163,6 +176,16 @@ export async function acquireSourceSlot(databaseUrl: string, source: string, slo
   }
   await client.end();
   return null;
+}
+
+/** The streams (their streamLockKey) whose run locks are held right now, in any process. */
+export async function heldRunLocks(db: Pick<Pool, 'query'>): Promise<Set<number>> {
+  const res = await db.query<{ key: number }>(
+    `SELECT l.objid::int AS key FROM pg_locks l
+     WHERE l.locktype = 'advisory' AND l.granted AND l.classid = $1::oid AND l.objsubid = 2 AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
+    [RUN_LOCK_CLASS],
+  );
+  return new Set(res.rows.map((r) => r.key));
 }
 
 export type Locked<T> = { ran: true; value: T } | { ran: false };

@@ -79,6 +79,17 @@ export async function loadStreamSchedulesOf(db: Queryable, sources: string[]): P
   return out;
 }
 
+/** Of `streams` (`source/resource`), those whose last dispatched run has no recorded end (last_fire_at after last_done_at). */
+export async function unendedFires(db: Queryable, streams: string[]): Promise<Set<string>> {
+  if (streams.length === 0) return new Set();
+  const res = await db.query<{ key: string }>(
+    `SELECT source || '/' || resource AS key FROM pmsync.stream_schedule
+     WHERE source || '/' || resource = ANY($1::text[]) AND last_fire_at IS NOT NULL AND (last_done_at IS NULL OR last_done_at < last_fire_at)`,
+    [streams],
+  );
+  return new Set(res.rows.map((r) => r.key));
+}
+
 export interface Claim {
   source: string;
   resource: string;

@@ -164,7 +164,7 @@ export async function collectStatus(
   config: Config,
   options: { check?: boolean; scheduler?: Scheduler } = {},
 ): Promise<SourceStatus[]> {
-  // Reads the run queue's table, so its module brings pg-boss: loaded only when status is asked for (src/cli/main.ts).
+  // Reads the run queue, so its module brings pg-boss: loaded only when status is asked for (src/cli/main.ts).
   const { runningIn, sourceViews } = await import('./views.ts');
   const out: SourceStatus[] = [];
   const [views, holders, drift] = await Promise.all([

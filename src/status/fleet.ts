@@ -481,7 +481,7 @@ function streamFacts(
 
 async function addNextChecks(app: App, config: Config, shown: SourceHealth[], scheduler?: Scheduler): Promise<void> {
   if (shown.length === 0) return;
-  // Reads the run queue's table, so its module brings pg-boss: loaded only when a summary is asked for (src/cli/main.ts).
+  // Reads the run queue, so its module brings pg-boss: loaded only when a summary is asked for (src/cli/main.ts).
   const { sourceViews } = await import('./views.ts');
   const wanted = new Set(shown.map((h) => h.source));
   const sources: SourceConfig[] = config.sources.filter((s) => wanted.has(s.name));

@@ -37,7 +37,10 @@ export async function sourceViews(app: App, config: Config, scheduler?: Schedule
   const [inFlight, slow, health] =
     stale.size > 0
       ? await Promise.all([
-          streamsInFlight(app.pool),
+          streamsInFlight(
+            app.pool,
+            planned.streams.map((s) => s.key),
+          ),
           readSlowOf(
             app.pool,
             planned.streams.filter((s) => stale.has(s.source)),

@@ -3,9 +3,11 @@
  * receiver (a request handler to mount under /webhooks/) and the worker.
  * `pmsync webhooks receive` runs this alone, with the notified checks no serve
  * runs (src/webhooks/notified-checks.ts); `pmsync serve` mounts it next to its
- * own endpoints and its scheduler.
+ * own endpoints and its scheduler. Either hands it the process's job queue
+ * (src/queue.ts), and stops that queue after this.
  */
 import type { App } from '../app.ts';
+import type { JobQueue } from '../queue.ts';
 import { openRefreshQueue, type RefreshQueue } from './queue.ts';
 import { createWebhookReceiver, type WebhookReceiver } from './receiver.ts';
 import { startRefreshWorker, type RefreshWorker } from './worker.ts';
@@ -15,7 +17,14 @@ export { WEBHOOK_PATH_PREFIX } from './events.ts';
 export { createWebhookReceiver, type ReceiverDeps, type ReceiverStats, type WebhookReceiver } from './receiver.ts';
 export { startRefreshWorker, type RefreshWorker, type WorkerDeps, type WorkerStats } from './worker.ts';
 export { describeWebhookMode, startNotifiedChecks, type CheckMode, type NotifiedChecks } from './notified-checks.ts';
-export { listDeadLetters, openRefreshQueue, refreshQueueCounts, type RefreshQueue, type RefreshQueueCounts } from './queue.ts';
+export {
+  listDeadLetters,
+  openRefreshQueue,
+  refreshQueueCounts,
+  refreshSuperviseSeconds,
+  type RefreshQueue,
+  type RefreshQueueCounts,
+} from './queue.ts';
 
 export interface Webhooks {
   queue: RefreshQueue;
@@ -24,7 +33,7 @@ export interface Webhooks {
   worker: RefreshWorker | null;
   /** Null unless started with `checkNotified` and a worker. */
   checks: NotifiedChecks | null;
-  /** Stops the notified checks and the worker (after their running work) and the queue. Close the HTTP server first. */
+  /** Stops the notified checks and the worker (after their running work). Close the HTTP server first; stop the job queue after. */
   stop(): Promise<void>;
 }
 
@@ -39,8 +48,8 @@ export interface WebhooksOptions {
   reload?: () => Promise<void>;
 }
 
-export async function startWebhooks(app: App, options: WebhooksOptions = {}): Promise<Webhooks> {
-  const queue = await openRefreshQueue({ databaseUrl: app.databaseUrl, logger: app.logger, settings: app.config.webhooks });
+export async function startWebhooks(app: App, jobs: JobQueue, options: WebhooksOptions = {}): Promise<Webhooks> {
+  const queue = await openRefreshQueue(jobs, app.config.webhooks);
   let worker: RefreshWorker | null = null;
   let checks: NotifiedChecks | null = null;
   const deps = {
@@ -61,7 +70,6 @@ export async function startWebhooks(app: App, options: WebhooksOptions = {}): Pr
     }
   } catch (err) {
     await worker?.stop().catch(() => undefined);
-    await queue.stop().catch(() => undefined);
     throw err;
   }
   const receiver = createWebhookReceiver({ config: () => app.config, pool: app.pool, logger: app.logger, queue, now: app.ctx.now });
@@ -73,7 +81,6 @@ export async function startWebhooks(app: App, options: WebhooksOptions = {}): Pr
     async stop() {
       await checks?.stop();
       await worker?.stop();
-      await queue.stop();
     },
   };
 }

@@ -137,8 +137,11 @@ export async function startNotifiedChecks(deps: NotifiedChecksDeps): Promise<Not
     try {
       become('here');
       const now = deps.ctx.now();
-      const inFlight = await runsInFlight(deps.pool);
       const streams = planStreams(config.schedules, config.sources, streamCatalog).streams;
+      const inFlight = await runsInFlight(
+        deps.pool,
+        streams.map((s) => s.key),
+      );
       const jobs: RunJob[] = [];
       for (const source of sources) {
         if (stopped) break;

@@ -1,6 +1,7 @@
 /**
- * The refresh queue: a pg-boss queue in PostgreSQL (schema "pgboss"), shared
- * by every replica. pg-boss claims jobs with SKIP LOCKED, retries failures
+ * The refresh queue: a pg-boss queue in PostgreSQL (schema "pgboss", reached
+ * through src/queue.ts), shared by every replica. pg-boss claims jobs with
+ * SKIP LOCKED, retries failures
  * with exponential backoff, expires the claims of workers that died, and moves
  * jobs that used every attempt to a dead-letter queue.
  *
@@ -16,10 +17,8 @@
  * claim of the waiting job waits for the claim to commit or roll back, so it
  * never coalesces into a job that has already started.
  */
-import { PgBoss, type Job, type JobResult } from 'pg-boss';
-import { PGBOSS_SCHEMA } from '../db/pgboss.ts';
 import type { Queryable } from '../db/pool.ts';
-import type { Logger } from '../log.ts';
+import { jobQueueOf, type Job, type JobQueue, type JobResult } from '../queue.ts';
 import type { WebhookSettings } from './settings.ts';
 
 export const REFRESH_QUEUE = 'pmsync-refresh';
@@ -61,13 +60,6 @@ export interface RefreshQueue {
   stopWork(): Promise<void>;
   /** Moves dead-lettered refreshes back to the queue; returns how many. */
   redrive(): Promise<number>;
-  stop(): Promise<void>;
-}
-
-export interface QueueDeps {
-  databaseUrl: string;
-  logger: Logger;
-  settings: WebhookSettings;
 }
 
 /** pg-boss job options derived from the settings (also applied to an existing queue). */
@@ -82,37 +74,26 @@ export function queueOptions(settings: WebhookSettings) {
   };
 }
 
-/** Connects to PostgreSQL, installs or migrates pg-boss's schema when needed, and makes sure both queues exist. */
-export async function openRefreshQueue(deps: QueueDeps): Promise<RefreshQueue> {
-  const sweep = Math.max(1, Math.min(60, Math.ceil(deps.settings.expireSeconds / 4)));
-  const boss = new PgBoss({
-    connectionString: deps.databaseUrl,
-    schema: PGBOSS_SCHEMA,
-    application_name: 'pmsync-webhooks',
-    max: 4,
-    schedule: false,
-    // Expired claims are found by the monitor pass of this sweep: run both
-    // often enough that a dead worker's refresh is retried soon after it expires.
-    superviseIntervalSeconds: sweep,
-    monitorIntervalSeconds: sweep,
-    useListenNotify: true,
-  });
-  boss.on('error', (err: Error) => deps.logger.warn({ err }, 'refresh queue: database error (pg-boss retries on its own)'));
-  boss.on('warning', (w: { message?: string }) => deps.logger.warn({ warning: w.message }, 'refresh queue warning'));
-  await boss.start();
-  await boss.createQueue(DEAD_LETTER_QUEUE, { retentionSeconds: DEAD_LETTER_RETENTION_SECONDS });
-  const options = queueOptions(deps.settings);
-  await boss.createQueue(REFRESH_QUEUE, { policy: 'short', notify: true, ...options });
-  // createQueue leaves an existing queue as it was: apply changed settings.
-  await boss.updateQueue(REFRESH_QUEUE, options);
+/**
+ * How often the job queue must supervise for refreshes: expired claims are
+ * found by its monitor pass, so a dead worker's refresh is retried soon after
+ * it expires.
+ */
+export function refreshSuperviseSeconds(settings: WebhookSettings): number {
+  return Math.max(1, Math.min(60, Math.ceil(settings.expireSeconds / 4)));
+}
 
-  const adapter = (db: Queryable) => ({ executeSql: (text: string, values?: unknown[]) => db.query(text, values) });
+/** Makes sure the refresh queue and its dead letters exist on `queue` with these settings, and queues and works refreshes there. */
+export async function openRefreshQueue(queue: JobQueue, settings: WebhookSettings): Promise<RefreshQueue> {
+  await queue.ensure(DEAD_LETTER_QUEUE, { retentionSeconds: DEAD_LETTER_RETENTION_SECONDS });
+  await queue.ensure(REFRESH_QUEUE, { policy: 'short', notify: true, ...queueOptions(settings) });
+
   return {
     async enqueue(job, options = {}) {
-      const id = await boss.send(REFRESH_QUEUE, job, {
+      const id = await queue.send(REFRESH_QUEUE, job, {
         singletonKey: singletonKey(job),
         ...(options.startAfter ? { startAfter: options.startAfter } : {}),
-        ...(options.db ? { db: adapter(options.db) } : {}),
+        ...(options.db ? { db: options.db } : {}),
       });
       return id !== null;
     },
@@ -121,7 +102,7 @@ export async function openRefreshQueue(deps: QueueDeps): Promise<RefreshQueue> {
       // after a full batch ("burst"), so a backlog drains without waiting out
       // the polling interval between jobs. New jobs wake idle workers (NOTIFY).
       const together = Math.min(concurrency, WORKER_BATCH);
-      await boss.work<RefreshJobData>(
+      await queue.work<RefreshJobData>(
         REFRESH_QUEUE,
         {
           perJobResults: true,
@@ -139,19 +120,9 @@ export async function openRefreshQueue(deps: QueueDeps): Promise<RefreshQueue> {
       );
     },
     async stopWork() {
-      await boss.offWork(REFRESH_QUEUE, { wait: true });
+      await queue.offWork(REFRESH_QUEUE);
     },
-    async redrive() {
-      let moved = 0;
-      for (;;) {
-        const n = await boss.redrive(DEAD_LETTER_QUEUE, { limit: 1000 });
-        moved += n;
-        if (n < 1000) return moved;
-      }
-    },
-    async stop() {
-      await boss.stop({ graceful: true, timeout: 10_000 });
-    },
+    redrive: () => queue.redrive(DEAD_LETTER_QUEUE),
   };
 }
 
@@ -162,28 +133,28 @@ export interface RefreshQueueCounts {
   deferred: number;
   /** Failed refreshes waiting for their next attempt. */
   retrying: number;
+  /**
+   * Refreshes running: those of this process when it works the queue (exact);
+   * in a process that does not (status), pg-boss's count of every process's,
+   * as its monitor last took it (every few seconds while a replica runs).
+   */
   active: number;
   deadLettered: number;
 }
 
-/**
- * Counts read straight from pg-boss's job table, so `pmsync status` and the
- * metrics need no running queue. All zero before the queue was ever opened.
- */
+/** The refresh queue's counts, read through the job queue open for this App pool (src/queue.ts). All zero before the queue was ever opened. */
 export async function refreshQueueCounts(db: Queryable): Promise<RefreshQueueCounts> {
-  const exists = await db.query<{ t: string | null }>('SELECT to_regclass($1)::text AS t', [`${PGBOSS_SCHEMA}.job`]);
-  if (!exists.rows[0]?.t) return { ready: 0, deferred: 0, retrying: 0, active: 0, deadLettered: 0 };
-  const res = await db.query<RefreshQueueCounts>(
-    `SELECT
-       count(*) FILTER (WHERE name = $1 AND state = 'created' AND start_after <= now())::int AS ready,
-       count(*) FILTER (WHERE name = $1 AND state = 'created' AND start_after > now())::int AS deferred,
-       count(*) FILTER (WHERE name = $1 AND state = 'retry')::int AS retrying,
-       count(*) FILTER (WHERE name = $1 AND state = 'active')::int AS active,
-       count(*) FILTER (WHERE name = $2 AND state IN ('created', 'retry', 'active'))::int AS "deadLettered"
-     FROM ${PGBOSS_SCHEMA}.job WHERE name IN ($1, $2) AND state IN ('created', 'retry', 'active')`,
-    [REFRESH_QUEUE, DEAD_LETTER_QUEUE],
-  );
-  return res.rows[0]!;
+  const queue = jobQueueOf(db);
+  const [waiting, deadLettered] = await Promise.all([queue.waiting(REFRESH_QUEUE), queue.deadLetterCount(DEAD_LETTER_QUEUE)]);
+  const now = Date.now();
+  const counts: RefreshQueueCounts = { ready: 0, deferred: 0, retrying: 0, active: 0, deadLettered };
+  for (const job of waiting) {
+    if (job.state === 'retry') counts.retrying += 1;
+    else if (job.startAfter.getTime() > now) counts.deferred += 1;
+    else counts.ready += 1;
+  }
+  counts.active = queue.worked(REFRESH_QUEUE) ? queue.held(REFRESH_QUEUE).length : (await queue.monitored(REFRESH_QUEUE)).active;
+  return counts;
 }
 
 /** One status line, e.g. "webhook refreshes: 3 waiting (1 until the quota resets), 1 retrying, 2 running, 0 dead-lettered". */
@@ -206,19 +177,18 @@ export interface DeadLetter {
 
 /** The newest dead-lettered refreshes, with the error of their last attempt. */
 export async function listDeadLetters(db: Queryable, limit = 50): Promise<DeadLetter[]> {
-  const exists = await db.query<{ t: string | null }>('SELECT to_regclass($1)::text AS t', [`${PGBOSS_SCHEMA}.job`]);
-  if (!exists.rows[0]?.t) return [];
-  const res = await db.query<{ data: RefreshJobData; created_on: Date; output: unknown }>(
-    `SELECT data, created_on, source_output AS output FROM ${PGBOSS_SCHEMA}.job WHERE name = $1 AND state = 'created' ORDER BY created_on DESC LIMIT $2`,
-    [DEAD_LETTER_QUEUE, limit],
-  );
-  return res.rows.map((r) => ({
-    source: r.data.source,
-    resource: r.data.resource,
-    id: r.data.id,
-    failedAt: r.created_on,
-    error: errorText(r.output),
-  }));
+  const dead = await jobQueueOf(db).waiting<RefreshJobData>(DEAD_LETTER_QUEUE);
+  return dead
+    .filter((j) => j.state === 'created')
+    .sort((a, b) => b.createdOn.getTime() - a.createdOn.getTime())
+    .slice(0, limit)
+    .map((j) => ({
+      source: j.data.source,
+      resource: j.data.resource,
+      id: j.data.id,
+      failedAt: j.createdOn,
+      error: errorText(j.sourceOutput),
+    }));
 }
 
 function errorText(output: unknown): string | null {

@@ -21,7 +21,7 @@
  *   A refresh's own failures do not pause the source: one record's refresh
  *   has its retries and dead letters, and the next run decides for the source.
  */
-import type { Job, JobResult } from 'pg-boss';
+import type { Job, JobResult } from '../queue.ts';
 import type { Config } from '../config-schema.ts';
 import { PmsyncError, QuotaExhaustedError } from '../errors.ts';
 import type { Pool } from '../db/pool.ts';

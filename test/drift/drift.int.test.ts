@@ -6,6 +6,7 @@
  * repopulate's SQL derives exactly what the mappers derive.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { whileReading } from '../../src/queue.ts';
 import { collectStatus } from '../../src/status/detail.ts';
 import type { Config, RestSourceConfig } from '../../src/config-schema.ts';
 import { withTransaction } from '../../src/db/pool.ts';
@@ -93,7 +94,7 @@ describe('schema drift through ordinary runs', () => {
   });
 
   it('shows the report in status and in /metrics', async () => {
-    const [status] = await collectStatus(app, config);
+    const [status] = await whileReading(app, () => collectStatus(app, config));
     const appointments = status!.resources.find((r) => r.resource === 'appointments')!;
     expect(appointments.drift!.map((f) => `${f.kind} ${f.subject}`)).toEqual([
       'empty_column start_at',

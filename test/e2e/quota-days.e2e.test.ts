@@ -7,6 +7,7 @@
  * more requests in a quota day than the configured quota.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { whileReading } from '../../src/queue.ts';
 import { collectStatus } from '../../src/status/detail.ts';
 import type { CoreSourceConfig } from '../../src/config-schema.ts';
 import { startSimulator, type Simulator } from '../../simulator/index.ts';
@@ -108,7 +109,7 @@ describe('a backfill across quota days under faults and a 429', () => {
     expect(again.fatal?.message).toMatch(/answered 429 .* earlier on quota day 2026-03-02.*2026-03-03T00:00:00.000Z/);
     expect(sim.stats().requests.length).toBe(before);
 
-    const [status] = await collectStatus(app, { ...app.config });
+    const [status] = await whileReading(app, () => collectStatus(app, { ...app.config }));
     const customers = status!.resources.find((r) => r.resource === 'customers')!;
     expect(customers.inWindow?.estimate).toMatchObject({ totalPages: CUSTOMERS / 100, dailyAllowance: BACKFILL_ALLOWANCE });
     const e = customers.inWindow!.estimate!;

@@ -6,7 +6,8 @@
  * another's lower-priority job waiting.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { openDispatcher, type Dispatcher, type RunJob } from '../../src/scheduler/dispatch.ts';
+import { openDispatcher, SUPERVISE_SECONDS, type Dispatcher, type RunJob } from '../../src/scheduler/dispatch.ts';
+import { openJobQueue, type JobQueue } from '../../src/queue.ts';
 import type { Purpose } from '../../src/api/http.ts';
 import { createLogger } from '../../src/log.ts';
 import { Redactor } from '../../src/redact.ts';
@@ -14,16 +15,24 @@ import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { scaled } from '../support/time-scale.ts';
 
 let db: TestDatabase;
-let dispatcher: Dispatcher | null = null;
+let queue: JobQueue | null = null;
 const logger = createLogger(new Redactor(), { level: 'silent' });
 
 beforeAll(async () => {
   db = await createTestDatabase();
 });
 afterEach(async () => {
-  await dispatcher?.stop();
-  dispatcher = null;
+  await queue?.stop();
+  queue = null;
 });
+
+async function open(): Promise<Dispatcher> {
+  queue = await openJobQueue(
+    { databaseUrl: db.url, pool: db.pool, logger },
+    { mode: 'work', superviseSeconds: SUPERVISE_SECONDS, connections: 4 },
+  );
+  return openDispatcher(queue, { databaseUrl: db.url, heartbeatSeconds: 30 });
+}
 afterAll(async () => {
   await db?.drop();
 });
@@ -39,7 +48,7 @@ const name = (j: Pick<RunJob, 'source' | 'resource'>) => `${j.source}/${j.resour
 
 describe('the run queue', () => {
   it('takes waiting checks before a backfill queued earlier, with one worker', async () => {
-    dispatcher = await openDispatcher(db.url, logger, { heartbeatSeconds: 30 });
+    const dispatcher = await open();
     // One practice's backfills were queued first; other practices' runs come after.
     for (const j of [
       job('big', 'customers', 'backfill'),
@@ -59,7 +68,7 @@ describe('the run queue', () => {
   });
 
   it('keeps a source to its group limit and a stream to one waiting job, whatever the priorities', async () => {
-    dispatcher = await openDispatcher(db.url, logger, { heartbeatSeconds: 30 });
+    const dispatcher = await open();
     for (const r of ['a', 'b', 'c']) expect(await dispatcher.dispatch(job('busy', r, 'webhook'))).toBe(true);
     expect(await dispatcher.dispatch(job('quiet', 'customers', 'backfill'))).toBe(true);
     // The stream already has a job waiting: a higher-priority one is not added beside it.

@@ -243,7 +243,8 @@ describe('a slow source', () => {
     const replica = await fleet.replica();
     fleet.clock.set(T0);
     let slowActive = 0;
-    const others = async () => [...(await runsInFlight(fleet.app.pool))].filter((k) => !k.startsWith('slow/'));
+    const streams = fleet.serve.scheduler.streams.map((s) => s.key);
+    const others = async () => [...(await runsInFlight(fleet.app.pool, streams))].filter((k) => !k.startsWith('slow/'));
     // Two replicas of four workers each decide and run; each tick, the other practices' runs complete.
     for (let i = 0; i < 20; i++) {
       fleet.clock.set(T0 + i * MINUTE);

@@ -15,7 +15,8 @@ import { startServe, type RunningServe } from '../../src/serve/serve.ts';
 import { prepareTable } from '../../src/sync/page.ts';
 import employees from '../../src/sync/streams/core/employees.ts';
 import { mountWebhooks } from '../../src/serve/webhooks.ts';
-import { listDeadLetters, openRefreshQueue } from '../../src/webhooks/queue.ts';
+import { listDeadLetters, openRefreshQueue, refreshSuperviseSeconds } from '../../src/webhooks/queue.ts';
+import { openJobQueue } from '../../src/queue.ts';
 import { startSimulator, type Simulator } from '../../simulator/index.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { coreEntry, openTestApp, type TestApp } from '../support/harness.ts';
@@ -255,8 +256,12 @@ describe('a reloaded configuration in serve', () => {
     await start(r, { webhooks: true });
     // Another replica took the new file, accepted a delivery for the new source and queued its refresh.
     r.write([entry('one', ONE), entry('two', TWO)]);
-    const queue = await openRefreshQueue({ databaseUrl: db.url, logger: app!.logger, settings: app!.config.webhooks });
+    const jobs = await openJobQueue(
+      { databaseUrl: db.url, pool: db.pool, logger: app!.logger },
+      { mode: 'work', superviseSeconds: refreshSuperviseSeconds(app!.config.webhooks), connections: 4 },
+    );
     try {
+      const queue = await openRefreshQueue(jobs, app!.config.webhooks);
       const [customer] = sim.tenant(TWO.apikey).list('customers', { limit: 1 }) as Array<{ CustomerId: string }>;
       await queue.enqueue({ source: 'two', resource: 'customers', id: customer!.CustomerId });
       await eventually(
@@ -276,7 +281,7 @@ describe('a reloaded configuration in serve', () => {
       }, 'the dead letter');
       expect(dead).toMatchObject({ source: 'ghost', error: expect.stringMatching(/no longer a configured core source/) });
     } finally {
-      await queue.stop();
+      await jobs.stop();
     }
   });
 });

@@ -8,7 +8,6 @@
  */
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { PgBoss } from 'pg-boss';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.ts';
@@ -18,7 +17,6 @@ import { startServe, type RunningServe } from '../../src/serve/serve.ts';
 import { mountWebhooks } from '../../src/serve/webhooks.ts';
 import { startSimulator, type Simulator } from '../../simulator/index.ts';
 import { syncSource } from '../../src/sync/sync-source.ts';
-import { PGBOSS_SCHEMA } from '../../src/db/pgboss.ts';
 import { DEAD_LETTER_QUEUE } from '../../src/webhooks/queue.ts';
 import { ROOT, writeConfig } from '../support/cli.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
@@ -95,10 +93,7 @@ describe.skipIf(browserMissing)('the status page in a browser', () => {
 
     serve = await startServe(app, config, { manualTicks: true, webhooks: mountWebhooks });
     // One refresh that failed every attempt.
-    const boss = new PgBoss({ connectionString: db.url, schema: PGBOSS_SCHEMA });
-    await boss.start();
-    await boss.send(DEAD_LETTER_QUEUE, { source: 'clinic', resource: 'customers', id: 'x' });
-    await boss.stop({ graceful: false });
+    await serve.queue.send(DEAD_LETTER_QUEUE, { source: 'clinic', resource: 'customers', id: 'x' });
 
     quarantinedIds = (await db.pool.query<{ record_id: string }>('SELECT record_id FROM pmsync.quarantine')).rows.map((r) => r.record_id);
     // Playwright's 30 s limits on launching and on each action are hang guards too.

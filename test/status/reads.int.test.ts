@@ -9,7 +9,7 @@ import { loadConfig } from '../../src/config.ts';
 import type { Config } from '../../src/config-schema.ts';
 import { finishRun, startRun } from '../../src/state/runs.ts';
 import { heldSources, retentionStatus } from '../../src/status/notes.ts';
-import { runQueue, streamsInFlight, webhookBacklog, webhookQueue } from '../../src/status/queues.ts';
+import { runQueue, streamsInFlight, webhookBacklog, webhookQueue, whileReadingQueues } from '../../src/status/queues.ts';
 import { collectDetail } from '../../src/status/report.ts';
 import { readRuns } from '../../src/status/runs.ts';
 import { writeConfig } from '../support/cli.ts';
@@ -68,11 +68,14 @@ describe('the runs `pmsync runs` lists', () => {
 
 describe('the queue depths', () => {
   it('are zero before any queue exists, and the webhook queue is not read without a Core source', async () => {
-    expect(await webhookQueue(db.pool, config)).toEqual({ ready: 0, deferred: 0, retrying: 0, active: 0, deadLettered: 0 });
-    expect(await webhookQueue(db.pool, { ...config, sources: [] })).toBeNull();
-    expect(await webhookBacklog(db.pool)).toEqual({ backlog: 0, deadLetters: 0 });
-    expect(await runQueue(db.pool)).toEqual({ waiting: 0, oldestWaitSeconds: 0 });
-    expect(await streamsInFlight(db.pool)).toEqual(new Set());
+    // Read as `pmsync status` reads them: through a job queue that only reads, over the App's pool.
+    await whileReadingQueues(app, async () => {
+      expect(await webhookQueue(app.pool, config)).toEqual({ ready: 0, deferred: 0, retrying: 0, active: 0, deadLettered: 0 });
+      expect(await webhookQueue(app.pool, { ...config, sources: [] })).toBeNull();
+      expect(await webhookBacklog(app.pool)).toEqual({ backlog: 0, deadLetters: 0 });
+      expect(await runQueue(app.pool)).toEqual({ waiting: 0, oldestWaitSeconds: 0 });
+      expect(await streamsInFlight(app.pool, ['alder/customers', 'birch/customers'])).toEqual(new Set());
+    });
   });
 });
 
@@ -90,7 +93,7 @@ describe('the retention in force', () => {
 
 describe('the per-source detail', () => {
   it("gives each source its verdict, with the earliest of its streams' next checks", async () => {
-    const statuses = await collectDetail(app, config, {});
+    const statuses = await whileReadingQueues(app, () => collectDetail(app, config, {}));
     expect(statuses.map((s) => [s.source, s.health?.verdict])).toEqual([
       ['alder', 'behind'],
       ['birch', 'behind'],

@@ -15,7 +15,8 @@ import { acquireStreamLock, schedulingLeadership } from '../../src/state/locks.t
 import { activateSecret, addProvisionalSecret } from '../../src/state/webhook-secrets.ts';
 import { syncSource } from '../../src/sync/sync-source.ts';
 import { EVENT_NAMES } from '../../src/webhooks/events.ts';
-import { startWebhooks, type NotifiedChecks, type Webhooks } from '../../src/webhooks/index.ts';
+import { refreshSuperviseSeconds, startWebhooks, type NotifiedChecks, type Webhooks } from '../../src/webhooks/index.ts';
+import { openJobQueue, type JobQueue } from '../../src/queue.ts';
 import { RegistrationApi, registrationUrl } from '../../src/webhooks/registration.ts';
 import { hashToken, newToken } from '../../src/webhooks/secrets.ts';
 import { writeConfig } from '../support/cli.ts';
@@ -37,6 +38,7 @@ const clock = new Clock();
 let sim: Simulator;
 let db: TestDatabase;
 let app: App;
+let jobs: JobQueue | undefined;
 let webhooks: Webhooks;
 let checks: NotifiedChecks;
 let server: Server;
@@ -90,7 +92,8 @@ beforeAll(async () => {
   const first = await syncSource(app.ctx, source);
   expect(first.failures).toEqual([]);
 
-  webhooks = await startWebhooks(app, { checkNotified: true, manualTicks: true });
+  jobs = await openJobQueue(app, { mode: 'work', superviseSeconds: refreshSuperviseSeconds(config.webhooks), connections: 4 });
+  webhooks = await startWebhooks(app, jobs, { checkNotified: true, manualTicks: true });
   checks = webhooks.checks!;
   server = createServer((req, res) => webhooks.receiver.handler(req, res));
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -105,6 +108,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
   await webhooks?.stop();
+  await jobs?.stop();
   await app?.close();
   await sim?.close();
   await db?.drop();

@@ -8,7 +8,8 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/app.ts';
 import { startSimulator, type Simulator } from '../../simulator/index.ts';
-import { startWebhooks, type Webhooks } from '../../src/webhooks/index.ts';
+import { refreshSuperviseSeconds, startWebhooks, type Webhooks } from '../../src/webhooks/index.ts';
+import { openJobQueue, type JobQueue } from '../../src/queue.ts';
 import { REFRESH_QUEUE } from '../../src/webhooks/queue.ts';
 import { hashToken, newToken } from '../../src/webhooks/secrets.ts';
 import { activateSecret, addProvisionalSecret } from '../../src/state/webhook-secrets.ts';
@@ -23,6 +24,7 @@ const SUBSET = { apikey: 'wh-recv-sub-Q2', username: 'wh.sub', password: 'wh-pas
 let db: TestDatabase;
 let sim: Simulator;
 let app: App;
+let jobs: JobQueue | undefined;
 let webhooks: Webhooks;
 let server: Server;
 let receiver: string;
@@ -82,7 +84,8 @@ beforeAll(async () => {
     { ...coreSourceEntry('sub', sim.subsetBaseUrl('Sub'), SUBSET), kind: 'subset' },
   ]);
   app = await openTestApp(config, { logs: logs.stream, now });
-  webhooks = await startWebhooks(app);
+  jobs = await openJobQueue(app, { mode: 'work', superviseSeconds: refreshSuperviseSeconds(config.webhooks), connections: 4 });
+  webhooks = await startWebhooks(app, jobs);
   server = createServer(webhooks.receiver.handler);
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   receiver = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -96,6 +99,7 @@ afterAll(async () => {
     server?.closeAllConnections();
   });
   await webhooks?.stop();
+  await jobs?.stop();
   await app?.close();
   await foreign?.close();
   await sim?.close();

@@ -12,7 +12,15 @@ import { startSimulator, type Simulator } from '../../simulator/index.ts';
 import { keyFingerprint } from '../../src/state/quota.ts';
 import { PAUSES } from '../../src/scheduler/source-failures.ts';
 import { recordSourceFailure, recordSourceSuccess } from '../../src/state/source-health.ts';
-import { listDeadLetters, openRefreshQueue, refreshQueueCounts, REFRESH_QUEUE, type RefreshQueue } from '../../src/webhooks/queue.ts';
+import {
+  listDeadLetters,
+  openRefreshQueue,
+  refreshQueueCounts,
+  refreshSuperviseSeconds,
+  REFRESH_QUEUE,
+  type RefreshQueue,
+} from '../../src/webhooks/queue.ts';
+import { openJobQueue, type JobQueue } from '../../src/queue.ts';
 import { createWebhookReceiver } from '../../src/webhooks/receiver.ts';
 import { hashToken, newToken } from '../../src/webhooks/secrets.ts';
 import { activateSecret, addProvisionalSecret } from '../../src/state/webhook-secrets.ts';
@@ -38,6 +46,7 @@ let sim: Simulator;
 let gate: Gate;
 let foreign: TestServer;
 let app: App;
+let jobs: JobQueue;
 let queue: RefreshQueue;
 let server: Server;
 let receiver: string;
@@ -93,7 +102,7 @@ async function startWorker(): Promise<void> {
 async function idle(): Promise<void> {
   await waitFor(
     async () => {
-      const c = await refreshQueueCounts(db.pool);
+      const c = await refreshQueueCounts(app.pool);
       return c.ready + c.active + c.retrying === 0;
     },
     'the refresh queue to drain',
@@ -124,7 +133,8 @@ beforeAll(async () => {
     { concurrency: 2, maxAttempts: 2, expireSeconds: 30 },
   );
   app = await openTestApp(config);
-  queue = await openRefreshQueue({ databaseUrl: app.databaseUrl, logger: app.logger, settings: config.webhooks });
+  jobs = await openJobQueue(app, { mode: 'work', superviseSeconds: refreshSuperviseSeconds(config.webhooks), connections: 4 });
+  queue = await openRefreshQueue(jobs, config.webhooks);
   const handler = createWebhookReceiver({ config: () => config, pool: app.pool, logger: app.logger, queue }).handler;
   server = createServer(handler);
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -149,7 +159,7 @@ afterAll(async () => {
     server?.close(() => r());
     server?.closeAllConnections();
   });
-  await queue?.stop();
+  await jobs?.stop();
   await app?.close();
   await gate?.close();
   await foreign?.close();
@@ -224,7 +234,7 @@ describe('what a refresh does with the answer', () => {
     };
     await startWorker();
     await deliver('gated', `${base('gated')}/customers/${id}`);
-    await waitFor(async () => (await listDeadLetters(db.pool)).find((d) => d.id === id), 'the dead letter');
+    await waitFor(async () => (await listDeadLetters(app.pool)).find((d) => d.id === id), 'the dead letter');
     expect(gateFetches(id)).toBe(1);
     expect(foreign.requests).toEqual([]);
   });
@@ -236,15 +246,15 @@ describe('what a refresh does with the answer', () => {
       res.writeHead(503).end();
       return true;
     };
-    const before = (await refreshQueueCounts(db.pool)).deadLettered;
+    const before = (await refreshQueueCounts(app.pool)).deadLettered;
     await startWorker();
     await deliver('gated', `${base('gated')}/customers/${id}`);
-    const dead = await waitFor(async () => (await listDeadLetters(db.pool)).find((d) => d.id === id), 'the dead letter', 30_000);
+    const dead = await waitFor(async () => (await listDeadLetters(app.pool)).find((d) => d.id === id), 'the dead letter', 30_000);
     expect(dead).toMatchObject({ source: 'gated', resource: 'customers' });
     expect(dead.error).toMatch(/503/);
     // maxAttempts 2, and the client's own policy tries each attempt twice.
     expect(gateFetches(id)).toBe(4);
-    expect((await refreshQueueCounts(db.pool)).deadLettered).toBe(before + 1);
+    expect((await refreshQueueCounts(app.pool)).deadLettered).toBe(before + 1);
   });
 });
 
@@ -272,7 +282,7 @@ describe('quota', () => {
   it('with the budget used up, the refresh waits for the reset instead of failing', async () => {
     const id = customers(QUOTA_TENANT)[1]!;
     await setUsed(3, 3);
-    const before = (await refreshQueueCounts(db.pool)).deadLettered;
+    const before = (await refreshQueueCounts(app.pool)).deadLettered;
     await startWorker();
     await deliver('quota', `${base('quota')}/customers/${id}`);
     const waiting = await waitFor(async () => {
@@ -283,7 +293,7 @@ describe('quota', () => {
       return r.rows[0];
     }, 'the deferred refresh');
     expect(waiting.start_after.getTime()).toBe((await ledger().snapshot()).resetsAt.getTime());
-    const counts = await refreshQueueCounts(db.pool);
+    const counts = await refreshQueueCounts(app.pool);
     expect(counts).toMatchObject({ deferred: 1, deadLettered: before });
     expect(gateFetches(id)).toBe(0);
     // Another event for the record joins the waiting refresh.
@@ -324,7 +334,7 @@ describe('a paused source', () => {
       ...PAUSES.auth,
     });
     try {
-      const before = (await refreshQueueCounts(db.pool)).deadLettered;
+      const before = (await refreshQueueCounts(app.pool)).deadLettered;
       await startWorker();
       await deliver('gated', `${base('gated')}/customers/${id}`);
       const waiting = await waitFor(async () => {
@@ -336,7 +346,7 @@ describe('a paused source', () => {
       }, 'the deferred refresh');
       expect(waiting.start_after.getTime()).toBe(health.pausedUntil!.getTime());
       expect(gateFetches(id)).toBe(0);
-      expect((await refreshQueueCounts(db.pool)).deadLettered).toBe(before);
+      expect((await refreshQueueCounts(app.pool)).deadLettered).toBe(before);
     } finally {
       await recordSourceSuccess(db.pool, 'gated', app.ctx.now());
     }

@@ -4,6 +4,8 @@
  * each source; with no source configured, what the database holds.
  */
 import { Command, InvalidArgumentError, Option } from 'commander';
+import type { App } from '../../app.ts';
+import type { Config } from '../../config-schema.ts';
 import { configFrom, fail, requireSources, withApp } from '../shared.ts';
 import { findSource } from '../../config.ts';
 import { EXIT, exitCodeOf } from '../../errors.ts';
@@ -225,34 +227,40 @@ export function statusCommand(): Command {
             } else process.stdout.write(note);
             return;
           }
-          // The queues' module brings pg-boss: loaded only when status is asked for (src/cli/main.ts).
-          const { webhookQueue } = await import('../../status/queues.ts');
-          // JSON keeps its per-source shape unless the summary is asked for by name.
-          const summary = wantsSummary || (!opts.json && !opts.detail && !opts.source && config.sources.length > 1);
-          if (summary) {
-            const { fleet, checked } = await collectSummary(app, config, { check: opts.check, problems: opts.problems, limit: opts.limit });
-            if (opts.json) process.stdout.write(`${JSON.stringify(fleet, null, 2)}\n`);
-            else {
-              printSummary(fleet, app.ctx.now());
-              await printRefreshQueue(await webhookQueue(app.pool, config));
-            }
-            process.exitCode = checkExitCode(checked?.values() ?? []);
-            return;
-          }
-          const statuses = await collectDetail(app, config, { check: opts.check });
-          if (opts.json) process.stdout.write(`${JSON.stringify(statuses, null, 2)}\n`);
-          else {
-            printStatus(statuses, app.ctx.now());
-            await printRefreshQueue(await webhookQueue(app.pool, config));
-            printRetention(await retentionStatus(app, config));
-            printPrivacyResyncs(await privacyResyncs(app, config));
-          }
-          process.exitCode = checkExitCode(statuses.map((s) => s.connectivity));
+          // The queues' module brings pg-boss: loaded only when there are sources to report on (src/cli/main.ts).
+          const { whileReadingQueues } = await import('../../status/queues.ts');
+          await whileReadingQueues(app, () => report(app, config, opts, wantsSummary));
         });
       } catch (err) {
         fail(err);
       }
     });
+}
+
+/** Prints the summary or the detail, while the queues are readable (whileReadingQueues). */
+async function report(app: App, config: Config, opts: StatusOptions, wantsSummary: boolean): Promise<void> {
+  const { webhookQueue } = await import('../../status/queues.ts');
+  // JSON keeps its per-source shape unless the summary is asked for by name.
+  const summary = wantsSummary || (!opts.json && !opts.detail && !opts.source && config.sources.length > 1);
+  if (summary) {
+    const { fleet, checked } = await collectSummary(app, config, { check: opts.check, problems: opts.problems, limit: opts.limit });
+    if (opts.json) process.stdout.write(`${JSON.stringify(fleet, null, 2)}\n`);
+    else {
+      printSummary(fleet, app.ctx.now());
+      await printRefreshQueue(await webhookQueue(app.pool, config));
+    }
+    process.exitCode = checkExitCode(checked?.values() ?? []);
+    return;
+  }
+  const statuses = await collectDetail(app, config, { check: opts.check });
+  if (opts.json) process.stdout.write(`${JSON.stringify(statuses, null, 2)}\n`);
+  else {
+    printStatus(statuses, app.ctx.now());
+    await printRefreshQueue(await webhookQueue(app.pool, config));
+    printRetention(await retentionStatus(app, config));
+    printPrivacyResyncs(await privacyResyncs(app, config));
+  }
+  process.exitCode = checkExitCode(statuses.map((s) => s.connectivity));
 }
 
 async function printRefreshQueue(counts: RefreshQueueCounts | null): Promise<void> {

@@ -9,13 +9,17 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Command, InvalidArgumentError } from 'commander';
+import type { App } from '../../app.ts';
 import { ConfigError } from '../../errors.ts';
+import type { JobQueue } from '../../queue.ts';
 import { applyPolicies } from '../../sync/privacy-policies.ts';
 import { WEBHOOK_PATH_PREFIX } from '../../webhooks/events.ts';
 import { configFrom, fail, requireSources, withApp } from '../shared.ts';
 
 /** Deliveries are small and answered in milliseconds; a request slower than this is dropped. */
 const REQUEST_TIMEOUT_MS = 15_000;
+/** Connections the job queue may open for the refreshes. */
+const QUEUE_CONNECTIONS = 4;
 
 function parsePort(value: string): number {
   const n = Number(value);
@@ -50,39 +54,55 @@ export function receiveCommand(): Command {
         if (!config.sources.some((s) => s.kind === 'core'))
           throw new ConfigError(['no core source is configured: only the Core API sends webhooks']);
         // The receiver, the worker and their queue (pg-boss) load only when this command runs (src/cli/main.ts).
-        const { describeWebhookMode, startWebhooks } = await import('../../webhooks/index.ts');
+        const { refreshSuperviseSeconds } = await import('../../webhooks/index.ts');
+        const { openJobQueue } = await import('../../queue.ts');
         await withApp(config, async (app) => {
           await applyPolicies(app.pool, app.logger, config.sources);
-          const webhooks = await startWebhooks(app, { worker: opts.worker, checkNotified: true });
-          const server = createServer((req, res) => {
-            if ((req.url ?? '').startsWith(WEBHOOK_PATH_PREFIX)) return webhooks.receiver.handler(req, res);
-            res.writeHead(404, { 'content-type': 'application/json; charset=utf-8' }).end('{"error":"not found"}');
+          const queue = await openJobQueue(app, {
+            mode: 'work',
+            superviseSeconds: refreshSuperviseSeconds(config.webhooks),
+            connections: QUEUE_CONNECTIONS,
           });
-          server.requestTimeout = REQUEST_TIMEOUT_MS;
-          server.headersTimeout = REQUEST_TIMEOUT_MS;
-          let address: AddressInfo;
           try {
-            address = await listen(server, opts.port, opts.host);
-          } catch (err) {
-            await webhooks.stop();
-            throw err;
+            await receive(app, queue, opts);
+          } finally {
+            await queue.stop();
           }
-          const shown = address.family === 'IPv6' ? `[${address.address}]` : address.address;
-          process.stdout.write(
-            `webhook receiver listening on http://${shown}:${address.port}${WEBHOOK_PATH_PREFIX}<source>/<token>${webhooks.worker ? ', refresh worker running' : ''}\n`,
-          );
-          const mode = describeWebhookMode(app.config, { worker: webhooks.worker !== null, serve: webhooks.checks?.mode() === 'serve' });
-          process.stdout.write(`${mode}\n`);
-          app.logger.info({ host: address.address, port: address.port, worker: webhooks.worker !== null }, 'webhook receiver listening');
-          await untilAborted(app.abort.signal);
-          await new Promise<void>((resolve) => {
-            server.close(() => resolve());
-            server.closeIdleConnections();
-          });
-          await webhooks.stop();
         });
       } catch (err) {
         fail(err);
       }
     });
+}
+
+/** Receives (and with a worker, refreshes and checks) on the process's job queue until the App is aborted. */
+async function receive(app: App, queue: JobQueue, opts: { port: number; host: string; worker: boolean }): Promise<void> {
+  const { describeWebhookMode, startWebhooks } = await import('../../webhooks/index.ts');
+  const webhooks = await startWebhooks(app, queue, { worker: opts.worker, checkNotified: true });
+  const server = createServer((req, res) => {
+    if ((req.url ?? '').startsWith(WEBHOOK_PATH_PREFIX)) return webhooks.receiver.handler(req, res);
+    res.writeHead(404, { 'content-type': 'application/json; charset=utf-8' }).end('{"error":"not found"}');
+  });
+  server.requestTimeout = REQUEST_TIMEOUT_MS;
+  server.headersTimeout = REQUEST_TIMEOUT_MS;
+  let address: AddressInfo;
+  try {
+    address = await listen(server, opts.port, opts.host);
+  } catch (err) {
+    await webhooks.stop();
+    throw err;
+  }
+  const shown = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  process.stdout.write(
+    `webhook receiver listening on http://${shown}:${address.port}${WEBHOOK_PATH_PREFIX}<source>/<token>${webhooks.worker ? ', refresh worker running' : ''}\n`,
+  );
+  const mode = describeWebhookMode(app.config, { worker: webhooks.worker !== null, serve: webhooks.checks?.mode() === 'serve' });
+  process.stdout.write(`${mode}\n`);
+  app.logger.info({ host: address.address, port: address.port, worker: webhooks.worker !== null }, 'webhook receiver listening');
+  await untilAborted(app.abort.signal);
+  await new Promise<void>((resolve) => {
+    server.close(() => resolve());
+    server.closeIdleConnections();
+  });
+  await webhooks.stop();
 }

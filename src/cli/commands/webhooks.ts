@@ -276,21 +276,30 @@ function deadLettersCommand(): Command {
       try {
         const config = configFrom(command);
         // The refresh queue (pg-boss) loads only when this command runs (src/cli/main.ts).
-        const { listDeadLetters, openRefreshQueue, refreshQueueCounts } = await import('../../webhooks/queue.ts');
+        const { listDeadLetters, openRefreshQueue, refreshQueueCounts, refreshSuperviseSeconds } = await import('../../webhooks/queue.ts');
+        const { openJobQueue, whileReading } = await import('../../queue.ts');
         await withApp(config, async (app) => {
           if (opts.redrive) {
-            const queue = await openRefreshQueue({ databaseUrl: app.databaseUrl, logger: app.logger, settings: config.webhooks });
+            // Redriving writes: the queues are made sure of first, as a worker would.
+            const jobs = await openJobQueue(app, {
+              mode: 'work',
+              superviseSeconds: refreshSuperviseSeconds(config.webhooks),
+              connections: 2,
+            });
             try {
+              const queue = await openRefreshQueue(jobs, config.webhooks);
               out(`${await queue.redrive()} refresh(es) queued again`);
             } finally {
-              await queue.stop();
+              await jobs.stop();
             }
             return;
           }
-          const counts = await refreshQueueCounts(app.pool);
-          out(`${counts.deadLettered} dead-lettered refresh(es)`);
-          for (const d of await listDeadLetters(app.pool, opts.limit))
-            out(`  ${d.failedAt.toISOString()}  ${d.source}/${d.resource}/${d.id}  ${d.error ?? ''}`);
+          await whileReading(app, async () => {
+            const counts = await refreshQueueCounts(app.pool);
+            out(`${counts.deadLettered} dead-lettered refresh(es)`);
+            for (const d of await listDeadLetters(app.pool, opts.limit))
+              out(`  ${d.failedAt.toISOString()}  ${d.source}/${d.resource}/${d.id}  ${d.error ?? ''}`);
+          });
         });
       } catch (err) {
         fail(err);
