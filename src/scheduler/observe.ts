@@ -237,10 +237,13 @@ export async function observeSource(
     });
   const shared = practiceExcess(practice, timeZone, now.getTime());
   const surprises = surprisesFound(practice, timeZone, now.getTime());
+  // A check reads up to lagSeconds before it started (lastCheckAt), while a surprise's window may reach a notified
+  // change of a moment ago: the surprise is put on the same footing, so a stream checked since it is not woken again.
+  const lagMs = ('lagSeconds' in source ? source.lagSeconds : 0) * 1000;
   const surpriseElsewhere = (resource: string): Date | undefined => {
     let at: number | undefined;
     for (const [r, t] of surprises) if (r !== resource && (at === undefined || t < at)) at = t;
-    return at === undefined ? undefined : new Date(at);
+    return at === undefined ? undefined : new Date(at - lagMs);
   };
   const inputs = new Map<string, StreamInput>();
   for (const s of streams) {
