@@ -7,7 +7,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { DayRig, DAY, HOUR, MINUTE, stalenessMinutes, type RigOptions } from '../../bench/support/day-rig.ts';
-import { collectStatus } from '../../src/cli/commands/status.ts';
+import { collectStatus } from '../../src/status/detail.ts';
 import { planDay, REFERENCE_DAY, type DayChange, type DayPattern } from '../../simulator/day.ts';
 import { slotRatesWithMoved } from '../../src/scheduler/rates.ts';
 import { loadChangeModels } from '../../src/state/change-model.ts';

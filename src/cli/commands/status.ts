@@ -17,9 +17,6 @@ import { collectDetail, collectSummary } from '../../status/report.ts';
 import { describeDrift } from './drift.ts';
 import { DEMO_SOURCE, describeNoSources } from '../no-sources.ts';
 
-// test/scheduler/held-out.int.test.ts reads the detail through this module; it belongs to src/status/detail.ts.
-export { collectStatus } from '../../status/detail.ts';
-
 function hoursText(minutes: number): string {
   return minutes >= 120 ? `${Math.round(minutes / 6) / 10} h` : `${Math.round(minutes)} min`;
 }
