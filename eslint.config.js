@@ -23,7 +23,7 @@ const LAYERS = [
   ['sync'],
   ['scheduler'],
   ['webhooks'],
-  ['config.ts', 'config-schema.ts', 'config-diff.ts'],
+  ['config'],
   ['app.ts', 'metrics.ts', 'progress-log.ts', 'analysts'],
   ['status'],
   ['serve'],

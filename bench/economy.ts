@@ -14,8 +14,8 @@
  */
 import { Writable } from 'node:stream';
 import { openApp } from '../src/app.ts';
-import { loadConfig } from '../src/config.ts';
-import { type RestSourceConfig } from '../src/config-schema.ts';
+import { loadConfig } from '../src/config/load.ts';
+import { type RestSourceConfig } from '../src/config/schema.ts';
 import { DEMO_CORE, startSimulator, type CoreResource, type Simulator } from '../simulator/index.ts';
 import { syncSource } from '../src/sync/sync-source.ts';
 import type { BenchServer } from './support/db.ts';

@@ -10,7 +10,7 @@
  * that is not counted. Loading the records from the simulator is not timed.
  */
 import { DEMO_CORE, startSimulator, type Simulator } from '../simulator/index.ts';
-import type { SourceConfig } from '../src/config-schema.ts';
+import type { SourceConfig } from '../src/config/schema.ts';
 import { withTransaction } from '../src/db/pool.ts';
 import { ensurePolicy } from '../src/state/privacy-policies.ts';
 import { idReader, writePage } from '../src/sync/page.ts';

@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { startSimulator } from '../simulator/index.ts';
 import { openApp, quotaSettingsFor } from '../src/app.ts';
-import { loadConfig } from '../src/config.ts';
+import { loadConfig } from '../src/config/load.ts';
 import { collectFleet } from '../src/status/fleet.ts';
 import { whileReadingQueues } from '../src/status/queues.ts';
 import { streamCatalog } from '../src/scheduler/catalog.ts';

@@ -13,7 +13,7 @@ import { createHash } from 'node:crypto';
 import { basicValue, HttpClient, proAuth, restAuth } from './api/http.ts';
 import { LimiterRegistry } from './api/limiter.ts';
 import { insecureHttpHost } from './api/insecure-http.ts';
-import type { Config, SourceConfig } from './config-schema.ts';
+import type { Config, SourceConfig } from './config/schema.ts';
 import { applyStatements, existingRelations, grantStatements, roleInfo } from './db/access.ts';
 import { EMBEDDED_PASSWORD, startEmbedded, type EmbeddedDatabase } from './db/embedded.ts';
 import { migrate } from './db/migrate.ts';

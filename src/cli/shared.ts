@@ -4,8 +4,8 @@
  */
 import type { Command } from 'commander';
 import { openApp, type App, type OpenOptions } from '../app.ts';
-import { loadConfig } from '../config.ts';
-import type { Config, SourceConfig } from '../config-schema.ts';
+import { loadConfig } from '../config/load.ts';
+import type { Config, SourceConfig } from '../config/schema.ts';
 import { databaseLost, isConnectionError } from '../db/pool.ts';
 import { ConfigError, EXIT, exitCodeFor, PmsyncError } from '../errors.ts';
 import { validNames } from '../strict-schema.ts';

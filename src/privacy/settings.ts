@@ -2,7 +2,7 @@
  * The `privacy` settings, top level and per source, as written and as
  * resolved: which policy each column or raw field gets, the default for
  * personal columns, what `raw` keeps, and the hash key. The schema of the
- * section is in config-schema.ts; the checks against the stream declarations
+ * section is in src/config/schema.ts; the checks against the stream declarations
  * are in src/sync/privacy.ts.
  *
  *   "privacy": {
@@ -33,7 +33,7 @@ export interface PrivacySettings {
 
 export const OPEN_PRIVACY: PrivacySettings = { key: null, columns: {}, personal: null, raw: 'all' };
 
-/** One `privacy` section, its key aside (resolved like every secret, in config.ts). */
+/** One `privacy` section, its key aside (resolved like every secret, in src/config/load.ts). */
 export interface PrivacySection {
   columns: Record<string, Rule>;
   personal: Rule | null;

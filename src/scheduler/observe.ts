@@ -7,7 +7,7 @@
  * source as the scheduler does.
  */
 
-import type { SourceConfig } from '../config-schema.ts';
+import type { SourceConfig } from '../config/schema.ts';
 import type { Pool } from '../db/pool.ts';
 import { pagesLeft } from '../api/pager.ts';
 import { loadChangeModels, loadChangeModelsOf, type StoredSlot } from '../state/change-model.ts';

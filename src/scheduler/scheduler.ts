@@ -29,7 +29,7 @@
  *   streams start as first passes (backfills).
  */
 import pLimit from 'p-limit';
-import type { Config, SourceConfig } from '../config-schema.ts';
+import type { Config, SourceConfig } from '../config/schema.ts';
 import { ConfigError } from '../errors.ts';
 import type { Pool } from '../db/pool.ts';
 import type { Logger } from '../log.ts';

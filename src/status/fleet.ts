@@ -25,7 +25,7 @@
 import type { App } from '../app.ts';
 import { loadSourceHealth, type SourceHealth as StoredHealth } from '../state/source-health.ts';
 import { quotaSettingsFor } from '../app.ts';
-import type { Config, SourceConfig } from '../config-schema.ts';
+import type { Config, SourceConfig } from '../config/schema.ts';
 import type { Queryable } from '../db/pool.ts';
 import { pagesLeft } from '../api/pager.ts';
 import { readCheckpointsOf, type StoredCheckpoint } from '../state/checkpoints.ts';

@@ -6,7 +6,7 @@
  * enters pmsync (src/privacy/record.ts) and the form stored in
  * pmsync.privacy_policies (src/privacy/stored.ts).
  */
-import type { SourceConfig } from '../config-schema.ts';
+import type { SourceConfig } from '../config/schema.ts';
 import {
   declare,
   declaredFields,

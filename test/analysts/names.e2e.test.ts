@@ -5,10 +5,10 @@
  * nothing here reaches an API.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.ts';
+import { loadConfig } from '../../src/config/load.ts';
 import { finishRun, startRun } from '../../src/state/runs.ts';
 import { resourceNamed, resourceOfTable, selectProStreams, selectRestStreams, tableNamed } from '../../src/sync/streams/index.ts';
-import type { ProSourceConfig } from '../../src/config-schema.ts';
+import type { ProSourceConfig } from '../../src/config/schema.ts';
 import { cliEnv, runCli, writeConfig } from '../support/cli.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 

@@ -8,8 +8,8 @@
  * process and the page is fetched over HTTP; both read one PostgreSQL.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.ts';
-import type { Config } from '../../src/config-schema.ts';
+import { loadConfig } from '../../src/config/load.ts';
+import type { Config } from '../../src/config/schema.ts';
 import type { FleetSummary } from '../../src/status/fleet.ts';
 import type { SourceStatus } from '../../src/status/detail.ts';
 import { startServe, type RunningServe } from '../../src/serve/serve.ts';

@@ -12,7 +12,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.ts';
+import { loadConfig } from '../../src/config/load.ts';
 import type { SourceStatus } from '../../src/status/detail.ts';
 import type { FleetSummary } from '../../src/status/fleet.ts';
 import { startServe, type RunningServe } from '../../src/serve/serve.ts';

@@ -8,8 +8,8 @@
  * one is refused whole.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.ts';
-import type { SourceConfig } from '../../src/config-schema.ts';
+import { loadConfig } from '../../src/config/load.ts';
+import type { SourceConfig } from '../../src/config/schema.ts';
 import { withTransaction } from '../../src/db/pool.ts';
 import { createLogger } from '../../src/log.ts';
 import { Redactor } from '../../src/redact.ts';

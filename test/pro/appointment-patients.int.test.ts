@@ -7,8 +7,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openApp, type App } from '../../src/app.ts';
-import { loadConfig } from '../../src/config.ts';
-import { type ProSourceConfig } from '../../src/config-schema.ts';
+import { loadConfig } from '../../src/config/load.ts';
+import { type ProSourceConfig } from '../../src/config/schema.ts';
 import { startSimulator, type Simulator } from '../../simulator/index.ts';
 import { runStream } from '../../src/sync/run-stream.ts';
 import { PRO_STREAMS } from '../../src/sync/streams/index.ts';

@@ -6,7 +6,7 @@
  * pg-boss never ran on finds nothing and installs nothing.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.ts';
+import { loadConfig } from '../../src/config/load.ts';
 import { createPool } from '../../src/db/pool.ts';
 import { createLogger } from '../../src/log.ts';
 import { jobQueueOf, openJobQueue, QUEUE_APPLICATION_NAME } from '../../src/queue.ts';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { SourceConfig } from '../../src/config-schema.ts';
+import type { SourceConfig } from '../../src/config/schema.ts';
 import { overrideFor, planStreams, type StreamEntry } from '../../src/scheduler/plan.ts';
 import { schedulesSchema } from '../../src/scheduler/settings.ts';
 

@@ -5,8 +5,8 @@
  * force, and each source's verdict joined to its detail.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.ts';
-import type { Config } from '../../src/config-schema.ts';
+import { loadConfig } from '../../src/config/load.ts';
+import type { Config } from '../../src/config/schema.ts';
 import { finishRun, startRun } from '../../src/state/runs.ts';
 import { heldSources, retentionStatus } from '../../src/status/notes.ts';
 import { runQueue, streamsInFlight, webhookBacklog, webhookQueue, whileReadingQueues } from '../../src/status/queues.ts';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.ts';
-import { type SourceConfig } from '../../src/config-schema.ts';
+import { loadConfig } from '../../src/config/load.ts';
+import { type SourceConfig } from '../../src/config/schema.ts';
 import { ConfigError, HttpError, PmsyncError } from '../../src/errors.ts';
 import { connectivityRequest, withAuthAdvice } from '../../src/sync/source-kinds.ts';
 import { selectProStreams, selectRestStreams } from '../../src/sync/streams/index.ts';

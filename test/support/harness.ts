@@ -5,8 +5,8 @@
  */
 import { Writable } from 'node:stream';
 import { openApp, type App, type OpenOptions } from '../../src/app.ts';
-import { loadConfig } from '../../src/config.ts';
-import { type Config, type CoreSourceConfig } from '../../src/config-schema.ts';
+import { loadConfig } from '../../src/config/load.ts';
+import { type Config, type CoreSourceConfig } from '../../src/config/schema.ts';
 import type { Simulator } from '../../simulator/index.ts';
 import { writeConfig } from './cli.ts';
 

@@ -30,10 +30,10 @@ describe('layers', () => {
     expect(
       await layerErrors(
         'src/sync/streams/core/example.ts',
-        "import { loadConfig } from '../../../../config.ts';\nexport const load = loadConfig;\n",
+        "import { openApp } from '../../../../app.ts';\nexport const open = openApp;\n",
       ),
     ).toHaveLength(1);
-    expect(await layerErrors('src/log.ts', "import { loadConfig } from './config.ts';\nexport const load = loadConfig;\n")).toHaveLength(1);
+    expect(await layerErrors('src/log.ts', "import { openApp } from './app.ts';\nexport const open = openApp;\n")).toHaveLength(1);
     expect(
       await layerErrors('src/cli/main.ts', "import { startServe } from '../serve/serve.ts';\nexport const start = startServe;\n"),
     ).toEqual([]);
@@ -44,7 +44,7 @@ describe('layers', () => {
     const code = [
       "import { loadCheckpoint } from '../state/checkpoints.ts';",
       "import { DriftObserver } from './drift.ts';",
-      "import type { Config } from '../config-schema.ts';",
+      "import type { Config } from '../config/schema.ts';",
       'export const used: [unknown, unknown, Config | undefined] = [loadCheckpoint, DriftObserver, undefined];',
       '',
     ].join('\n');

@@ -6,8 +6,8 @@
  */
 import { writeFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.ts';
-import type { SourceConfig } from '../../src/config-schema.ts';
+import { loadConfig } from '../../src/config/load.ts';
+import type { SourceConfig } from '../../src/config/schema.ts';
 import { ConfigError } from '../../src/errors.ts';
 import { transformRecord } from '../../src/privacy/record.ts';
 import { applyRule, hmacHex, isRemoved, keyFingerprint, normalised, parseRule } from '../../src/privacy/rules.ts';

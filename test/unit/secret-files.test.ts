@@ -6,7 +6,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { loadConfig, secretFiles } from '../../src/config.ts';
+import { loadConfig, secretFiles } from '../../src/config/load.ts';
 import { ConfigError } from '../../src/errors.ts';
 
 const KEY = 'file-key-7Qx2';

@@ -4,8 +4,8 @@
  * touching what is stored in raw.
  */
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.ts';
-import { type SourceConfig } from '../../src/config-schema.ts';
+import { loadConfig } from '../../src/config/load.ts';
+import { type SourceConfig } from '../../src/config/schema.ts';
 import { ConfigError } from '../../src/errors.ts';
 import { validateRecords, idReader } from '../../src/sync/page.ts';
 import appointments from '../../src/sync/streams/core/appointments.ts';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.ts';
+import { loadConfig } from '../../src/config/load.ts';
 import { describeWebhookMode } from '../../src/webhooks/notified-checks.ts';
 import { writeConfig } from '../support/cli.ts';
 

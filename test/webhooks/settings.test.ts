@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.ts';
+import { loadConfig } from '../../src/config/load.ts';
 import { writeConfig } from '../support/cli.ts';
 import { secretGraceSeconds } from '../../src/webhooks/settings.ts';
 

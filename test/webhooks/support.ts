@@ -7,8 +7,8 @@ import { createServer, request as httpRequest, type IncomingMessage, type Server
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { openApp, type App } from '../../src/app.ts';
-import { loadConfig } from '../../src/config.ts';
-import { type Config } from '../../src/config-schema.ts';
+import { loadConfig } from '../../src/config/load.ts';
+import { type Config } from '../../src/config/schema.ts';
 import type { RetryPolicy } from '../../src/api/http.ts';
 import { writeConfig } from '../support/cli.ts';
 import { waitUntil } from '../support/time-scale.ts';

@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { Command, InvalidArgumentError } from 'commander';
-import { loadConfig } from '../../config.ts';
+import { loadConfig } from '../../config/load.ts';
 import { EMBEDDED_DEFAULT_PORT, startEmbedded, type EmbeddedDatabase } from '../../db/embedded.ts';
 import { EXIT } from '../../errors.ts';
 import { fail } from '../shared.ts';

@@ -1,5 +1,5 @@
 import { Command } from 'commander';
-import { findSource } from '../../config.ts';
+import { findSource } from '../../config/load.ts';
 import { driftFindings, type StoredFinding } from '../../state/drift.ts';
 import { acceptDrift } from '../../sync/drift-record.ts';
 import { settingsFor, tableStreams } from '../../sync/table-settings.ts';

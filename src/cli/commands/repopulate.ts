@@ -1,5 +1,5 @@
 import { Command } from 'commander';
-import { findSource } from '../../config.ts';
+import { findSource } from '../../config/load.ts';
 import { withTransaction } from '../../db/pool.ts';
 import { repopulateTable } from '../../db/repopulate.ts';
 import { recordRepopulated } from '../../sync/drift-record.ts';

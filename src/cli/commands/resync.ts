@@ -1,7 +1,7 @@
 import { Command, InvalidArgumentError } from 'commander';
 import type { App } from '../../app.ts';
-import { findSource } from '../../config.ts';
-import { type Config, type SourceConfig } from '../../config-schema.ts';
+import { findSource } from '../../config/load.ts';
+import { type Config, type SourceConfig } from '../../config/schema.ts';
 import { EXIT, PmsyncError } from '../../errors.ts';
 import { LockedError } from '../../state/locks.ts';
 import { loadState } from '../../state/checkpoints.ts';

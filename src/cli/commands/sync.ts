@@ -1,6 +1,6 @@
 import { Command } from 'commander';
-import { findSource } from '../../config.ts';
-import { type Config, type SourceConfig } from '../../config-schema.ts';
+import { findSource } from '../../config/load.ts';
+import { type Config, type SourceConfig } from '../../config/schema.ts';
 import { EXIT, exitCodeFor, PmsyncError, QuotaExhaustedError } from '../../errors.ts';
 import { boundWarning, readBound, readStalls, type Stall } from '../../sync/coverage.ts';
 import { applyPolicies } from '../../sync/privacy-policies.ts';

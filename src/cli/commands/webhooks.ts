@@ -8,8 +8,8 @@ import { createInterface } from 'node:readline/promises';
 import { Command, InvalidArgumentError } from 'commander';
 import type { App } from '../../app.ts';
 import { insecureHttpHost } from '../../api/insecure-http.ts';
-import { findSource } from '../../config.ts';
-import { type Config, type CoreSourceConfig } from '../../config-schema.ts';
+import { findSource } from '../../config/load.ts';
+import { type Config, type CoreSourceConfig } from '../../config/schema.ts';
 import { PmsyncError } from '../../errors.ts';
 import { canonicalEventName, EVENT_NAMES, type EventName } from '../../webhooks/events.ts';
 import {

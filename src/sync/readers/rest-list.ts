@@ -7,7 +7,7 @@
  * moving between pages while the window is read (src/api/pager.ts).
  */
 import { initialPaging, pageByRows } from '../../api/pager.ts';
-import type { RestSourceConfig } from '../../config-schema.ts';
+import type { RestSourceConfig } from '../../config/schema.ts';
 import { dbNow, markNotSeen } from '../../db/rows.ts';
 import type { SyncContext } from '../context.ts';
 import type { Reader } from '../driver.ts';

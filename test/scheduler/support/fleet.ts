@@ -10,8 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { openApp, type App } from '../../../src/app.ts';
-import { loadConfig } from '../../../src/config.ts';
-import type { Config } from '../../../src/config-schema.ts';
+import { loadConfig } from '../../../src/config/load.ts';
+import type { Config } from '../../../src/config/schema.ts';
 import type { RunJob } from '../../../src/scheduler/dispatch.ts';
 import { startServe, type RunningServe } from '../../../src/serve/serve.ts';
 import {

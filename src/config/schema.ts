@@ -1,16 +1,16 @@
 /**
  * The shape of pmsync's configuration: the source schemas and their defaults,
  * and the types every part of pmsync reads. Parsing, secrets from the
- * environment and the checks against the stream registry are in config.ts.
+ * environment and the checks against the stream registry are in load.ts.
  */
 import { z } from 'zod';
-import { DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_RETRY, type CredentialNames } from './api/http.ts';
-import type { LogFormat } from './log-format.ts';
-import type { PrivacySettings } from './privacy/settings.ts';
-import { budgetValue, type ScheduleSettings, type ServeSettings } from './scheduler/settings.ts';
-import { strictObject } from './strict-schema.ts';
-import { isValidTimeZone } from './time.ts';
-import type { WebhookSettings } from './webhooks/settings.ts';
+import { DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_RETRY, type CredentialNames } from '../api/http.ts';
+import type { LogFormat } from '../log-format.ts';
+import type { PrivacySettings } from '../privacy/settings.ts';
+import { budgetValue, type ScheduleSettings, type ServeSettings } from '../scheduler/settings.ts';
+import { strictObject } from '../strict-schema.ts';
+import { isValidTimeZone } from '../time.ts';
+import type { WebhookSettings } from '../webhooks/settings.ts';
 
 /** Default seconds between progress lines of a running stream (PMSYNC_PROGRESS_SECONDS). */
 export const DEFAULT_PROGRESS_SECONDS = 30;

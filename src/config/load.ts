@@ -1,6 +1,6 @@
 /**
  * Configuration, parsed at start-up (and by `serve` at each reload of its
- * config file) against the schema in config-schema.ts. Every problem is
+ * config file) against the schema in schema.ts. Every problem is
  * collected and reported together in one ConfigError.
  *
  * Sources come from one place: the JSON config file (`--config` or
@@ -14,15 +14,15 @@
 import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type { z } from 'zod';
-import { ConfigError, PmsyncError } from './errors.ts';
-import type { CredentialNames } from './api/http.ts';
-import { insecureHttpHost } from './api/insecure-http.ts';
-import { checkTableSettings, tableStreams } from './sync/table-settings.ts';
-import { checkPrivacyColumns, checkSourcePrivacy, keyProblem } from './sync/privacy.ts';
-import { mergePrivacy, parseColumns, type PrivacySection } from './privacy/settings.ts';
-import { parseServeSettings, resolveBudget } from './scheduler/settings.ts';
-import { parseWebhookSettings } from './webhooks/settings.ts';
-import { suggestion, validNames } from './strict-schema.ts';
+import { ConfigError, PmsyncError } from '../errors.ts';
+import type { CredentialNames } from '../api/http.ts';
+import { insecureHttpHost } from '../api/insecure-http.ts';
+import { checkTableSettings, tableStreams } from '../sync/table-settings.ts';
+import { checkPrivacyColumns, checkSourcePrivacy, keyProblem } from '../sync/privacy.ts';
+import { mergePrivacy, parseColumns, type PrivacySection } from '../privacy/settings.ts';
+import { parseServeSettings, resolveBudget } from '../scheduler/settings.ts';
+import { parseWebhookSettings } from '../webhooks/settings.ts';
+import { suggestion, validNames } from '../strict-schema.ts';
 import {
   coreSource,
   DEFAULT_PROGRESS_SECONDS,
@@ -34,9 +34,9 @@ import {
   type RestSourceConfig,
   type SecretKey,
   type SourceConfig,
-} from './config-schema.ts';
-import { UNLIMITED } from './state/quota.ts';
-import { resourceNames } from './sync/streams/index.ts';
+} from './schema.ts';
+import { UNLIMITED } from '../state/quota.ts';
+import { resourceNames } from '../sync/streams/index.ts';
 
 export interface LoadOptions {
   env?: NodeJS.ProcessEnv;
