@@ -25,6 +25,17 @@ export function configFrom(cmd: Command, options: { defaultLevel?: string; confi
   return { ...config, logLevel: output.level, logFormat: output.format, quiet: output.quiet };
 }
 
+/** The sources `--source NAME` selects (all without it); a name that matches none is a usage error (exit 2). */
+export function findSource(config: Config, name: string | undefined): SourceConfig[] {
+  if (name === undefined) return config.sources;
+  const s = config.sources.find((x) => x.name === name);
+  if (!s) {
+    const known = config.sources.map((x) => x.name);
+    throw new PmsyncError('USAGE', `--source ${name}: no such source${validNames(name, known, 'sources')}`);
+  }
+  return [s];
+}
+
 /**
  * PMSYNC_TEST_NOW (an ISO instant) freezes pmsync's clock so end-to-end tests
  * can place runs on chosen quota days and compare cursors between runs. It is

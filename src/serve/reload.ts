@@ -15,7 +15,7 @@
  */
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { secretFiles } from '../config/load.ts';
+import { secretFiles } from '../config/secrets.ts';
 import type { Config } from '../config/schema.ts';
 import { describeChanges, diffConfig, hasChanges, keepRestartSettings } from '../config/diff.ts';
 import { ConfigError } from '../errors.ts';

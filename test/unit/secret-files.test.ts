@@ -6,7 +6,8 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { loadConfig, secretFiles } from '../../src/config/load.ts';
+import { loadConfig } from '../../src/config/load.ts';
+import { secretFiles } from '../../src/config/secrets.ts';
 import { ConfigError } from '../../src/errors.ts';
 
 const KEY = 'file-key-7Qx2';
