@@ -9,6 +9,7 @@ import type { Config, SourceConfig } from '../config/schema.ts';
 import { databaseLost, isConnectionError } from '../db/pool.ts';
 import { ConfigError, EXIT, exitCodeFor, PmsyncError } from '../errors.ts';
 import { validNames } from '../strict-schema.ts';
+import { STREAM_REGISTRY } from '../sync/stream-registry.ts';
 import { tableNamed } from '../sync/streams/index.ts';
 import { tableStreams } from '../sync/table-settings.ts';
 import { resolveOutput, Terminal, type OutputOptions } from './output.ts';
@@ -20,7 +21,7 @@ export interface GlobalOptions extends OutputOptions {
 /** The configuration, with the log format, level and quietness the command line and environment ask for. */
 export function configFrom(cmd: Command, options: { defaultLevel?: string; config?: Config; statusToken?: boolean } = {}): Config {
   const opts = cmd.optsWithGlobals<GlobalOptions>();
-  const config = options.config ?? loadConfig({ configFile: opts.config, statusToken: options.statusToken });
+  const config = options.config ?? loadConfig(STREAM_REGISTRY, { configFile: opts.config, statusToken: options.statusToken });
   const output = resolveOutput(opts, process.env, process.stderr.isTTY === true, options.defaultLevel);
   return { ...config, logLevel: output.level, logFormat: output.format, quiet: output.quiet };
 }

@@ -6,12 +6,28 @@
  * column policies). Each problem names where it was configured.
  */
 import { insecureHttpHost } from '../api/insecure-http.ts';
+import type { Rule } from '../privacy/rules.ts';
 import type { PrivacySection } from '../privacy/settings.ts';
 import { suggestion } from '../strict-schema.ts';
-import { checkPrivacyColumns, checkSourcePrivacy } from '../sync/privacy.ts';
-import { resourceNames } from '../sync/streams/index.ts';
-import { checkTableSettings, tableStreams } from '../sync/table-settings.ts';
 import type { RestSourceConfig, SourceConfig } from './schema.ts';
+
+/**
+ * What the checks need to know of the streams a configuration names: the
+ * resources of each API kind, and the checks of the settings that name
+ * tables, columns and raw fields. The entry point hands it in
+ * (src/sync/stream-registry.ts), so the configuration is checked against the
+ * streams without importing them.
+ */
+export interface StreamRegistry {
+  /** The resources an API kind serves. */
+  resourceNames(kind: SourceConfig['kind']): string[];
+  /** Problems of a source's `columns` and `history` settings. */
+  tableProblems(source: SourceConfig): string[];
+  /** Problems of one `privacy.columns` section: a source's against its own tables, the top level's (no source) against every kind's. */
+  privacyColumnProblems(columns: Record<string, Rule>, where: string, source?: SourceConfig): string[];
+  /** Problems of a source's column policies as a whole: the personal default where it does not fit, a hash without a key. */
+  sourcePrivacyProblems(source: SourceConfig): string[];
+}
 
 /** The sources of a configuration as loaded, with what their checks need to know of where each came from. */
 export interface LoadedSources {
@@ -28,11 +44,11 @@ export interface LoadedSources {
 }
 
 /** Every problem of the sources, in the order an operator reads the file. */
-export function sourceProblems({ fileInput, sources, entryOf, ownPrivacy, file }: LoadedSources): string[] {
+export function sourceProblems({ fileInput, sources, entryOf, ownPrivacy, file }: LoadedSources, streams: StreamRegistry): string[] {
   const problems: string[] = [];
   const declared = declaredSources(fileInput, sources);
-  problems.push(...resourceProblems(declared, file));
-  problems.push(...overrideProblems(rawOverrides(fileInput), declared, file));
+  problems.push(...resourceProblems(declared, file, streams));
+  problems.push(...overrideProblems(rawOverrides(fileInput), declared, file, streams));
 
   const whereOf = (s: SourceConfig) => {
     const entry = entryOf.get(s);
@@ -44,12 +60,12 @@ export function sourceProblems({ fileInput, sources, entryOf, ownPrivacy, file }
     if (seen.has(s.name)) problems.push(`${where}: the name is used twice`);
     seen.add(s.name);
     problems.push(...checkSource(s, entryOf.has(s)).map((p) => `${where}: ${p}`));
-    problems.push(...checkTableSettings(s).map((p) => `${where}: ${p}`));
+    problems.push(...streams.tableProblems(s).map((p) => `${where}: ${p}`));
     const own = ownPrivacy.get(s);
-    if (own) problems.push(...checkPrivacyColumns(own.columns, 'privacy', tableStreams(s)).map((p) => `${where}: ${p}`));
-    problems.push(...checkSourcePrivacy(s, tableStreams(s)).map((p) => `${where}: ${p}`));
+    if (own) problems.push(...streams.privacyColumnProblems(own.columns, 'privacy', s).map((p) => `${where}: ${p}`));
+    problems.push(...streams.sourcePrivacyProblems(s).map((p) => `${where}: ${p}`));
   }
-  const sameAccount = sameAccountPairs(sources);
+  const sameAccount = sameAccountPairs(sources, streams);
   problems.push(...sameAccount.map((pair) => describeSameAccount(pair, whereOf)));
   problems.push(...checkSharedKeys(sources, sameAccount));
   return problems;
@@ -80,14 +96,14 @@ function accountOf(s: SourceConfig): string | undefined {
  * each source would spend the other's requests. Sources that split the
  * account's resources between them (disjoint `streams`) are fine.
  */
-function sameAccountPairs(sources: SourceConfig[]): SameAccount[] {
+function sameAccountPairs(sources: SourceConfig[], streams: StreamRegistry): SameAccount[] {
   const pairs: SameAccount[] = [];
   sources.forEach((a, i) => {
     const account = accountOf(a);
     if (account === undefined) return;
     for (const b of sources.slice(i + 1)) {
       if (accountOf(b) !== account) continue;
-      const read = (s: SourceConfig) => s.streams ?? resourceNames(s.kind);
+      const read = (s: SourceConfig) => s.streams ?? streams.resourceNames(s.kind);
       const common = read(a).filter((r) => read(b).includes(r));
       if (common.length > 0) pairs.push({ a, b, common });
     }
@@ -177,10 +193,10 @@ function declaredSources(fileInput: unknown, parsed: SourceConfig[]): DeclaredSo
 }
 
 /** Names in `streams` and `fullRefresh` must be resources the source's API kind serves. */
-function resourceProblems(declared: DeclaredSource[], file: string): string[] {
+function resourceProblems(declared: DeclaredSource[], file: string, streams: StreamRegistry): string[] {
   const problems: string[] = [];
   for (const d of declared) {
-    const known = resourceNames(d.kind);
+    const known = streams.resourceNames(d.kind);
     for (const key of d.kind === 'pro' ? ['streams'] : ['streams', 'fullRefresh']) {
       const names = key === 'streams' ? d.streams : d.fullRefresh;
       if (!Array.isArray(names)) continue;
@@ -195,11 +211,16 @@ function resourceProblems(declared: DeclaredSource[], file: string): string[] {
 }
 
 /** A schedule override must name a configured source, and a resource that source reads. */
-function overrideProblems(overrides: Array<{ source?: string; resource?: string }>, declared: DeclaredSource[], file: string): string[] {
+function overrideProblems(
+  overrides: Array<{ source?: string; resource?: string }>,
+  declared: DeclaredSource[],
+  file: string,
+  streams: StreamRegistry,
+): string[] {
   const problems: string[] = [];
   const names = declared.flatMap((d) => (d.name === undefined ? [] : [d.name]));
   const resourcesOf = (d: DeclaredSource) => {
-    const all = resourceNames(d.kind);
+    const all = streams.resourceNames(d.kind);
     return Array.isArray(d.streams) ? all.filter((r) => (d.streams as unknown[]).includes(r)) : all;
   };
   overrides.forEach((o, i) => {

@@ -19,9 +19,9 @@ import { ConfigError } from '../errors.ts';
 import { mergePrivacy, parseColumns, type PrivacySection } from '../privacy/settings.ts';
 import { parseServeSettings, resolveBudget } from '../scheduler/settings.ts';
 import { UNLIMITED } from '../state/quota.ts';
-import { checkPrivacyColumns, keyProblem } from '../sync/privacy.ts';
+import { keyProblem } from '../sync/privacy.ts';
 import { parseWebhookSettings } from '../webhooks/settings.ts';
-import { checkSource, sourceProblems } from './checks.ts';
+import { checkSource, sourceProblems, type StreamRegistry } from './checks.ts';
 import { checkDatabaseUrl } from './database-url.ts';
 import {
   coreSource,
@@ -47,8 +47,8 @@ export interface LoadOptions {
   statusToken?: boolean;
 }
 
-/** Reads and validates the whole configuration, listing every problem at once. */
-export function loadConfig(options: LoadOptions = {}): Config {
+/** Reads and validates the whole configuration against `streams`, listing every problem at once. */
+export function loadConfig(streams: StreamRegistry, options: LoadOptions = {}): Config {
   const env = options.env ?? process.env;
   const problems: string[] = [];
   const configFile = options.configFile ?? env.PMSYNC_CONFIG;
@@ -107,7 +107,7 @@ export function loadConfig(options: LoadOptions = {}): Config {
 
   // Column policies: the top-level section checked once against every kind's tables, each source's against its own.
   const top = readPrivacy(fileInput, 'privacy', secrets, problems);
-  if (top) problems.push(...checkPrivacyColumns(top.section.columns, `${configFile ?? 'config'}: privacy`));
+  if (top) problems.push(...streams.privacyColumnProblems(top.section.columns, `${configFile ?? 'config'}: privacy`));
   const ownPrivacy = new Map<SourceConfig, PrivacySection>();
   for (const s of sources) {
     const entry = entryOf.get(s);
@@ -119,7 +119,7 @@ export function loadConfig(options: LoadOptions = {}): Config {
   }
 
   for (const s of sources) resolveSourceBudget(s, schedules.budget);
-  problems.push(...sourceProblems({ fileInput, sources, entryOf, ownPrivacy, file: configFile ?? 'config' }));
+  problems.push(...sourceProblems({ fileInput, sources, entryOf, ownPrivacy, file: configFile ?? 'config' }, streams));
 
   if (databaseUrl) databaseUrl = checkDatabaseUrl(databaseUrl, problems);
 

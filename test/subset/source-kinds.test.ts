@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.ts';
+import { STREAM_REGISTRY } from '../../src/sync/stream-registry.ts';
 import { type SourceConfig } from '../../src/config/schema.ts';
 import { ConfigError, HttpError, PmsyncError } from '../../src/errors.ts';
 import { connectivityRequest, withAuthAdvice } from '../../src/sync/source-kinds.ts';
@@ -7,7 +8,7 @@ import { selectProStreams, selectRestStreams } from '../../src/sync/streams/inde
 import { writeConfig } from '../support/cli.ts';
 
 function sources(list: unknown[]): SourceConfig[] {
-  return loadConfig({ configFile: writeConfig({ sources: list }), env: {} }).sources;
+  return loadConfig(STREAM_REGISTRY, { configFile: writeConfig({ sources: list }), env: {} }).sources;
 }
 
 function problems(list: unknown[]): string[] {
