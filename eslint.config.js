@@ -14,7 +14,7 @@ const NO_SIMULATOR = {
  * ESLint's own that keeps the simulator out, so neither block replaces the other.
  */
 const LAYERS = [
-  ['time.ts', 'errors.ts', 'redact.ts', 'log-format.ts', 'log.ts', 'strict-schema.ts'],
+  ['time.ts', 'cron.ts', 'errors.ts', 'redact.ts', 'log-format.ts', 'log.ts', 'strict-schema.ts'],
   ['mappers'],
   ['privacy'],
   ['db', 'queue.ts'],

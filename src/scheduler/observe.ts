@@ -18,7 +18,7 @@ import { readSourceHealth, type SourceHealth } from '../state/source-health.ts';
 import { sourcesWithWebhooks } from '../state/webhook-secrets.ts';
 import { loadStreamSchedules, notifiedByStream, type StreamScheduleRow } from '../state/stream-schedule.ts';
 import type { Purpose } from '../api/http.ts';
-import { nextFire, previousFire } from './cron.ts';
+import { nextFire, previousFire } from '../cron.ts';
 import { NO_NOTIFICATIONS, planSource, type PinnedInput, type SourceInput, type SourcePlan, type StreamInput } from './budget.ts';
 import { slotOf } from '../time.ts';
 import { sourceTimeZone, type ScheduledStream } from './plan.ts';

@@ -8,7 +8,7 @@
  * metrics all count pins here.
  */
 import type { PinnedInput } from './budget.ts';
-import { firesBetween } from './cron.ts';
+import { firesBetween } from '../cron.ts';
 import type { ScheduledStream } from './plan.ts';
 import { UNLIMITED, type QuotaSnapshot } from '../state/quota.ts';
 

@@ -10,7 +10,7 @@
  */
 import type { SourceConfig } from '../config/schema.ts';
 import { BUDGET_MODE, type ScheduleOverride, type ScheduleSettings } from './settings.ts';
-import { normalizeCron } from './cron.ts';
+import { normalizeCron } from '../cron.ts';
 
 /** One stream of one source as the scheduler sees it. */
 export interface StreamEntry {

@@ -37,7 +37,7 @@ import type { QuotaLedger } from '../state/quota.ts';
 import { loadSourceHealth, markReported, type SourceHealth } from '../state/source-health.ts';
 import { claimDispatch, loadStreamSchedules, setWarning, type StreamScheduleRow } from '../state/stream-schedule.ts';
 import type { Leadership } from '../state/locks.ts';
-import { previousFire } from './cron.ts';
+import { previousFire } from '../cron.ts';
 import { runKey, type Dispatcher, type RunJob } from './dispatch.ts';
 import type { SourcePlan } from './budget.ts';
 import { planStreams, type ScheduledStream, type StreamEntry } from './plan.ts';

@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import { strictObject } from '../strict-schema.ts';
 import { isValidTimeZone } from '../time.ts';
-import { cronProblem } from './cron.ts';
+import { cronProblem } from '../cron.ts';
 import { DEFAULT_CHECK_PAGES } from '../sync/types.ts';
 
 /**
