@@ -17,10 +17,10 @@ import type { z } from 'zod';
 import type { CredentialNames } from '../api/http.ts';
 import { ConfigError } from '../errors.ts';
 import { mergePrivacy, parseColumns, type PrivacySection } from '../privacy/settings.ts';
-import { parseServeSettings, resolveBudget } from '../scheduler/settings.ts';
+import { parseServeSettings, resolveBudget } from './schedules.ts';
 import { UNLIMITED } from '../state/quota.ts';
 import { keyProblem } from '../sync/privacy.ts';
-import { parseWebhookSettings } from '../webhooks/settings.ts';
+import { parseWebhookSettings } from './webhooks.ts';
 import { checkSource, sourceProblems, type StreamRegistry } from './checks.ts';
 import { checkDatabaseUrl } from './database-url.ts';
 import {

@@ -7,10 +7,10 @@ import { z } from 'zod';
 import { DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_RETRY, type CredentialNames } from '../api/http.ts';
 import type { LogFormat } from '../log-format.ts';
 import type { PrivacySettings } from '../privacy/settings.ts';
-import { budgetValue, type ScheduleSettings, type ServeSettings } from '../scheduler/settings.ts';
+import { budgetValue, type ScheduleSettings, type ServeSettings } from './schedules.ts';
 import { strictObject } from '../strict-schema.ts';
 import { isValidTimeZone } from '../time.ts';
-import type { WebhookSettings } from '../webhooks/settings.ts';
+import type { WebhookSettings } from './webhooks.ts';
 
 /** Default seconds between progress lines of a running stream (PMSYNC_PROGRESS_SECONDS). */
 export const DEFAULT_PROGRESS_SECONDS = 30;
@@ -226,7 +226,7 @@ export const fileSchema = strictObject({
   retention: retentionSchema,
   privacy,
   sources: z.array(sourceSchema).default([]),
-  // Parsed by their own modules (src/scheduler/settings.ts, src/webhooks/settings.ts), strictly too.
+  // Parsed by their own modules (schedules.ts, webhooks.ts), strictly too.
   schedules: z.unknown().optional(),
   serve: z.unknown().optional(),
   webhooks: z.unknown().optional(),

@@ -37,7 +37,7 @@ import {
 import { pinnedInput } from './pinned.ts';
 import { CHECK_COST_RUNS as COST_RUNS } from '../state/runs.ts';
 import { SLOTS } from '../state/change-model.ts';
-import type { ScheduleSettings } from './settings.ts';
+import type { ScheduleSettings } from '../config/schedules.ts';
 
 /** A stream fed by webhooks is one that received a notification within this long. */
 const WEBHOOK_LOOKBACK_MS = 24 * 3_600_000;

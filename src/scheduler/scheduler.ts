@@ -41,7 +41,7 @@ import { previousFire } from '../cron.ts';
 import { runKey, type Dispatcher, type RunJob } from './dispatch.ts';
 import type { SourcePlan } from './budget.ts';
 import { planStreams, type ScheduledStream, type StreamEntry } from './plan.ts';
-import type { ScheduleSettings } from './settings.ts';
+import type { ScheduleSettings } from '../config/schedules.ts';
 import { localWeekday, observeSource, readSlow, type SlowRead, type SourceView } from './observe.ts';
 
 /** Change models and check costs change slowly: they are re-read at most this often. */

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.ts';
 import { STREAM_REGISTRY } from '../../src/sync/stream-registry.ts';
 import { writeConfig } from '../support/cli.ts';
-import { secretGraceSeconds } from '../../src/webhooks/settings.ts';
+import { secretGraceSeconds } from '../../src/config/webhooks.ts';
 
 const source = { name: 'clinic', kind: 'core', baseUrl: 'https://api.example.com/api/v1', apikey: 'k', username: 'u', password: 'p' };
 

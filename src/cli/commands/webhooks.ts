@@ -22,7 +22,7 @@ import {
 } from '../../webhooks/registration.ts';
 import { hashToken, newToken } from '../../webhooks/secrets.ts';
 import { activateSecret, addProvisionalSecret, expireSecrets, loadSecrets } from '../../state/webhook-secrets.ts';
-import { secretGraceSeconds } from '../../webhooks/settings.ts';
+import { secretGraceSeconds } from '../../config/webhooks.ts';
 import { configFrom, fail, findSource, requireSources, withApp } from '../shared.ts';
 import { receiveCommand } from './webhooks-receive.ts';
 

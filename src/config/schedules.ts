@@ -1,6 +1,6 @@
 /**
  * The `schedules` and `serve` sections of the config file. Parsed with the rest
- * of the configuration in src/config/load.ts.
+ * of the configuration in load.ts.
  */
 import { z } from 'zod';
 import { strictObject } from '../strict-schema.ts';
