@@ -16,10 +16,8 @@ import { dirname, resolve } from 'node:path';
 import type { z } from 'zod';
 import type { CredentialNames } from '../api/http.ts';
 import { ConfigError } from '../errors.ts';
-import { mergePrivacy, parseColumns, type PrivacySection } from '../privacy/settings.ts';
+import { keyProblem, mergePrivacy, parseColumns, type PrivacySection } from '../privacy/settings.ts';
 import { parseServeSettings, resolveBudget } from './schedules.ts';
-import { UNLIMITED } from '../state/quota.ts';
-import { keyProblem } from '../sync/privacy.ts';
 import { parseWebhookSettings } from './webhooks.ts';
 import { checkSource, sourceProblems, type StreamRegistry } from './checks.ts';
 import { checkDatabaseUrl } from './database-url.ts';
@@ -33,6 +31,7 @@ import {
   type CoreSourceConfig,
   type SecretKey,
   type SourceConfig,
+  UNLIMITED,
 } from './schema.ts';
 import { readStatusToken, resolveSecret, resolveSecrets, type SecretLookup } from './secrets.ts';
 

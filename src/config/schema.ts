@@ -16,6 +16,8 @@ import type { WebhookSettings } from './webhooks.ts';
 export const DEFAULT_PROGRESS_SECONDS = 30;
 /** The standard plan's daily request budget per gateway key. */
 export const DEFAULT_DAILY_QUOTA = 1000;
+/** A limit or budget with no bound: Pro shows no quota, and a Pro budget is unlimited unless set. */
+export const UNLIMITED = 2_147_483_647;
 /**
  * Re-read this much before the cursor on every incremental window. The spec does
  * not say how the server stamps ModifiedOn (clock, commit time, second

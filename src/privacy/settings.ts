@@ -87,3 +87,9 @@ export function mergePrivacy(top: PrivacySection | undefined, own: PrivacySectio
 
 /** Minimum length of a hash key: shorter keys are refused at start-up. */
 export const MIN_KEY_LENGTH = 32;
+
+/** A problem with a configured key (too short to resist guessing), or null. */
+export function keyProblem(key: string, where: string): string | null {
+  if (key.length >= MIN_KEY_LENGTH) return null;
+  return `${where}: the hash key is ${key.length} characters long: use at least ${MIN_KEY_LENGTH} random characters (e.g. "openssl rand -hex 32")`;
+}

@@ -17,7 +17,7 @@ import {
   type RecordPolicy,
 } from '../privacy/record.ts';
 import { keyFingerprint, KEEP, ruleText, stricterOf, type Normalise, type Rule, type ValueShape } from '../privacy/rules.ts';
-import { MIN_KEY_LENGTH, OPEN_PRIVACY, PERSONAL, type PrivacySettings } from '../privacy/settings.ts';
+import { OPEN_PRIVACY, PERSONAL, type PrivacySettings } from '../privacy/settings.ts';
 import { OPEN_STORED, type StoredPolicy } from '../privacy/stored.ts';
 import { suggestion } from '../strict-schema.ts';
 import { PRO_STREAMS, REST_STREAMS } from './streams/index.ts';
@@ -195,10 +195,4 @@ export function checkSourcePrivacy(source: SourceConfig, streams: StreamBase[]):
     );
   }
   return problems;
-}
-
-/** A problem with a configured key (too short to resist guessing), or null. */
-export function keyProblem(key: string, where: string): string | null {
-  if (key.length >= MIN_KEY_LENGTH) return null;
-  return `${where}: the hash key is ${key.length} characters long: use at least ${MIN_KEY_LENGTH} random characters (e.g. "openssl rand -hex 32")`;
 }
