@@ -6,7 +6,7 @@
  */
 import { Command, InvalidArgumentError, Option } from 'commander';
 import type { App } from '../src/app.ts';
-import { DEFAULT_MAX_RESPONSE_BYTES } from '../src/api/http.ts';
+import { DEFAULT_MAX_RESPONSE_BYTES } from '../src/config/schema.ts';
 import { printResults, runSync } from '../src/cli/commands/sync.ts';
 import { DEMO_SOURCE } from '../src/cli/no-sources.ts';
 import { configFrom, fail, withApp } from '../src/cli/shared.ts';

@@ -5,7 +5,7 @@
  * streams (resource names, schedule overrides, table and column settings,
  * column policies). Each problem names where it was configured.
  */
-import { insecureHttpHost } from '../api/insecure-http.ts';
+import { insecureHttpHost } from './insecure-http.ts';
 import type { Rule } from '../privacy/rules.ts';
 import type { PrivacySection } from '../privacy/settings.ts';
 import { suggestion } from '../strict-schema.ts';

@@ -14,7 +14,6 @@
 import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type { z } from 'zod';
-import type { CredentialNames } from '../api/http.ts';
 import { ConfigError } from '../errors.ts';
 import { keyProblem, mergePrivacy, parseColumns, type PrivacySection } from '../privacy/settings.ts';
 import { parseServeSettings, resolveBudget } from './schedules.ts';
@@ -29,6 +28,7 @@ import {
   sourceSchema,
   type Config,
   type CoreSourceConfig,
+  type CredentialNames,
   type SecretKey,
   type SourceConfig,
   UNLIMITED,

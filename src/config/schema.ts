@@ -4,7 +4,6 @@
  * environment and the checks against the stream registry are in load.ts.
  */
 import { z } from 'zod';
-import { DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_RETRY, type CredentialNames } from '../api/http.ts';
 import type { LogFormat } from '../log-format.ts';
 import type { PrivacySettings } from '../privacy/settings.ts';
 import { budgetValue, type ScheduleSettings, type ServeSettings } from './schedules.ts';
@@ -29,6 +28,12 @@ export const DEFAULT_OVERLAP_SECONDS = 600;
 export const DEFAULT_LAG_SECONDS = 60;
 /** Share of the daily quota kept for webhook refreshes and on-demand resyncs. */
 export const DEFAULT_RESERVE_PERCENT = 10;
+/**
+ * Largest response body read. A page of 100 records is a few hundred KB; a
+ * body past this is cut off, reported and not retried (the same request would
+ * only download it again).
+ */
+export const DEFAULT_MAX_RESPONSE_BYTES = 16 * 1024 * 1024;
 
 const timeZone = z.string().refine(isValidTimeZone, 'not a known IANA time zone (e.g. UTC, America/New_York)');
 /** Largest response body a source may send (see DEFAULT_MAX_RESPONSE_BYTES). */
@@ -66,6 +71,18 @@ const limiter = strictObject({
   maxConcurrent: z.number().int().min(1).max(16).default(2),
   minTimeMs: z.number().int().min(0).default(0),
 }).prefault({});
+
+export interface RetryPolicy {
+  /** Attempts per request, the first included. */
+  maxAttempts: number;
+  /** Backoff before retry n is drawn from [0, min(maxDelayMs, baseDelayMs * 2^(n-1))) ("full jitter"). */
+  baseDelayMs: number;
+  maxDelayMs: number;
+  /** No retry starts later than this after the first attempt; a Retry-After reaching past it ends the request. */
+  maxElapsedMs: number;
+}
+
+export const DEFAULT_RETRY: RetryPolicy = { maxAttempts: 5, baseDelayMs: 500, maxDelayMs: 30_000, maxElapsedMs: 120_000 };
 
 /** Retries of 5xx answers, timeouts and resets: full-jitter exponential backoff (see src/api/http.ts). */
 const retry = strictObject({
@@ -233,6 +250,13 @@ export const fileSchema = strictObject({
   serve: z.unknown().optional(),
   webhooks: z.unknown().optional(),
 });
+
+/**
+ * Where each credential of a source came from (an environment variable, or a
+ * key of the config file), so an error can name what to fix without showing
+ * the value.
+ */
+export type CredentialNames = Partial<Record<'apikey' | 'password' | 'token' | 'username' | 'where', string>>;
 
 export type SecretKey = 'apikey' | 'password' | 'token';
 /** Secrets are read from the environment or their files and budgets turned into requests a day at load time. */

@@ -10,7 +10,7 @@ import { openApp, type App } from '../../src/app.ts';
 import { loadConfig } from '../../src/config/load.ts';
 import { STREAM_REGISTRY } from '../../src/sync/stream-registry.ts';
 import { type Config } from '../../src/config/schema.ts';
-import type { RetryPolicy } from '../../src/api/http.ts';
+import type { RetryPolicy } from '../../src/config/schema.ts';
 import { writeConfig } from '../support/cli.ts';
 import { waitUntil } from '../support/time-scale.ts';
 

@@ -7,7 +7,7 @@
 import { createInterface } from 'node:readline/promises';
 import { Command, InvalidArgumentError } from 'commander';
 import type { App } from '../../app.ts';
-import { insecureHttpHost } from '../../api/insecure-http.ts';
+import { insecureHttpHost } from '../../config/insecure-http.ts';
 import { type Config, type CoreSourceConfig } from '../../config/schema.ts';
 import { PmsyncError } from '../../errors.ts';
 import { canonicalEventName, EVENT_NAMES, type EventName } from '../../webhooks/events.ts';
