@@ -6,8 +6,7 @@
  * column policies). Each problem names where it was configured.
  */
 import { insecureHttpHost } from './insecure-http.ts';
-import type { Rule } from '../privacy/rules.ts';
-import type { PrivacySection } from '../privacy/settings.ts';
+import type { PrivacySection, Rule } from './privacy.ts';
 import { suggestion } from '../strict-schema.ts';
 import type { RestSourceConfig, SourceConfig } from './schema.ts';
 

@@ -15,11 +15,11 @@ import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type { z } from 'zod';
 import { ConfigError } from '../errors.ts';
-import { keyProblem, mergePrivacy, parseColumns, type PrivacySection } from '../privacy/settings.ts';
 import { parseServeSettings, resolveBudget } from './schedules.ts';
 import { parseWebhookSettings } from './webhooks.ts';
 import { checkSource, sourceProblems, type StreamRegistry } from './checks.ts';
 import { checkDatabaseUrl } from './database-url.ts';
+import { mergePrivacy, readPrivacy, type PrivacySection } from './privacy.ts';
 import {
   coreSource,
   DEFAULT_PROGRESS_SECONDS,
@@ -33,7 +33,7 @@ import {
   type SourceConfig,
   UNLIMITED,
 } from './schema.ts';
-import { readStatusToken, resolveSecret, resolveSecrets, type SecretLookup } from './secrets.ts';
+import { readStatusToken, resolveSecrets, type SecretLookup } from './secrets.ts';
 
 export interface LoadOptions {
   env?: NodeJS.ProcessEnv;
@@ -199,39 +199,6 @@ function fileCredentialNames(entry: Record<string, unknown>, where: string, file
   };
   const keys: Array<SecretKey | 'username'> = entry.kind === 'pro' ? ['token'] : ['apikey', 'username', 'password'];
   return { ...Object.fromEntries(keys.map((k) => [k, named(k)])), where: `${where} of ${file}` };
-}
-
-const HASH_KEY_WHAT = 'the secret key column policies hash with';
-
-/**
- * A `privacy` section as written (top level or a source's), its key read like
- * every secret. Read from the raw input, so a file failing its schema
- * elsewhere is still checked here; shapes the schema refuses are skipped.
- */
-function readPrivacy(
-  container: unknown,
-  where: string,
-  lookup: SecretLookup,
-  problems: string[],
-): { section: PrivacySection; key: string | null } | undefined {
-  const v = container !== null && typeof container === 'object' ? (container as { privacy?: unknown }).privacy : undefined;
-  if (v === null || typeof v !== 'object' || Array.isArray(v)) return undefined;
-  const p = v as { key?: unknown; columns?: unknown; raw?: unknown };
-  const columns =
-    typeof p.columns === 'string' ||
-    (p.columns !== null && typeof p.columns === 'object' && Object.values(p.columns).every((x) => typeof x === 'string'))
-      ? (p.columns as string | Record<string, string>)
-      : undefined;
-  const section = parseColumns(columns, where, problems);
-  if (p.raw === 'all' || p.raw === 'declared') section.raw = p.raw;
-  let key: string | null = null;
-  if (typeof p.key === 'string') key = p.key;
-  else if (p.key !== null && typeof p.key === 'object') key = resolveSecret(p.key, `${where}.key`, HASH_KEY_WHAT, lookup, problems) ?? null;
-  if (key) {
-    const short = keyProblem(key, `${where}.key`);
-    if (short) problems.push(short);
-  }
-  return { section, key: key || null };
 }
 
 /**

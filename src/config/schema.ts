@@ -5,10 +5,10 @@
  */
 import { z } from 'zod';
 import type { LogFormat } from '../log-format.ts';
-import type { PrivacySettings } from '../privacy/settings.ts';
 import { budgetValue, type ScheduleSettings, type ServeSettings } from './schedules.ts';
 import { strictObject } from '../strict-schema.ts';
 import { isValidTimeZone } from '../time.ts';
+import type { PrivacySettings } from './privacy.ts';
 import type { WebhookSettings } from './webhooks.ts';
 
 /** Default seconds between progress lines of a running stream (PMSYNC_PROGRESS_SECONDS). */
@@ -101,7 +101,7 @@ const tableColumns = z.record(z.string(), z.string().min(1, 'name the raw field 
 /** Tables that keep `<table>_history` versions (history mode). */
 const historyTables = z.array(z.string()).default([]);
 /**
- * Column policies (src/privacy/settings.ts): at the top level for every
+ * Column policies (privacy.ts): at the top level for every
  * source, and per source over the top level's. Names and policies are checked
  * against the streams at start-up (src/sync/privacy.ts).
  */
@@ -262,7 +262,7 @@ export type SecretKey = 'apikey' | 'password' | 'token';
 /** Secrets are read from the environment or their files and budgets turned into requests a day at load time. */
 type Resolved<T> = Omit<{ [K in keyof T]: K extends SecretKey ? string : T[K] }, 'budget' | 'privacy'> & {
   budget: number;
-  /** Column policies, the top level's and the source's own together, the key read (src/privacy/settings.ts); none when absent. */
+  /** Column policies, the top level's and the source's own together, the key read (privacy.ts); none when absent. */
   privacy?: PrivacySettings;
   /** Where each credential was configured, in an operator's words, for messages after a 401. */
   credentialNames?: CredentialNames;

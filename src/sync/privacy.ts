@@ -6,6 +6,7 @@
  * enters pmsync (src/privacy/record.ts) and the form stored in
  * pmsync.privacy_policies (src/privacy/stored.ts).
  */
+import { KEEP, OPEN_PRIVACY, PERSONAL, ruleText, type PrivacySettings, type Rule } from '../config/privacy.ts';
 import type { SourceConfig } from '../config/schema.ts';
 import {
   declare,
@@ -16,8 +17,7 @@ import {
   type PathRule,
   type RecordPolicy,
 } from '../privacy/record.ts';
-import { keyFingerprint, KEEP, ruleText, stricterOf, type Normalise, type Rule, type ValueShape } from '../privacy/rules.ts';
-import { OPEN_PRIVACY, PERSONAL, type PrivacySettings } from '../privacy/settings.ts';
+import { keyFingerprint, stricterOf, type Normalise, type ValueShape } from '../privacy/rules.ts';
 import { OPEN_STORED, type StoredPolicy } from '../privacy/stored.ts';
 import { suggestion } from '../strict-schema.ts';
 import { PRO_STREAMS, REST_STREAMS } from './streams/index.ts';
