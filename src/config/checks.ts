@@ -5,9 +5,9 @@
  * streams (resource names, schedule overrides, table and column settings,
  * column policies). Each problem names where it was configured.
  */
+import { suggestion } from '../strict-schema.ts';
 import { insecureHttpHost } from './insecure-http.ts';
 import type { PrivacySection, Rule } from './privacy.ts';
-import { suggestion } from '../strict-schema.ts';
 import type { RestSourceConfig, SourceConfig } from './schema.ts';
 
 /**

@@ -15,25 +15,25 @@ import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import type { z } from 'zod';
 import { ConfigError } from '../errors.ts';
-import { parseServeSettings, resolveBudget } from './schedules.ts';
-import { parseWebhookSettings } from './webhooks.ts';
 import { checkSource, sourceProblems, type StreamRegistry } from './checks.ts';
 import { checkDatabaseUrl } from './database-url.ts';
 import { mergePrivacy, readPrivacy, type PrivacySection } from './privacy.ts';
+import { parseServeSettings, resolveBudget } from './schedules.ts';
 import {
   coreSource,
   DEFAULT_PROGRESS_SECONDS,
   fileSchema,
   retentionSchema,
   sourceSchema,
+  UNLIMITED,
   type Config,
   type CoreSourceConfig,
   type CredentialNames,
   type SecretKey,
   type SourceConfig,
-  UNLIMITED,
 } from './schema.ts';
 import { readStatusToken, resolveSecrets, type SecretLookup } from './secrets.ts';
+import { parseWebhookSettings } from './webhooks.ts';
 
 export interface LoadOptions {
   env?: NodeJS.ProcessEnv;

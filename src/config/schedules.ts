@@ -1,6 +1,7 @@
 /**
- * The `schedules` and `serve` sections of the config file. Parsed with the rest
- * of the configuration in load.ts.
+ * The `schedules` and `serve` sections of the config file, and how a budget
+ * setting becomes requests a day. Parsed with the rest of the configuration
+ * in load.ts.
  */
 import { z } from 'zod';
 import { strictObject } from '../strict-schema.ts';

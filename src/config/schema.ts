@@ -1,14 +1,14 @@
 /**
  * The shape of pmsync's configuration: the source schemas and their defaults,
- * and the types every part of pmsync reads. Parsing, secrets from the
- * environment and the checks against the stream registry are in load.ts.
+ * and the types every part of pmsync reads. Reading it from the file or the
+ * environment is load.ts; the checks no schema can make are checks.ts.
  */
 import { z } from 'zod';
 import type { LogFormat } from '../log-format.ts';
-import { budgetValue, type ScheduleSettings, type ServeSettings } from './schedules.ts';
 import { strictObject } from '../strict-schema.ts';
 import { isValidTimeZone } from '../time.ts';
 import type { PrivacySettings } from './privacy.ts';
+import { budgetValue, type ScheduleSettings, type ServeSettings } from './schedules.ts';
 import type { WebhookSettings } from './webhooks.ts';
 
 /** Default seconds between progress lines of a running stream (PMSYNC_PROGRESS_SECONDS). */
