@@ -14,8 +14,9 @@
  */
 import { Writable } from 'node:stream';
 import { openApp } from '../src/app.ts';
-import { loadConfig } from '../src/config.ts';
-import { type RestSourceConfig } from '../src/config-schema.ts';
+import { loadConfig } from '../src/config/load.ts';
+import { STREAM_REGISTRY } from '../src/sync/stream-registry.ts';
+import { type RestSourceConfig } from '../src/config/schema.ts';
 import { DEMO_CORE, startSimulator, type CoreResource, type Simulator } from '../simulator/index.ts';
 import { syncSource } from '../src/sync/sync-source.ts';
 import type { BenchServer } from './support/db.ts';
@@ -87,7 +88,7 @@ export async function runEconomy(server: BenchServer, options: EconomyOptions): 
   const sim = await startSimulator({ tenants: [{ ...DEMO_CORE, sizes, dailyQuota: 0 }], practices: [], requestLogLimit: 2_000_000 });
   const db = await createBenchDatabase(server);
   const quiet = new Writable({ write: (_c, _e, cb) => cb() });
-  const config = loadConfig({
+  const config = loadConfig(STREAM_REGISTRY, {
     env: {
       DATABASE_URL: db.url,
       CORE_SOURCE_NAME: 'bench',

@@ -10,14 +10,13 @@
  * that is not counted. Loading the records from the simulator is not timed.
  */
 import { DEMO_CORE, startSimulator, type Simulator } from '../simulator/index.ts';
-import type { SourceConfig } from '../src/config-schema.ts';
+import type { SourceConfig } from '../src/config/schema.ts';
 import { withTransaction } from '../src/db/pool.ts';
 import { ensurePolicy } from '../src/state/privacy-policies.ts';
 import { idReader, writePage } from '../src/sync/page.ts';
 import customers from '../src/sync/streams/core/customers.ts';
 import { settingsFor, type TableSettings } from '../src/sync/table-settings.ts';
-import { mergePrivacy } from '../src/privacy/settings.ts';
-import { parseRule, type Rule } from '../src/privacy/rules.ts';
+import { mergePrivacy, parseRule, type Rule } from '../src/config/privacy.ts';
 import { createBenchDatabase, type BenchServer, type BenchDatabase } from './support/db.ts';
 import { fmtInt, fmtPct, median, spread, table } from './support/stats.ts';
 

@@ -15,7 +15,8 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { startSimulator } from '../simulator/index.ts';
 import { openApp, quotaSettingsFor } from '../src/app.ts';
-import { loadConfig } from '../src/config.ts';
+import { loadConfig } from '../src/config/load.ts';
+import { STREAM_REGISTRY } from '../src/sync/stream-registry.ts';
 import { collectFleet } from '../src/status/fleet.ts';
 import { whileReadingQueues } from '../src/status/queues.ts';
 import { streamCatalog } from '../src/scheduler/catalog.ts';
@@ -45,7 +46,7 @@ try {
   }));
   const file = join(mkdtempSync(join(tmpdir(), 'pmsync-fleet-')), 'pmsync.json');
   writeFileSync(file, JSON.stringify({ sources, schedules: { maxStalenessMinutes: 60 } }));
-  const config = loadConfig({ configFile: file, env: { DATABASE_URL: db.url } });
+  const config = loadConfig(STREAM_REGISTRY, { configFile: file, env: { DATABASE_URL: db.url } });
   const now = new Date();
   const streams = streamCatalog(config.sources[0]!).map((s) => s.resource);
   log(`status-fleet: ${fmtInt(SOURCES)} sources x ${streams.length} streams, ${fmtInt(RUNS)} runs each: seeding`);

@@ -6,12 +6,13 @@
  */
 import { Command, InvalidArgumentError, Option } from 'commander';
 import type { App } from '../src/app.ts';
-import { DEFAULT_MAX_RESPONSE_BYTES } from '../src/api/http.ts';
+import { DEFAULT_MAX_RESPONSE_BYTES } from '../src/config/schema.ts';
 import { printResults, runSync } from '../src/cli/commands/sync.ts';
 import { DEMO_SOURCE } from '../src/cli/no-sources.ts';
 import { configFrom, fail, withApp } from '../src/cli/shared.ts';
-import { loadConfig } from '../src/config.ts';
-import { type Config, type CoreSourceConfig } from '../src/config-schema.ts';
+import { loadConfig } from '../src/config/load.ts';
+import { STREAM_REGISTRY } from '../src/sync/stream-registry.ts';
+import { type Config, type CoreSourceConfig } from '../src/config/schema.ts';
 import { EMBEDDED_DEFAULT_PORT } from '../src/db/embedded.ts';
 import { countVersions } from '../src/db/history.ts';
 import { countRows, deleteSourceRows } from '../src/db/rows.ts';
@@ -100,7 +101,7 @@ function demoCommand(): Command {
         tenants: [{ ...DEMO_CORE, variant: 'core', sizes: { customers: opts.customers } }],
       });
       try {
-        const base = loadConfig({ env: { ...process.env, CORE_BASE_URL: '', CORE_APIKEY: '', CORE_USERNAME: '' } });
+        const base = loadConfig(STREAM_REGISTRY, { env: { ...process.env, CORE_BASE_URL: '', CORE_APIKEY: '', CORE_USERNAME: '' } });
         // The demo speaks to a person: logs only for warnings unless LOG_LEVEL asks for more.
         const config: Config = configFrom(cmd, { defaultLevel: 'warn', config: { ...base, sources: [demoSource(sim.coreBaseUrl())] } });
         await withApp(config, async (app) => {

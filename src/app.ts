@@ -12,8 +12,8 @@
 import { createHash } from 'node:crypto';
 import { basicValue, HttpClient, proAuth, restAuth } from './api/http.ts';
 import { LimiterRegistry } from './api/limiter.ts';
-import { insecureHttpHost } from './api/insecure-http.ts';
-import type { Config, SourceConfig } from './config-schema.ts';
+import { insecureHttpHost } from './config/insecure-http.ts';
+import { UNLIMITED, type Config, type RetryPolicy, type SourceConfig } from './config/schema.ts';
 import { applyStatements, existingRelations, grantStatements, roleInfo } from './db/access.ts';
 import { EMBEDDED_PASSWORD, startEmbedded, type EmbeddedDatabase } from './db/embedded.ts';
 import { migrate } from './db/migrate.ts';
@@ -21,10 +21,9 @@ import { checkConnection, createPool, type Pool } from './db/pool.ts';
 import { createLogger, type LogDestination, type Logger } from './log.ts';
 import { Redactor } from './redact.ts';
 import { listGrants, type AccessGrant } from './state/access-grants.ts';
-import { keyFingerprint, QuotaLedger, UNLIMITED, type QuotaSettings } from './state/quota.ts';
+import { keyFingerprint, QuotaLedger, type QuotaSettings } from './state/quota.ts';
 import { allResourceTables } from './sync/streams/index.ts';
 import type { SyncContext } from './sync/context.ts';
-import type { RetryPolicy } from './api/http.ts';
 
 export interface App {
   /** The configuration in force (a reload replaces it). */

@@ -7,7 +7,7 @@
  * (c) "cron+webhooks": every stream nightly, and a notified stream checked N
  *     minutes after its first waiting notification (bench/support/webhook-trigger.ts).
  */
-import { firesBetween } from '../../src/scheduler/cron.ts';
+import { firesBetween } from '../../src/cron.ts';
 import { REST_STREAMS } from '../../src/sync/streams/index.ts';
 import type { DayChange } from '../../simulator/day.ts';
 import type { CoreResource } from '../../simulator/index.ts';

@@ -18,8 +18,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { openApp, type App } from '../../src/app.ts';
-import { loadConfig } from '../../src/config.ts';
-import { type Config, type CoreSourceConfig } from '../../src/config-schema.ts';
+import { loadConfig } from '../../src/config/load.ts';
+import { STREAM_REGISTRY } from '../../src/sync/stream-registry.ts';
+import { type Config, type CoreSourceConfig } from '../../src/config/schema.ts';
 import type { Purpose } from '../../src/api/http.ts';
 import type { RunJob } from '../../src/scheduler/dispatch.ts';
 import { startServe, type RunningServe } from '../../src/serve/serve.ts';
@@ -170,7 +171,7 @@ export class DayRig {
         webhooks: { refresh: o.webhookRefresh ?? 'auto' },
       }),
     );
-    const config = loadConfig({ configFile: file, env: { DATABASE_URL: o.databaseUrl, LOG_LEVEL: 'info' } });
+    const config = loadConfig(STREAM_REGISTRY, { configFile: file, env: { DATABASE_URL: o.databaseUrl, LOG_LEVEL: 'info' } });
     const logs: string[] = [];
     const destination = new Writable({
       write(chunk, _enc, done) {

@@ -9,7 +9,7 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { CoreSourceConfig } from '../../src/config-schema.ts';
+import type { CoreSourceConfig } from '../../src/config/schema.ts';
 import type { RunJob } from '../../src/scheduler/dispatch.ts';
 import { WEBHOOKS } from '../../src/webhooks/catalog.ts';
 import { canonicalEventName, EVENT_NAMES } from '../../src/webhooks/events.ts';

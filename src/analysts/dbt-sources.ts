@@ -20,7 +20,7 @@
  * reading fresh_as_of from the pmsync_freshness view instead (the end of the
  * last completed window: exact, however quiet the practice).
  */
-import type { Config, SourceConfig } from '../config-schema.ts';
+import type { Config, SourceConfig } from '../config/schema.ts';
 import { streamTargets } from '../scheduler/targets.ts';
 import type { StreamTarget } from '../state/stream-targets.ts';
 import { SHARED_COLUMNS, columnDoc } from '../sync/column-docs.ts';

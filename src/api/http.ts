@@ -9,6 +9,7 @@ import { Agent, request, type Dispatcher } from 'undici';
 import { HttpError, PmsyncError, ShutdownError, TimeoutError } from '../errors.ts';
 import { storableText } from '../db/storable.ts';
 import { redactUrl, type Redactor } from '../redact.ts';
+import { DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_RETRY, type CredentialNames, type RetryPolicy } from '../config/schema.ts';
 import type { Logger } from '../log.ts';
 
 /**
@@ -33,24 +34,6 @@ export interface RequestBudget {
   exhausted(): Promise<Error>;
 }
 
-export interface RetryPolicy {
-  /** Attempts per request, the first included. */
-  maxAttempts: number;
-  /** Backoff before retry n is drawn from [0, min(maxDelayMs, baseDelayMs * 2^(n-1))) ("full jitter"). */
-  baseDelayMs: number;
-  maxDelayMs: number;
-  /** No retry starts later than this after the first attempt; a Retry-After reaching past it ends the request. */
-  maxElapsedMs: number;
-}
-
-export const DEFAULT_RETRY: RetryPolicy = { maxAttempts: 5, baseDelayMs: 500, maxDelayMs: 30_000, maxElapsedMs: 120_000 };
-
-/**
- * Largest response body read. A page of 100 records is a few hundred KB; a
- * body past this is cut off, reported and not retried (the same request would
- * only download it again).
- */
-export const DEFAULT_MAX_RESPONSE_BYTES = 16 * 1024 * 1024;
 /** Of an error answer (non-2xx) only this much is read: enough for the message, never the whole of a hostile body. */
 const ERROR_BODY_BYTES = 64 * 1024;
 /** undici's codes for its header and body timers (a connect timeout is a network failure). */
@@ -386,13 +369,6 @@ export function restAuth(s: {
 }
 
 /** Pro: the bare token in Authorization, no scheme word. */
-/**
- * Where each credential of a source came from (an environment variable, or a
- * key of the config file), so an error can name what to fix without showing
- * the value.
- */
-export type CredentialNames = Partial<Record<'apikey' | 'password' | 'token' | 'username' | 'where', string>>;
-
 export function proAuth(s: { token: string; name: string; credentialNames?: CredentialNames }): Auth {
   return {
     apply(_url, headers) {

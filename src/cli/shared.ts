@@ -4,11 +4,12 @@
  */
 import type { Command } from 'commander';
 import { openApp, type App, type OpenOptions } from '../app.ts';
-import { loadConfig } from '../config.ts';
-import type { Config, SourceConfig } from '../config-schema.ts';
+import { loadConfig } from '../config/load.ts';
+import type { Config, SourceConfig } from '../config/schema.ts';
 import { databaseLost, isConnectionError } from '../db/pool.ts';
 import { ConfigError, EXIT, exitCodeFor, PmsyncError } from '../errors.ts';
 import { validNames } from '../strict-schema.ts';
+import { STREAM_REGISTRY } from '../sync/stream-registry.ts';
 import { tableNamed } from '../sync/streams/index.ts';
 import { tableStreams } from '../sync/table-settings.ts';
 import { resolveOutput, Terminal, type OutputOptions } from './output.ts';
@@ -20,9 +21,20 @@ export interface GlobalOptions extends OutputOptions {
 /** The configuration, with the log format, level and quietness the command line and environment ask for. */
 export function configFrom(cmd: Command, options: { defaultLevel?: string; config?: Config; statusToken?: boolean } = {}): Config {
   const opts = cmd.optsWithGlobals<GlobalOptions>();
-  const config = options.config ?? loadConfig({ configFile: opts.config, statusToken: options.statusToken });
+  const config = options.config ?? loadConfig(STREAM_REGISTRY, { configFile: opts.config, statusToken: options.statusToken });
   const output = resolveOutput(opts, process.env, process.stderr.isTTY === true, options.defaultLevel);
   return { ...config, logLevel: output.level, logFormat: output.format, quiet: output.quiet };
+}
+
+/** The sources `--source NAME` selects (all without it); a name that matches none is a usage error (exit 2). */
+export function findSource(config: Config, name: string | undefined): SourceConfig[] {
+  if (name === undefined) return config.sources;
+  const s = config.sources.find((x) => x.name === name);
+  if (!s) {
+    const known = config.sources.map((x) => x.name);
+    throw new PmsyncError('USAGE', `--source ${name}: no such source${validNames(name, known, 'sources')}`);
+  }
+  return [s];
 }
 
 /**

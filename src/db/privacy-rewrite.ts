@@ -8,7 +8,8 @@
  * the row unchanged. Runs in the caller's transaction.
  */
 import { transformRecord, type RecordPolicy } from '../privacy/record.ts';
-import { applyRule, isRemoved, type Normalise, type Rule, type ValueShape } from '../privacy/rules.ts';
+import type { Rule } from '../config/privacy.ts';
+import { applyRule, isRemoved, type Normalise, type ValueShape } from '../privacy/rules.ts';
 import type { ColumnType, TableDef } from '../sync/types.ts';
 import type { Queryable } from './pool.ts';
 

@@ -7,7 +7,8 @@
  * transformed one. Pure.
  */
 import type { z } from 'zod';
-import { applyRule, isRemoved, type Normalise, type Rule, type ValueShape } from './rules.ts';
+import type { Rule } from '../config/privacy.ts';
+import { applyRule, isRemoved, type Normalise, type ValueShape } from './rules.ts';
 
 /** Fields kept when raw keeps only the declared ones: `true` keeps the whole value, a tree keeps those fields of it. */
 export type DeclaredTree = Map<string, DeclaredTree | true>;

@@ -1,7 +1,7 @@
 /**
  * Column policies, the values side: what each policy does to one value, how
  * values are normalised before they are hashed, and which change of policy
- * can be applied to what is already stored. Pure: no database, no config.
+ * can be applied to what is already stored. Pure: no database.
  *
  * - keep: stored as received.
  * - drop: never stored (the raw field is removed, the typed column is null).
@@ -13,27 +13,13 @@
  * - year: a date reduced to the first day of its year (1984-07-02 becomes
  *   1984-01-01, a date-time 1984-01-01T00:00:00).
  * - prefix:N: the first N characters of a text.
+ *
+ * A policy is written, parsed and printed (Rule, parseRule, ruleText) in
+ * src/config/privacy.ts, with the rest of the privacy settings.
  */
 import { createHmac } from 'node:crypto';
+import { ruleText, type Rule } from '../config/privacy.ts';
 import { toDate, toTimestamp } from '../mappers/common.ts';
-
-export type Rule = { kind: 'keep' } | { kind: 'drop' } | { kind: 'hash' } | { kind: 'year' } | { kind: 'prefix'; length: number };
-
-export const KEEP: Rule = { kind: 'keep' };
-export const RULE_NAMES = ['keep', 'drop', 'hash', 'year', 'prefix:N'] as const;
-const MAX_PREFIX = 1000;
-
-/** "keep", "drop", "hash", "year" or "prefix:N"; null for anything else. */
-export function parseRule(text: string): Rule | null {
-  if (text === 'keep' || text === 'drop' || text === 'hash' || text === 'year') return { kind: text };
-  const m = /^prefix:(\d{1,4})$/.exec(text);
-  if (m && Number(m[1]) >= 1 && Number(m[1]) <= MAX_PREFIX) return { kind: 'prefix', length: Number(m[1]) };
-  return null;
-}
-
-export function ruleText(rule: Rule): string {
-  return rule.kind === 'prefix' ? `prefix:${rule.length}` : rule.kind;
-}
 
 /**
  * What a personal column holds, which decides how its values are normalised

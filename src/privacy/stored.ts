@@ -6,7 +6,8 @@
  * what can be rewritten in place (the stricter part) and what needs the
  * records read again (the looser part). Pure.
  */
-import { compareRules, parseRule, KEEP, type Rule } from './rules.ts';
+import { KEEP, parseRule, type Rule } from '../config/privacy.ts';
+import { compareRules } from './rules.ts';
 
 export interface StoredPolicy {
   /** 'all', or the dotted paths of the fields raw keeps. */

@@ -6,7 +6,7 @@
  * fan-outs read only what changed between their own sweeps (incremental; see
  * docs/pro-and-subset.md).
  */
-import type { SourceConfig } from '../config-schema.ts';
+import type { SourceConfig } from '../config/schema.ts';
 import type { StreamEntry } from './plan.ts';
 import { selectProStreams, selectRestStreams } from '../sync/streams/index.ts';
 

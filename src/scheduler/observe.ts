@@ -7,7 +7,7 @@
  * source as the scheduler does.
  */
 
-import type { SourceConfig } from '../config-schema.ts';
+import type { SourceConfig } from '../config/schema.ts';
 import type { Pool } from '../db/pool.ts';
 import { pagesLeft } from '../api/pager.ts';
 import { loadChangeModels, loadChangeModelsOf, type StoredSlot } from '../state/change-model.ts';
@@ -18,7 +18,7 @@ import { readSourceHealth, type SourceHealth } from '../state/source-health.ts';
 import { sourcesWithWebhooks } from '../state/webhook-secrets.ts';
 import { loadStreamSchedules, notifiedByStream, type StreamScheduleRow } from '../state/stream-schedule.ts';
 import type { Purpose } from '../api/http.ts';
-import { nextFire, previousFire } from './cron.ts';
+import { nextFire, previousFire } from '../cron.ts';
 import { NO_NOTIFICATIONS, planSource, type PinnedInput, type SourceInput, type SourcePlan, type StreamInput } from './budget.ts';
 import { slotOf } from '../time.ts';
 import { sourceTimeZone, type ScheduledStream } from './plan.ts';
@@ -38,7 +38,7 @@ import {
 import { pinnedInput } from './pinned.ts';
 import { CHECK_COST_RUNS as COST_RUNS } from '../state/runs.ts';
 import { SLOTS } from '../state/change-model.ts';
-import type { ScheduleSettings } from './settings.ts';
+import type { ScheduleSettings } from '../config/schedules.ts';
 
 /** A stream fed by webhooks is one that received a notification within this long. */
 const WEBHOOK_LOOKBACK_MS = 24 * 3_600_000;

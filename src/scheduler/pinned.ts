@@ -8,9 +8,10 @@
  * metrics all count pins here.
  */
 import type { PinnedInput } from './budget.ts';
-import { firesBetween } from './cron.ts';
+import { firesBetween } from '../cron.ts';
 import type { ScheduledStream } from './plan.ts';
-import { UNLIMITED, type QuotaSnapshot } from '../state/quota.ts';
+import { UNLIMITED } from '../config/schema.ts';
+import type { QuotaSnapshot } from '../state/quota.ts';
 
 export type CronFires = (cron: string, timeZone: string, after: Date, until: Date) => number;
 

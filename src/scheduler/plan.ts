@@ -8,9 +8,9 @@
  * for every incremental / full-refresh stream, and overrides pin single
  * sources or resources; the most specific override wins.
  */
-import type { SourceConfig } from '../config-schema.ts';
-import { BUDGET_MODE, type ScheduleOverride, type ScheduleSettings } from './settings.ts';
-import { normalizeCron } from './cron.ts';
+import type { SourceConfig } from '../config/schema.ts';
+import { BUDGET_MODE, type ScheduleOverride, type ScheduleSettings } from '../config/schedules.ts';
+import { normalizeCron } from '../cron.ts';
 
 /** One stream of one source as the scheduler sees it. */
 export interface StreamEntry {

@@ -7,7 +7,7 @@
  * after it was queued is dropped without a request: the scheduler dispatches
  * the stream again when the pause ends.
  */
-import type { Config } from '../config-schema.ts';
+import type { Config } from '../config/schema.ts';
 import { QuotaExhaustedError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import type { Redactor } from '../redact.ts';

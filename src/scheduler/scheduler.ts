@@ -29,7 +29,7 @@
  *   streams start as first passes (backfills).
  */
 import pLimit from 'p-limit';
-import type { Config, SourceConfig } from '../config-schema.ts';
+import type { Config, SourceConfig } from '../config/schema.ts';
 import { ConfigError } from '../errors.ts';
 import type { Pool } from '../db/pool.ts';
 import type { Logger } from '../log.ts';
@@ -37,11 +37,11 @@ import type { QuotaLedger } from '../state/quota.ts';
 import { loadSourceHealth, markReported, type SourceHealth } from '../state/source-health.ts';
 import { claimDispatch, loadStreamSchedules, setWarning, type StreamScheduleRow } from '../state/stream-schedule.ts';
 import type { Leadership } from '../state/locks.ts';
-import { previousFire } from './cron.ts';
+import { previousFire } from '../cron.ts';
 import { runKey, type Dispatcher, type RunJob } from './dispatch.ts';
 import type { SourcePlan } from './budget.ts';
 import { planStreams, type ScheduledStream, type StreamEntry } from './plan.ts';
-import type { ScheduleSettings } from './settings.ts';
+import type { ScheduleSettings } from '../config/schedules.ts';
 import { localWeekday, observeSource, readSlow, type SlowRead, type SourceView } from './observe.ts';
 
 /** Change models and check costs change slowly: they are re-read at most this often. */

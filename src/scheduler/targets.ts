@@ -3,7 +3,7 @@
  * scheduler plans them, and their record in pmsync.stream_targets
  * (src/state/stream-targets.ts) for the pmsync_freshness view.
  */
-import type { Config, SourceConfig } from '../config-schema.ts';
+import type { Config, SourceConfig } from '../config/schema.ts';
 import type { Queryable } from '../db/pool.ts';
 import { saveStreamTargets, type StreamTarget } from '../state/stream-targets.ts';
 import { resourceTablesFor } from '../sync/streams/index.ts';

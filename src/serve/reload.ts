@@ -9,15 +9,15 @@
  *   seen the new file first).
  * - A file with problems is refused whole: every problem is logged in one
  *   error line and the replica goes on with the configuration it has.
- * - A valid one is applied (src/config-diff.ts says what can change live):
+ * - A valid one is applied (src/config/diff.ts says what can change live):
  *   one info line names the sources added, removed and changed, and one
  *   warning the settings that keep their old value until a restart.
  */
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { secretFiles } from '../config.ts';
-import type { Config } from '../config-schema.ts';
-import { describeChanges, diffConfig, hasChanges, keepRestartSettings } from '../config-diff.ts';
+import { secretFiles } from '../config/secrets.ts';
+import type { Config } from '../config/schema.ts';
+import { describeChanges, diffConfig, hasChanges, keepRestartSettings } from '../config/diff.ts';
 import { ConfigError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 

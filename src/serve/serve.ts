@@ -23,7 +23,7 @@ import { describePurge, purgeRetention } from '../sync/retention.ts';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { App } from '../app.ts';
-import type { Config } from '../config-schema.ts';
+import type { Config } from '../config/schema.ts';
 import { Metrics } from '../metrics.ts';
 import { openJobQueue, type JobQueue } from '../queue.ts';
 import { openDispatcher, SUPERVISE_SECONDS, type Dispatcher } from '../scheduler/dispatch.ts';
@@ -39,7 +39,7 @@ import { readinessCheck } from './readiness.ts';
 import { renderStatusPage } from './status-page.ts';
 import { collectStatusPage } from '../status/page.ts';
 import { ConfigReloader } from './reload.ts';
-import { changedSettings } from '../config-diff.ts';
+import { changedSettings } from '../config/diff.ts';
 import { liftSourcePause } from '../state/source-health.ts';
 
 /** Settings whose change may cure a failing source: how it is reached and who it says it is. */
@@ -179,7 +179,7 @@ export async function startServe(app: App, config: Config, options: ServeOptions
     statusPage: async (query) =>
       renderStatusPage(await collectStatusPage(app, current(), scheduler, { source: query.get('source') ?? undefined })),
     webhooks: webhooks ? (req, res) => webhooks.handler(req, res) : undefined,
-    // Read once: a new token needs a restart (src/config-diff.ts).
+    // Read once: a new token needs a restart (src/config/diff.ts).
     statusToken: config.statusToken,
     onError: (err) => log.error({ err }, 'request failed'),
   });

@@ -13,7 +13,8 @@
  * record (no quarantined record, no error message, which may quote what a
  * server sent), a URL or a credential.
  */
-import { UNLIMITED, type DayRequests } from '../state/quota.ts';
+import { UNLIMITED } from '../config/schema.ts';
+import type { DayRequests } from '../state/quota.ts';
 import type { RecentRun } from '../state/runs.ts';
 import type { SourceStatus } from '../status/detail.ts';
 import { describeTotals, span, type FleetSummary, type SourceHealth } from '../status/fleet.ts';

@@ -14,6 +14,7 @@
  *   quota, reserve included.
  */
 import { createHash } from 'node:crypto';
+import { UNLIMITED } from '../config/schema.ts';
 import { QuotaExhaustedError } from '../errors.ts';
 import type { Queryable } from '../db/pool.ts';
 import { PURPOSES, type Purpose, type RequestBudget } from '../api/http.ts';
@@ -60,9 +61,6 @@ export interface QuotaSnapshot {
   startsAt: Date;
   resetsAt: Date;
 }
-
-/** A limit or budget with no bound: Pro shows no quota, and a Pro budget is unlimited unless set. */
-export const UNLIMITED = 2_147_483_647;
 
 const noneSpent = (): SpentByPurpose => ({ check: 0, backfill: 0, webhook: 0, resync: 0, full: 0 });
 

@@ -9,7 +9,7 @@
 import { quotaSettingsFor, type App } from '../app.ts';
 import { pagesLeft } from '../api/pager.ts';
 import type { Purpose } from '../api/http.ts';
-import type { Config } from '../config-schema.ts';
+import type { Config } from '../config/schema.ts';
 import { countRows } from '../db/rows.ts';
 import { PmsyncError, type ErrorCode } from '../errors.ts';
 import { readCheckpoints } from '../state/checkpoints.ts';

@@ -25,11 +25,11 @@
 import type { App } from '../app.ts';
 import { loadSourceHealth, type SourceHealth as StoredHealth } from '../state/source-health.ts';
 import { quotaSettingsFor } from '../app.ts';
-import type { Config, SourceConfig } from '../config-schema.ts';
+import { UNLIMITED, type Config, type SourceConfig } from '../config/schema.ts';
 import type { Queryable } from '../db/pool.ts';
 import { pagesLeft } from '../api/pager.ts';
 import { readCheckpointsOf, type StoredCheckpoint } from '../state/checkpoints.ts';
-import { quotaSnapshots, UNLIMITED, type QuotaSnapshot } from '../state/quota.ts';
+import { quotaSnapshots, type QuotaSnapshot } from '../state/quota.ts';
 import { recentCheckCostsOf, recentOutcomes } from '../state/runs.ts';
 import { loadStreamSchedulesOf, type StreamScheduleRow } from '../state/stream-schedule.ts';
 import { activeHour, nextCheck } from '../scheduler/budget.ts';

@@ -5,7 +5,7 @@
  * the sources the database holds data of.
  */
 import type { App } from '../app.ts';
-import type { Config } from '../config-schema.ts';
+import type { Config } from '../config/schema.ts';
 import { pendingResyncs } from '../state/privacy-policies.ts';
 import { lastPurge, type LastPurge } from '../state/retention.ts';
 import { lastFullPass } from '../state/runs.ts';

@@ -6,7 +6,7 @@
  * requests of the last quota days and its streams' latest runs.
  */
 import { quotaSettingsFor, type App } from '../app.ts';
-import type { Config } from '../config-schema.ts';
+import type { Config } from '../config/schema.ts';
 import type { Scheduler } from '../scheduler/scheduler.ts';
 import { driftFindings } from '../state/drift.ts';
 import { quarantineCounts } from '../state/quarantine.ts';

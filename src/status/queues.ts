@@ -9,7 +9,7 @@
  * (src/cli/main.ts).
  */
 import type { App } from '../app.ts';
-import type { Config } from '../config-schema.ts';
+import type { Config } from '../config/schema.ts';
 import type { Queryable } from '../db/pool.ts';
 import { whileReading } from '../queue.ts';
 import { runQueueWait, runsInFlight } from '../scheduler/dispatch.ts';

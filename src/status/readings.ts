@@ -7,7 +7,7 @@
  */
 import type { App } from '../app.ts';
 import type { Purpose } from '../api/http.ts';
-import type { Config } from '../config-schema.ts';
+import type { Config } from '../config/schema.ts';
 import { driftCounts } from '../state/drift.ts';
 import { quarantineCounts } from '../state/quarantine.ts';
 import { lastSuccesses } from '../state/runs.ts';

@@ -6,7 +6,7 @@
  */
 import pLimit from 'p-limit';
 import type { App } from '../app.ts';
-import type { Config } from '../config-schema.ts';
+import type { Config } from '../config/schema.ts';
 import { collectStatus, connectivityOf, type Connectivity, type SourceStatus } from './detail.ts';
 import { collectFleet, type FleetSummary, type SourceHealth } from './fleet.ts';
 

@@ -8,7 +8,7 @@
  */
 import pLimit from 'p-limit';
 import type { App } from '../app.ts';
-import type { Config } from '../config-schema.ts';
+import type { Config } from '../config/schema.ts';
 import type { Queryable } from '../db/pool.ts';
 import { streamCatalog } from '../scheduler/catalog.ts';
 import { heldStreamLocks, streamLockKey } from '../state/locks.ts';

@@ -4,7 +4,7 @@
 import type { Pool } from '../db/pool.ts';
 import type { HttpClient } from '../api/http.ts';
 import type { Logger } from '../log.ts';
-import type { SourceConfig } from '../config-schema.ts';
+import type { SourceConfig } from '../config/schema.ts';
 
 export interface ProgressEvent {
   source: string;

@@ -21,7 +21,8 @@
  */
 import { readProgress } from '../state/checkpoints.ts';
 import { quotaDayOf } from '../state/quota-day.ts';
-import { UNLIMITED, type QuotaLedger } from '../state/quota.ts';
+import { UNLIMITED } from '../config/schema.ts';
+import type { QuotaLedger } from '../state/quota.ts';
 import { CHECK_COST_RUNS, recentCheckCosts } from '../state/runs.ts';
 import type { SyncContext } from './context.ts';
 

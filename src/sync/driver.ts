@@ -20,7 +20,7 @@
  * - what a completed window teaches the change model.
  */
 import type { Purpose } from '../api/http.ts';
-import type { SourceConfig } from '../config-schema.ts';
+import type { SourceConfig } from '../config/schema.ts';
 import { withTransaction, type Queryable } from '../db/pool.ts';
 import { addObservation, ChangeTally, WARM_START_DAYS, windowObservation } from '../state/change-model.ts';
 import { completeWindow, loadState, saveWindow, type StreamState, type WindowCheckpoint } from '../state/checkpoints.ts';

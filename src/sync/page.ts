@@ -6,7 +6,7 @@
  * history versions when the table keeps history. The caller runs this inside
  * the transaction that also saves the checkpoint.
  */
-import type { SourceConfig } from '../config-schema.ts';
+import type { SourceConfig } from '../config/schema.ts';
 import { buildHistoryWrite, syncHistoryState } from '../db/history.ts';
 import { withTransaction, type Pool, type Queryable } from '../db/pool.ts';
 import { unstorablePaths } from '../db/storable.ts';

@@ -17,7 +17,7 @@
  * anyone's help.
  */
 import { pagesLeft } from '../api/pager.ts';
-import type { RestSourceConfig } from '../config-schema.ts';
+import type { RestSourceConfig } from '../config/schema.ts';
 import { loadState, type StreamState } from '../state/checkpoints.ts';
 import type { SyncContext } from './context.ts';
 import type { RestStream } from './streams/rest.ts';

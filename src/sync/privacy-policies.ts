@@ -6,7 +6,7 @@
  * stricter policy rewrote, and, for a looser one, which records must be read
  * again and what that costs in requests.
  */
-import type { SourceConfig } from '../config-schema.ts';
+import type { SourceConfig } from '../config/schema.ts';
 import type { Pool, Queryable } from '../db/pool.ts';
 import { PmsyncError } from '../errors.ts';
 import type { Logger } from '../log.ts';

@@ -6,7 +6,8 @@
  * enters pmsync (src/privacy/record.ts) and the form stored in
  * pmsync.privacy_policies (src/privacy/stored.ts).
  */
-import type { SourceConfig } from '../config-schema.ts';
+import { KEEP, OPEN_PRIVACY, PERSONAL, ruleText, type PrivacySettings, type Rule } from '../config/privacy.ts';
+import type { SourceConfig } from '../config/schema.ts';
 import {
   declare,
   declaredFields,
@@ -16,8 +17,7 @@ import {
   type PathRule,
   type RecordPolicy,
 } from '../privacy/record.ts';
-import { keyFingerprint, KEEP, ruleText, stricterOf, type Normalise, type Rule, type ValueShape } from '../privacy/rules.ts';
-import { MIN_KEY_LENGTH, OPEN_PRIVACY, PERSONAL, type PrivacySettings } from '../privacy/settings.ts';
+import { keyFingerprint, stricterOf, type Normalise, type ValueShape } from '../privacy/rules.ts';
 import { OPEN_STORED, type StoredPolicy } from '../privacy/stored.ts';
 import { suggestion } from '../strict-schema.ts';
 import { PRO_STREAMS, REST_STREAMS } from './streams/index.ts';
@@ -195,10 +195,4 @@ export function checkSourcePrivacy(source: SourceConfig, streams: StreamBase[]):
     );
   }
   return problems;
-}
-
-/** A problem with a configured key (too short to resist guessing), or null. */
-export function keyProblem(key: string, where: string): string | null {
-  if (key.length >= MIN_KEY_LENGTH) return null;
-  return `${where}: the hash key is ${key.length} characters long: use at least ${MIN_KEY_LENGTH} random characters (e.g. "openssl rand -hex 32")`;
 }

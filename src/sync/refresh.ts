@@ -8,7 +8,7 @@
  * prove was deleted.
  */
 import type { Purpose } from '../api/http.ts';
-import type { RestSourceConfig } from '../config-schema.ts';
+import type { RestSourceConfig } from '../config/schema.ts';
 import { HttpError, PmsyncError } from '../errors.ts';
 import { withTransaction } from '../db/pool.ts';
 import type { SyncContext } from './context.ts';

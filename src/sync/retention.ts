@@ -3,7 +3,7 @@
  * over every history table that exists: after each `pmsync sync` and hourly
  * under `pmsync serve`.
  */
-import type { Config } from '../config-schema.ts';
+import type { Config } from '../config/schema.ts';
 import type { Pool } from '../db/pool.ts';
 import { existingRelations } from '../db/access.ts';
 import { purgeExpired, type PurgeCounts } from '../state/retention.ts';

@@ -2,7 +2,7 @@
  * Runs one stream of one source: picks the stream's reader and hands it to
  * the driver (driver.ts).
  */
-import type { ProSourceConfig, RestSourceConfig } from '../config-schema.ts';
+import type { ProSourceConfig, RestSourceConfig } from '../config/schema.ts';
 import type { SyncContext } from './context.ts';
 import { drive, type Reader } from './driver.ts';
 import { captureReader } from './readers/capture.ts';

@@ -5,7 +5,7 @@
  * refuses Subset and Pro sources.)
  */
 import type { Purpose } from '../api/http.ts';
-import type { SourceConfig } from '../config-schema.ts';
+import type { SourceConfig } from '../config/schema.ts';
 import { PmsyncError } from '../errors.ts';
 import type { SyncContext } from './context.ts';
 

@@ -5,7 +5,7 @@
  * what spends it: the remaining checks are deferred to the next run (which
  * takes the stalest first) and backfills go on from the allowance.
  */
-import type { ProSourceConfig, RestSourceConfig, SourceConfig } from '../config-schema.ts';
+import type { ProSourceConfig, RestSourceConfig, SourceConfig } from '../config/schema.ts';
 import { databaseLost, isConnectionError } from '../db/pool.ts';
 import { PmsyncError, QuotaExhaustedError } from '../errors.ts';
 import type { SyncContext } from './context.ts';

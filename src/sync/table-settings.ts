@@ -5,7 +5,7 @@
  * for a server that names the appointment's start StartTime). Checked once at
  * start-up against the stream registry; the page writer applies them.
  */
-import type { SourceConfig } from '../config-schema.ts';
+import type { SourceConfig } from '../config/schema.ts';
 import { tablePolicy, type TablePolicy } from './privacy.ts';
 import { PRO_STREAMS, restStreamsFor } from './streams/index.ts';
 import type { ProFanOutStream, ProListStream } from './streams/pro/stream.ts';

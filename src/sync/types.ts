@@ -22,9 +22,6 @@
 import type { z } from 'zod';
 import type { PersonalKind } from '../privacy/rules.ts';
 
-/** A check whose window needs more pages than this is finished as a backfill (schedules.checkPages). */
-export const DEFAULT_CHECK_PAGES = 3;
-
 export type SyncMode = 'incremental' | 'full';
 
 /** PostgreSQL column types a mapper may produce. */

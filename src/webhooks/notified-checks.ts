@@ -24,7 +24,7 @@
  * in serve's queue are left to it, so no notification is checked twice.
  */
 import pLimit from 'p-limit';
-import type { Config, SourceConfig } from '../config-schema.ts';
+import type { Config, SourceConfig } from '../config/schema.ts';
 import type { Pool } from '../db/pool.ts';
 import type { Logger } from '../log.ts';
 import type { Redactor } from '../redact.ts';

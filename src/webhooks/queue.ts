@@ -19,7 +19,7 @@
  */
 import type { Queryable } from '../db/pool.ts';
 import { jobQueueOf, type Job, type JobQueue, type JobResult } from '../queue.ts';
-import type { WebhookSettings } from './settings.ts';
+import type { WebhookSettings } from '../config/webhooks.ts';
 
 export const REFRESH_QUEUE = 'pmsync-refresh';
 export const DEAD_LETTER_QUEUE = 'pmsync-refresh-dead';

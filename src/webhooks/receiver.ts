@@ -17,7 +17,7 @@
  * Nothing here logs the request path: it contains the secret token.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Config, RestSourceConfig } from '../config-schema.ts';
+import type { Config, RestSourceConfig } from '../config/schema.ts';
 import type { Pool } from '../db/pool.ts';
 import type { Logger } from '../log.ts';
 import { WEBHOOKS } from './catalog.ts';

@@ -9,7 +9,7 @@
  */
 import { z } from 'zod';
 import type { HttpClient } from '../api/http.ts';
-import { insecureHttpHost } from '../api/insecure-http.ts';
+import { insecureHttpHost } from '../config/insecure-http.ts';
 import { HttpError, PmsyncError } from '../errors.ts';
 import { redactUrl } from '../redact.ts';
 import { canonicalEventName, EVENT_NAMES, WEBHOOK_PATH_PREFIX, type EventName } from './events.ts';

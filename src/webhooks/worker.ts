@@ -22,7 +22,7 @@
  *   has its retries and dead letters, and the next run decides for the source.
  */
 import type { Job, JobResult } from '../queue.ts';
-import type { Config } from '../config-schema.ts';
+import type { Config } from '../config/schema.ts';
 import { PmsyncError, QuotaExhaustedError } from '../errors.ts';
 import type { Pool } from '../db/pool.ts';
 import type { Logger } from '../log.ts';

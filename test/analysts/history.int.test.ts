@@ -6,7 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ProSourceConfig, RestSourceConfig } from '../../src/config-schema.ts';
+import type { ProSourceConfig, RestSourceConfig } from '../../src/config/schema.ts';
 import { startSimulator, type Simulator } from '../../simulator/index.ts';
 import { runStream } from '../../src/sync/run-stream.ts';
 import { PRO_STREAMS, REST_STREAMS } from '../../src/sync/streams/index.ts';

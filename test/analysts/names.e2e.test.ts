@@ -5,10 +5,11 @@
  * nothing here reaches an API.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.ts';
+import { loadConfig } from '../../src/config/load.ts';
+import { STREAM_REGISTRY } from '../../src/sync/stream-registry.ts';
 import { finishRun, startRun } from '../../src/state/runs.ts';
 import { resourceNamed, resourceOfTable, selectProStreams, selectRestStreams, tableNamed } from '../../src/sync/streams/index.ts';
-import type { ProSourceConfig } from '../../src/config-schema.ts';
+import type { ProSourceConfig } from '../../src/config/schema.ts';
 import { cliEnv, runCli, writeConfig } from '../support/cli.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 
@@ -39,7 +40,7 @@ const cli = (...args: string[]) => runCli([...args, '--config', file], cliEnv({ 
 
 describe('resource and table names', () => {
   it('mean the same stream for a source', () => {
-    const [core, pro] = loadConfig({ configFile: file, env: { DATABASE_URL: db.url } }).sources;
+    const [core, pro] = loadConfig(STREAM_REGISTRY, { configFile: file, env: { DATABASE_URL: db.url } }).sources;
     expect(resourceNamed(core!, 'gift_certificates')).toBe('giftcertificates');
     expect(resourceNamed(core!, 'giftcertificates')).toBe('giftcertificates');
     expect(resourceNamed(pro!, 'pro_patients')).toBe('patients');

@@ -4,7 +4,8 @@
  * and that every attempt is counted before it is sent.
  */
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { HttpClient, restAuth, type RetryPolicy } from '../../src/api/http.ts';
+import { HttpClient, restAuth } from '../../src/api/http.ts';
+import type { RetryPolicy } from '../../src/config/schema.ts';
 import { LimiterRegistry } from '../../src/api/limiter.ts';
 import { PmsyncError, QuotaExhaustedError } from '../../src/errors.ts';
 import { createLogger } from '../../src/log.ts';

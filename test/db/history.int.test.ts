@@ -12,7 +12,7 @@ import { withTransaction } from '../../src/db/pool.ts';
 import { prepareTable, writePage, idReader, type WriteOptions } from '../../src/sync/page.ts';
 import { dbNow as passStartNow, markNotSeen } from '../../src/db/rows.ts';
 import customers from '../../src/sync/streams/core/customers.ts';
-import type { CoreSourceConfig } from '../../src/config-schema.ts';
+import type { CoreSourceConfig } from '../../src/config/schema.ts';
 
 let db: TestDatabase;
 const log = pino({ level: 'silent' });

@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { whileReading } from '../../src/queue.ts';
 import { collectStatus } from '../../src/status/detail.ts';
-import type { Config, RestSourceConfig } from '../../src/config-schema.ts';
+import type { Config, RestSourceConfig } from '../../src/config/schema.ts';
 import { withTransaction } from '../../src/db/pool.ts';
 import { repopulateTable } from '../../src/db/repopulate.ts';
 import { Metrics } from '../../src/metrics.ts';

@@ -8,8 +8,9 @@
  * process and the page is fetched over HTTP; both read one PostgreSQL.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.ts';
-import type { Config } from '../../src/config-schema.ts';
+import { loadConfig } from '../../src/config/load.ts';
+import { STREAM_REGISTRY } from '../../src/sync/stream-registry.ts';
+import type { Config } from '../../src/config/schema.ts';
 import type { FleetSummary } from '../../src/status/fleet.ts';
 import type { SourceStatus } from '../../src/status/detail.ts';
 import { startServe, type RunningServe } from '../../src/serve/serve.ts';
@@ -190,7 +191,7 @@ describe("serve's status page over several sources", () => {
   let config: Config;
 
   beforeAll(async () => {
-    const loaded = loadConfig({ configFile: file, env: { DATABASE_URL: db.url } });
+    const loaded = loadConfig(STREAM_REGISTRY, { configFile: file, env: { DATABASE_URL: db.url } });
     config = { ...loaded, serve: { ...loaded.serve, port: 0, host: '127.0.0.1' } };
     app = await openTestApp(config, { now: clock.now });
     serve = await startServe(app, config, { manualTicks: true });

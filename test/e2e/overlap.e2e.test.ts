@@ -4,7 +4,7 @@
  * nothing at all.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { CoreSourceConfig } from '../../src/config-schema.ts';
+import type { CoreSourceConfig } from '../../src/config/schema.ts';
 import { startSimulator, type Simulator } from '../../simulator/index.ts';
 import { syncSource } from '../../src/sync/sync-source.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';

@@ -12,7 +12,8 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.ts';
+import { loadConfig } from '../../src/config/load.ts';
+import { STREAM_REGISTRY } from '../../src/sync/stream-registry.ts';
 import type { SourceStatus } from '../../src/status/detail.ts';
 import type { FleetSummary } from '../../src/status/fleet.ts';
 import { startServe, type RunningServe } from '../../src/serve/serve.ts';
@@ -136,7 +137,7 @@ describe("serve's status page and /metrics", () => {
   let serve: RunningServe;
 
   beforeAll(async () => {
-    const loaded = loadConfig({ env: exampleEnv(OLD_PINS) });
+    const loaded = loadConfig(STREAM_REGISTRY, { env: exampleEnv(OLD_PINS) });
     const config = { ...loaded, serve: { ...loaded.serve, port: 0, host: '127.0.0.1' } };
     app = await openTestApp(config, { now: clock.now });
     serve = await startServe(app, config, { manualTicks: true });

@@ -9,7 +9,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { whileReading } from '../../src/queue.ts';
 import { collectStatus } from '../../src/status/detail.ts';
-import type { CoreSourceConfig } from '../../src/config-schema.ts';
+import type { CoreSourceConfig } from '../../src/config/schema.ts';
 import { startSimulator, type Simulator } from '../../simulator/index.ts';
 import { syncSource } from '../../src/sync/sync-source.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';

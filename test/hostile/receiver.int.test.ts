@@ -7,7 +7,8 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.ts';
+import { loadConfig } from '../../src/config/load.ts';
+import { STREAM_REGISTRY } from '../../src/sync/stream-registry.ts';
 import { createPool, type Pool } from '../../src/db/pool.ts';
 import { createLogger } from '../../src/log.ts';
 import { Redactor } from '../../src/redact.ts';
@@ -56,7 +57,7 @@ beforeAll(async () => {
   const admin = new URL(db.url);
   proxy = await startTcpProxy(admin.hostname, Number(admin.port || 5432));
   pool = createPool(proxy.url(db.url));
-  const config = loadConfig({
+  const config = loadConfig(STREAM_REGISTRY, {
     configFile: writeConfig({
       sources: [{ name: 'clinic', kind: 'core', baseUrl: 'http://127.0.0.1:9/api/v1', apikey: 'k-recv', username: 'u', password: 'p' }],
     }),

@@ -8,8 +8,9 @@
  * one is refused whole.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.ts';
-import type { SourceConfig } from '../../src/config-schema.ts';
+import { loadConfig } from '../../src/config/load.ts';
+import { STREAM_REGISTRY } from '../../src/sync/stream-registry.ts';
+import type { SourceConfig } from '../../src/config/schema.ts';
 import { withTransaction } from '../../src/db/pool.ts';
 import { createLogger } from '../../src/log.ts';
 import { Redactor } from '../../src/redact.ts';
@@ -42,7 +43,8 @@ function source(name: string, privacy?: Record<string, unknown>, kind: 'core' | 
       ? { name, kind, baseUrl: 'https://h/api/v1', apikey: 'a', username: 'u', password: 'p', history: ['customers'] }
       : { name, kind, baseUrl: 'https://pro.example.com', practiceId: 3, token: 't', history: ['pro_patients'] };
   // At the top level: entries naming the other kind's tables are for the sources that have them.
-  return loadConfig({ configFile: writeConfig({ ...(privacy ? { privacy } : {}), sources: [entry] }), env: {} }).sources[0]!;
+  return loadConfig(STREAM_REGISTRY, { configFile: writeConfig({ ...(privacy ? { privacy } : {}), sources: [entry] }), env: {} })
+    .sources[0]!;
 }
 
 function customer(id: string, extra: Record<string, unknown> = {}): Record<string, unknown> {

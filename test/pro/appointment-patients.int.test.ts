@@ -7,8 +7,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openApp, type App } from '../../src/app.ts';
-import { loadConfig } from '../../src/config.ts';
-import { type ProSourceConfig } from '../../src/config-schema.ts';
+import { loadConfig } from '../../src/config/load.ts';
+import { STREAM_REGISTRY } from '../../src/sync/stream-registry.ts';
+import { type ProSourceConfig } from '../../src/config/schema.ts';
 import { startSimulator, type Simulator } from '../../simulator/index.ts';
 import { runStream } from '../../src/sync/run-stream.ts';
 import { PRO_STREAMS } from '../../src/sync/streams/index.ts';
@@ -53,7 +54,7 @@ beforeAll(async () => {
   const file = writeConfig({
     sources: [{ kind: 'pro', name: 'spec-pro', baseUrl: sim.proBaseUrl(), practiceId: PRACTICE.practiceId, token: PRACTICE.token }],
   });
-  const config = loadConfig({ configFile: file, env: { DATABASE_URL: db.url } });
+  const config = loadConfig(STREAM_REGISTRY, { configFile: file, env: { DATABASE_URL: db.url } });
   source = config.sources[0] as ProSourceConfig;
   app = await openApp({ ...config, logLevel: 'silent' });
   await runStream(app.ctx, source, stream('patients'));

@@ -5,8 +5,9 @@
 import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openApp, type App } from '../../src/app.ts';
-import { loadConfig } from '../../src/config.ts';
-import { type ProSourceConfig } from '../../src/config-schema.ts';
+import { loadConfig } from '../../src/config/load.ts';
+import { STREAM_REGISTRY } from '../../src/sync/stream-registry.ts';
+import { type ProSourceConfig } from '../../src/config/schema.ts';
 import { startSimulator, type Simulator } from '../../simulator/index.ts';
 import type { SyncContext } from '../../src/sync/context.ts';
 import { FAN_OUT_BATCH } from '../../src/sync/readers/fan-out.ts';
@@ -59,7 +60,7 @@ beforeAll(async () => {
       },
     ],
   });
-  const config = loadConfig({ configFile: file, env: { DATABASE_URL: db.url } });
+  const config = loadConfig(STREAM_REGISTRY, { configFile: file, env: { DATABASE_URL: db.url } });
   source = config.sources[0] as ProSourceConfig;
   const sink = new PassThrough();
   sink.on('data', (d) => logs.push(String(d)));

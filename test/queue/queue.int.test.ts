@@ -6,7 +6,8 @@
  * pg-boss never ran on finds nothing and installs nothing.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.ts';
+import { loadConfig } from '../../src/config/load.ts';
+import { STREAM_REGISTRY } from '../../src/sync/stream-registry.ts';
 import { createPool } from '../../src/db/pool.ts';
 import { createLogger } from '../../src/log.ts';
 import { jobQueueOf, openJobQueue, QUEUE_APPLICATION_NAME } from '../../src/queue.ts';
@@ -59,7 +60,7 @@ describe('serve', () => {
     const file = writeConfig({
       sources: [{ name: 'clinic', kind: 'core', baseUrl: 'http://127.0.0.1:9/api/v1', apikey: 'k', username: 'u', password: 'p' }],
     });
-    const loaded = loadConfig({ configFile: file, env: { DATABASE_URL: db.url } });
+    const loaded = loadConfig(STREAM_REGISTRY, { configFile: file, env: { DATABASE_URL: db.url } });
     const config = { ...loaded, serve: { ...loaded.serve!, port: 0, host: '127.0.0.1' } };
     app = await openTestApp(config);
     serve = await startServe(app, config, { manualTicks: true, webhooks: mountWebhooks });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { cronProblem, firesBetween, nextFire, normalizeCron, previousFire } from '../../src/scheduler/cron.ts';
+import { cronProblem, firesBetween, nextFire, normalizeCron, previousFire } from '../../src/cron.ts';
 
 const at = (iso: string) => new Date(iso);
 

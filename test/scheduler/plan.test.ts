@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { SourceConfig } from '../../src/config-schema.ts';
+import type { SourceConfig } from '../../src/config/schema.ts';
 import { overrideFor, planStreams, type StreamEntry } from '../../src/scheduler/plan.ts';
-import { schedulesSchema } from '../../src/scheduler/settings.ts';
+import { schedulesSchema } from '../../src/config/schedules.ts';
 
 const source = (name: string, timeZone = 'UTC') => ({ kind: 'core', name, timeZone }) as unknown as SourceConfig;
 const catalog = (): StreamEntry[] => [

@@ -7,7 +7,8 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { loadConfig } from '../../src/config.ts';
+import { loadConfig } from '../../src/config/load.ts';
+import { STREAM_REGISTRY } from '../../src/sync/stream-registry.ts';
 import { ROOT } from '../support/cli.ts';
 
 const read = (name: string) => readFileSync(join(ROOT, name), 'utf8');
@@ -145,7 +146,7 @@ describe('.env.example', () => {
       CORE_PASSWORD: 'p',
       DATABASE_URL: 'postgres://u:p@db:5432/pmsync',
     };
-    const config = loadConfig({ env });
+    const config = loadConfig(STREAM_REGISTRY, { env });
     expect(config.sources.map((x) => [x.name, x.kind])).toEqual([['core', 'core']]);
     // Every stream by budget: pins are commented examples only (they would replace the budget).
     expect(config.schedules).toMatchObject({ incremental: 'budget', full: 'budget', budget: '15%', catchUp: true });

@@ -10,7 +10,8 @@ import { join } from 'node:path';
 import { parser } from '@prometheus-io/lezer-promql';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
-import { loadConfig } from '../../src/config.ts';
+import { loadConfig } from '../../src/config/load.ts';
+import { STREAM_REGISTRY } from '../../src/sync/stream-registry.ts';
 import { startServe, type RunningServe } from '../../src/serve/serve.ts';
 import { mountWebhooks } from '../../src/serve/webhooks.ts';
 import { ROOT, writeConfig } from '../support/cli.ts';
@@ -52,7 +53,7 @@ beforeAll(async () => {
   const file = writeConfig({
     sources: [{ name: 'clinic', kind: 'core', baseUrl: 'http://127.0.0.1:9/api/v1', apikey: 'k', username: 'u', password: 'p' }],
   });
-  const loaded = loadConfig({ configFile: file, env: { DATABASE_URL: db.url } });
+  const loaded = loadConfig(STREAM_REGISTRY, { configFile: file, env: { DATABASE_URL: db.url } });
   const config = { ...loaded, serve: { ...loaded.serve!, port: 0, host: '127.0.0.1' } };
   app = await openTestApp(config);
   // Nothing ticks: no request is sent; /metrics shows every series serve exports, the webhook ones included.

@@ -9,8 +9,9 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.ts';
-import type { Config } from '../../src/config-schema.ts';
+import { loadConfig } from '../../src/config/load.ts';
+import { STREAM_REGISTRY } from '../../src/sync/stream-registry.ts';
+import type { Config } from '../../src/config/schema.ts';
 import { startServe, type RunningServe } from '../../src/serve/serve.ts';
 import { prepareTable } from '../../src/sync/page.ts';
 import employees from '../../src/sync/streams/core/employees.ts';
@@ -68,7 +69,7 @@ function rig(): Rig {
     // No polling: the test decides when the file is looked at.
     write: (sources, extra = {}) =>
       writeFileSync(file, JSON.stringify({ sources, serve: { port: 0, host: '127.0.0.1', reloadSeconds: 0 }, ...extra })),
-    load: () => loadConfig({ configFile: file, env: { DATABASE_URL: db.url, LOG_LEVEL: 'info' } }),
+    load: () => loadConfig(STREAM_REGISTRY, { configFile: file, env: { DATABASE_URL: db.url, LOG_LEVEL: 'info' } }),
   };
 }
 

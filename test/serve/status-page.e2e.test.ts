@@ -10,8 +10,9 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.ts';
-import { type Config } from '../../src/config-schema.ts';
+import { loadConfig } from '../../src/config/load.ts';
+import { STREAM_REGISTRY } from '../../src/sync/stream-registry.ts';
+import { type Config } from '../../src/config/schema.ts';
 import { quotaSettingsFor } from '../../src/app.ts';
 import { startServe, type RunningServe } from '../../src/serve/serve.ts';
 import { mountWebhooks } from '../../src/serve/webhooks.ts';
@@ -73,7 +74,7 @@ describe.skipIf(browserMissing)('the status page in a browser', () => {
         ],
       },
     });
-    const loaded = loadConfig({ configFile: file, env: { DATABASE_URL: db.url } });
+    const loaded = loadConfig(STREAM_REGISTRY, { configFile: file, env: { DATABASE_URL: db.url } });
     config = { ...loaded, serve: { ...loaded.serve!, port: 0, host: '127.0.0.1' } };
     app = await openTestApp(config, { now: clock.now });
     const source = config.sources[0]!;

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { CANDIDATES, cronOf, hoursCron, plainCron, predict, rigOptions } from '../../bench/support/baselines.ts';
 import { DAY, HOUR, localMidnight, MINUTE, type TrackedChange } from '../../bench/support/day-rig.ts';
 import { FALL_BACK_DATE, HELD_OUT_DAYS, ordinaryHistory, scoredChanges, stalenessWithUnread, ZONE } from '../../bench/support/held-out.ts';
-import { schedulesSchema } from '../../src/scheduler/settings.ts';
+import { schedulesSchema } from '../../src/config/schedules.ts';
 import { burstDay, EVENING_DAY, planDay, planLayers, REFERENCE_DAY, scaledDay } from '../../simulator/day.ts';
 import { TenantClock } from '../../simulator/time.ts';
 

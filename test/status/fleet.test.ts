@@ -13,7 +13,8 @@ import {
   type SourceFacts,
   type StreamFacts,
 } from '../../src/status/fleet.ts';
-import { UNLIMITED, type QuotaSnapshot } from '../../src/state/quota.ts';
+import { UNLIMITED } from '../../src/config/schema.ts';
+import type { QuotaSnapshot } from '../../src/state/quota.ts';
 import { renderStatusPage } from '../../src/serve/status-page.ts';
 import type { StatusPageData } from '../../src/status/page.ts';
 

@@ -5,8 +5,9 @@
  * force, and each source's verdict joined to its detail.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.ts';
-import type { Config } from '../../src/config-schema.ts';
+import { loadConfig } from '../../src/config/load.ts';
+import { STREAM_REGISTRY } from '../../src/sync/stream-registry.ts';
+import type { Config } from '../../src/config/schema.ts';
 import { finishRun, startRun } from '../../src/state/runs.ts';
 import { heldSources, retentionStatus } from '../../src/status/notes.ts';
 import { runQueue, streamsInFlight, webhookBacklog, webhookQueue, whileReadingQueues } from '../../src/status/queues.ts';
@@ -32,7 +33,7 @@ beforeAll(async () => {
     password: 'p',
   });
   const file = writeConfig({ sources: [source('alder'), source('birch')], retention: { historyDays: 30 } });
-  config = loadConfig({ configFile: file, env: { DATABASE_URL: db.url } });
+  config = loadConfig(STREAM_REGISTRY, { configFile: file, env: { DATABASE_URL: db.url } });
   app = await openTestApp(config);
 });
 afterAll(async () => {

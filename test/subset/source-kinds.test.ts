@@ -1,13 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.ts';
-import { type SourceConfig } from '../../src/config-schema.ts';
+import { loadConfig } from '../../src/config/load.ts';
+import { STREAM_REGISTRY } from '../../src/sync/stream-registry.ts';
+import { type SourceConfig } from '../../src/config/schema.ts';
 import { ConfigError, HttpError, PmsyncError } from '../../src/errors.ts';
 import { connectivityRequest, withAuthAdvice } from '../../src/sync/source-kinds.ts';
 import { selectProStreams, selectRestStreams } from '../../src/sync/streams/index.ts';
 import { writeConfig } from '../support/cli.ts';
 
 function sources(list: unknown[]): SourceConfig[] {
-  return loadConfig({ configFile: writeConfig({ sources: list }), env: {} }).sources;
+  return loadConfig(STREAM_REGISTRY, { configFile: writeConfig({ sources: list }), env: {} }).sources;
 }
 
 function problems(list: unknown[]): string[] {

@@ -5,8 +5,9 @@
  */
 import { Writable } from 'node:stream';
 import { openApp, type App, type OpenOptions } from '../../src/app.ts';
-import { loadConfig } from '../../src/config.ts';
-import { type Config, type CoreSourceConfig } from '../../src/config-schema.ts';
+import { loadConfig } from '../../src/config/load.ts';
+import { STREAM_REGISTRY } from '../../src/sync/stream-registry.ts';
+import { type Config, type CoreSourceConfig } from '../../src/config/schema.ts';
 import type { Simulator } from '../../simulator/index.ts';
 import { writeConfig } from './cli.ts';
 
@@ -49,7 +50,7 @@ export function loadTestConfig(
   tweak?: (s: CoreSourceConfig) => void,
 ): Config {
   const file = writeConfig({ sources });
-  const config = loadConfig({ configFile: file, env: { DATABASE_URL: databaseUrl, LOG_LEVEL: 'info' } });
+  const config = loadConfig(STREAM_REGISTRY, { configFile: file, env: { DATABASE_URL: databaseUrl, LOG_LEVEL: 'info' } });
   if (tweak) for (const s of config.sources) if (s.kind === 'core') tweak(s);
   return config;
 }

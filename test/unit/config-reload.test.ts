@@ -8,9 +8,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.ts';
-import type { Config } from '../../src/config-schema.ts';
-import { describeChanges, diffConfig, hasChanges, keepRestartSettings } from '../../src/config-diff.ts';
+import { loadConfig } from '../../src/config/load.ts';
+import { STREAM_REGISTRY } from '../../src/sync/stream-registry.ts';
+import type { Config } from '../../src/config/schema.ts';
+import { describeChanges, diffConfig, hasChanges, keepRestartSettings } from '../../src/config/diff.ts';
 import { createLogger } from '../../src/log.ts';
 import { Redactor } from '../../src/redact.ts';
 import { ConfigReloader, configInputHash } from '../../src/serve/reload.ts';
@@ -41,7 +42,7 @@ function write(dir: string, config: unknown, name = 'pmsync.json'): string {
 }
 
 function load(dir: string, config: unknown): Config {
-  return loadConfig({ configFile: write(dir, config, `c${Math.random()}.json`), env: {} });
+  return loadConfig(STREAM_REGISTRY, { configFile: write(dir, config, `c${Math.random()}.json`), env: {} });
 }
 
 describe('diffConfig', () => {
@@ -104,7 +105,7 @@ describe('diffConfig', () => {
     const tokenFile = join(dir, 'status-token');
     const read = (token: string) => {
       writeFileSync(tokenFile, token);
-      return loadConfig({ configFile: file, env: { PMSYNC_STATUS_TOKEN_FILE: tokenFile }, statusToken: true });
+      return loadConfig(STREAM_REGISTRY, { configFile: file, env: { PMSYNC_STATUS_TOKEN_FILE: tokenFile }, statusToken: true });
     };
     const running = read('first-token-0123456789');
     const next = read('second-token-0123456789');
@@ -113,12 +114,15 @@ describe('diffConfig', () => {
     expect(hasChanges(changes)).toBe(false);
     expect(JSON.stringify(changes)).not.toContain('token-0123456789');
     expect(keepRestartSettings(running, next).statusToken).toBe('first-token-0123456789');
-    expect(loadConfig({ configFile: file, env: { PMSYNC_STATUS_TOKEN_FILE: tokenFile } }).statusToken).toBeUndefined();
+    expect(loadConfig(STREAM_REGISTRY, { configFile: file, env: { PMSYNC_STATUS_TOKEN_FILE: tokenFile } }).statusToken).toBeUndefined();
   });
 
   it('finds nothing in two loads of the same file', () => {
     const file = write(dir, { sources: [core('a', { apikey: { file: 'key' } })] }, 'same.json');
-    const changes = diffConfig(loadConfig({ configFile: file, env: {} }), loadConfig({ configFile: file, env: {} }));
+    const changes = diffConfig(
+      loadConfig(STREAM_REGISTRY, { configFile: file, env: {} }),
+      loadConfig(STREAM_REGISTRY, { configFile: file, env: {} }),
+    );
     expect(hasChanges(changes)).toBe(false);
     expect(changes.needsRestart).toEqual([]);
   });
@@ -137,14 +141,14 @@ describe('ConfigReloader', () => {
         },
       }),
     });
-    let current = loadConfig({ configFile: file, env: {} });
+    let current = loadConfig(STREAM_REGISTRY, { configFile: file, env: {} });
     const applied: Config[] = [];
     let loads = 0;
     const reloader = new ConfigReloader({
       file,
       load: () => {
         loads += 1;
-        return loadConfig({ configFile: file, env: {} });
+        return loadConfig(STREAM_REGISTRY, { configFile: file, env: {} });
       },
       current: () => current,
       apply: async (next) => {

@@ -2,7 +2,8 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.ts';
+import { loadConfig } from '../../src/config/load.ts';
+import { STREAM_REGISTRY } from '../../src/sync/stream-registry.ts';
 import { ConfigError } from '../../src/errors.ts';
 
 const goodEnv = {
@@ -24,7 +25,7 @@ function problems(fn: () => unknown): string[] {
 
 describe('loadConfig', () => {
   it('builds one Core source from CORE_* variables with documented defaults', () => {
-    const c = loadConfig({ env: goodEnv });
+    const c = loadConfig(STREAM_REGISTRY, { env: goodEnv });
     expect(c.databaseUrl).toBeUndefined();
     expect(c.sources).toHaveLength(1);
     expect(c.sources[0]).toMatchObject({
@@ -39,7 +40,7 @@ describe('loadConfig', () => {
 
   it('lists every problem at once, naming the variables, without echoing secrets', () => {
     const list = problems(() =>
-      loadConfig({
+      loadConfig(STREAM_REGISTRY, {
         env: {
           CORE_BASE_URL: 'http://api.example.com/v2',
           CORE_APIKEY: 'key-abc',
@@ -57,14 +58,16 @@ describe('loadConfig', () => {
   });
 
   it('refuses plain http except for loopback hosts, and a username with a colon', () => {
-    const list = problems(() => loadConfig({ env: { ...goodEnv, CORE_BASE_URL: 'http://api.example.com/api/v1', CORE_USERNAME: 'a:b' } }));
+    const list = problems(() =>
+      loadConfig(STREAM_REGISTRY, { env: { ...goodEnv, CORE_BASE_URL: 'http://api.example.com/api/v1', CORE_USERNAME: 'a:b' } }),
+    );
     expect(list.join('\n')).toMatch(
       /baseUrl is plain http:\/\/ to api\.example\.com: .* Use https:\/\/, or, .* set CORE_ALLOW_INSECURE_HTTP=true/,
     );
     expect(list.join('\n')).toMatch(/must not contain ":"/);
     for (const host of ['127.0.0.1:4010', 'localhost', '[::1]:4010'])
-      expect(loadConfig({ env: { ...goodEnv, CORE_BASE_URL: `http://${host}/api/v1` } }).sources).toHaveLength(1);
-    expect(problems(() => loadConfig({ env: { ...goodEnv, CORE_BASE_URL: 'ftp://api.example.com/api/v1' } }))).toEqual([
+      expect(loadConfig(STREAM_REGISTRY, { env: { ...goodEnv, CORE_BASE_URL: `http://${host}/api/v1` } }).sources).toHaveLength(1);
+    expect(problems(() => loadConfig(STREAM_REGISTRY, { env: { ...goodEnv, CORE_BASE_URL: 'ftp://api.example.com/api/v1' } }))).toEqual([
       'source "core" (CORE_* environment variables): baseUrl must use https://',
     ]);
   });
@@ -75,7 +78,7 @@ describe('loadConfig', () => {
     const source = { name: 'clinic', kind: 'core', baseUrl: 'http://10.0.0.5/api/v1', apikey: 'k1', username: 'u', password: 'p1' };
     const pro = { name: 'pro', kind: 'pro', baseUrl: 'http://10.0.0.6/v1', practiceId: 1, token: 't1' };
     writeFileSync(file, JSON.stringify({ sources: [source, pro] }));
-    expect(problems(() => loadConfig({ configFile: file, env: {} }))).toEqual([
+    expect(problems(() => loadConfig(STREAM_REGISTRY, { configFile: file, env: {} }))).toEqual([
       expect.stringMatching(
         /^source "clinic" \(sources\[0\]\): baseUrl is plain http:\/\/ to 10\.0\.0\.5: .*set "allowInsecureHttp": true on this source$/,
       ),
@@ -90,16 +93,16 @@ describe('loadConfig', () => {
         ],
       }),
     );
-    expect(loadConfig({ configFile: file, env: {} }).sources.map((s) => s.allowInsecureHttp)).toEqual([true, true]);
+    expect(loadConfig(STREAM_REGISTRY, { configFile: file, env: {} }).sources.map((s) => s.allowInsecureHttp)).toEqual([true, true]);
     writeFileSync(file, JSON.stringify({ sources: [{ ...source, allowInsecureHttp: 'yes' }] }));
-    expect(problems(() => loadConfig({ configFile: file, env: {} }))).toEqual([
+    expect(problems(() => loadConfig(STREAM_REGISTRY, { configFile: file, env: {} }))).toEqual([
       expect.stringMatching(/sources\[0\]\.allowInsecureHttp: /),
       expect.stringMatching(/baseUrl is plain http:\/\//),
     ]);
 
     const env = { ...goodEnv, CORE_BASE_URL: 'http://10.0.0.5/api/v1' };
-    expect(loadConfig({ env: { ...env, CORE_ALLOW_INSECURE_HTTP: 'true' } }).sources[0]!.allowInsecureHttp).toBe(true);
-    expect(problems(() => loadConfig({ env: { ...env, CORE_ALLOW_INSECURE_HTTP: 'false' } }))).toEqual([
+    expect(loadConfig(STREAM_REGISTRY, { env: { ...env, CORE_ALLOW_INSECURE_HTTP: 'true' } }).sources[0]!.allowInsecureHttp).toBe(true);
+    expect(problems(() => loadConfig(STREAM_REGISTRY, { env: { ...env, CORE_ALLOW_INSECURE_HTTP: 'false' } }))).toEqual([
       expect.stringMatching(/baseUrl is plain http:\/\//),
     ]);
   });
@@ -132,7 +135,7 @@ describe('loadConfig', () => {
         ],
       }),
     );
-    const c = loadConfig({ configFile: file, env: { A_KEY: 'ka', A_PW: 'pa', PRO_TOKEN: 'tok' } });
+    const c = loadConfig(STREAM_REGISTRY, { configFile: file, env: { A_KEY: 'ka', A_PW: 'pa', PRO_TOKEN: 'tok' } });
     expect(c.sources.map((s) => s.name)).toEqual(['clinic-a', 'clinic-b', 'pro-1']);
     expect(c.sources[0]).toMatchObject({ apikey: 'ka', password: 'pa' });
     expect(c.sources[2]).toMatchObject({ token: 'tok', practiceId: 7 });
@@ -150,10 +153,10 @@ describe('loadConfig', () => {
         ],
       }),
     );
-    const list = problems(() => loadConfig({ configFile: file, env: {} }));
+    const list = problems(() => loadConfig(STREAM_REGISTRY, { configFile: file, env: {} }));
     expect(list.join('\n')).toMatch(/MISSING is not set/);
     expect(list.join('\n')).toMatch(/used twice/);
-    const bad = problems(() => loadConfig({ configFile: join(dir, 'nope.json'), env: {} }));
+    const bad = problems(() => loadConfig(STREAM_REGISTRY, { configFile: join(dir, 'nope.json'), env: {} }));
     expect(bad[0]).toMatch(/nope\.json/);
   });
 });
@@ -170,7 +173,7 @@ describe('strict configuration', () => {
 
   it('refuses unknown keys at every level, naming the closest known key, all in one error', () => {
     const list = problems(() =>
-      loadConfig({
+      loadConfig(STREAM_REGISTRY, {
         configFile: file({
           databaseUrll: 'postgres://x/y',
           sources: [
@@ -202,17 +205,19 @@ describe('strict configuration', () => {
   });
 
   it('a typo never leaves a default silently in force', () => {
-    expect(() => loadConfig({ configFile: file({ sources: [{ ...core, dailyQuotaa: 500 }] }), env: {} })).toThrow(
+    expect(() => loadConfig(STREAM_REGISTRY, { configFile: file({ sources: [{ ...core, dailyQuotaa: 500 }] }), env: {} })).toThrow(
       /dailyQuotaa.*did you mean "dailyQuota"/,
     );
-    expect(loadConfig({ configFile: file({ sources: [{ ...core, dailyQuota: 500 }] }), env: {} }).sources[0]).toMatchObject({
+    expect(
+      loadConfig(STREAM_REGISTRY, { configFile: file({ sources: [{ ...core, dailyQuota: 500 }] }), env: {} }).sources[0],
+    ).toMatchObject({
       dailyQuota: 500,
     });
   });
 
   it('checks the resources named by streams, fullRefresh and schedule overrides, with the other problems', () => {
     const list = problems(() =>
-      loadConfig({
+      loadConfig(STREAM_REGISTRY, {
         configFile: file({
           sources: [
             { ...core, fullRefresh: ['giftcertificate'], lagSeconds: -1 },
@@ -248,7 +253,7 @@ describe('strict configuration', () => {
   });
 
   it('accepts every documented key', () => {
-    const c = loadConfig({
+    const c = loadConfig(STREAM_REGISTRY, {
       configFile: file({
         databaseUrl: 'postgres://u@h/db',
         sources: [
@@ -318,14 +323,16 @@ describe('where sources come from', () => {
 
   it('with a config file, CORE_* variables add no source, even with another dailyQuota or the same name', () => {
     for (const extra of [{}, { CORE_DAILY_QUOTA: '5000' }, { CORE_SOURCE_NAME: 'clinic' }]) {
-      const c = loadConfig({ configFile: file({ sources: [clinic] }), env: { ...goodEnv, ...extra } });
+      const c = loadConfig(STREAM_REGISTRY, { configFile: file({ sources: [clinic] }), env: { ...goodEnv, ...extra } });
       expect(c.sources.map((s) => s.name)).toEqual(['clinic']);
     }
-    expect(loadConfig({ env: { ...goodEnv, PMSYNC_CONFIG: file({ sources: [clinic] }) } }).sources.map((s) => s.name)).toEqual(['clinic']);
+    expect(
+      loadConfig(STREAM_REGISTRY, { env: { ...goodEnv, PMSYNC_CONFIG: file({ sources: [clinic] }) } }).sources.map((s) => s.name),
+    ).toEqual(['clinic']);
   });
 
   it('a config file may read CORE_* variables by name without the others being set', () => {
-    const c = loadConfig({
+    const c = loadConfig(STREAM_REGISTRY, {
       configFile: file({ sources: [{ ...clinic, apikey: { env: 'CORE_APIKEY' }, password: { env: 'CORE_PASSWORD' } }] }),
       env: { CORE_APIKEY: 'key-from-env', CORE_PASSWORD: 'pw-from-env' },
     });
@@ -334,7 +341,7 @@ describe('where sources come from', () => {
 
   it('refuses two sources reading the same account, naming both, unless their streams are disjoint', () => {
     const same = problems(() =>
-      loadConfig({
+      loadConfig(STREAM_REGISTRY, {
         configFile: file({
           sources: [clinic, { ...clinic, name: 'again', baseUrl: 'https://API.example.com/api/v1/', username: 'other' }],
         }),
@@ -347,7 +354,7 @@ describe('where sources come from', () => {
       ),
     ]);
     const overlapping = problems(() =>
-      loadConfig({
+      loadConfig(STREAM_REGISTRY, {
         configFile: file({
           sources: [
             { ...clinic, streams: ['customers', 'orders'] },
@@ -358,7 +365,7 @@ describe('where sources come from', () => {
       }),
     );
     expect(overlapping).toEqual([expect.stringMatching(/read the same account .*both would fetch and store orders, each record twice/)]);
-    const split = loadConfig({
+    const split = loadConfig(STREAM_REGISTRY, {
       configFile: file({
         sources: [
           { ...clinic, streams: ['customers'] },
@@ -368,12 +375,17 @@ describe('where sources come from', () => {
       env: {},
     });
     expect(split.sources.map((s) => s.name)).toEqual(['clinic', 'again']);
-    const otherKey = loadConfig({ configFile: file({ sources: [clinic, { ...clinic, name: 'other', apikey: 'key-xyz' }] }), env: {} });
+    const otherKey = loadConfig(STREAM_REGISTRY, {
+      configFile: file({ sources: [clinic, { ...clinic, name: 'other', apikey: 'key-xyz' }] }),
+      env: {},
+    });
     expect(otherKey.sources).toHaveLength(2);
   });
 
   it('without a config file, the CORE_* source is named by its variables in messages', () => {
-    const list = problems(() => loadConfig({ env: { ...goodEnv, CORE_BASE_URL: 'https://api.example.com/CustomAPI/X/api/v1' } }));
+    const list = problems(() =>
+      loadConfig(STREAM_REGISTRY, { env: { ...goodEnv, CORE_BASE_URL: 'https://api.example.com/CustomAPI/X/api/v1' } }),
+    );
     expect(list).toEqual([expect.stringMatching(/^source "core" \(CORE_\* environment variables\): this baseUrl is a Subset API path/)]);
   });
 });
@@ -388,7 +400,7 @@ describe('every problem at once', () => {
 
   it('lists problems of the top level, the sources, schedules, overrides, webhooks and the environment together', () => {
     const list = problems(() =>
-      loadConfig({
+      loadConfig(STREAM_REGISTRY, {
         configFile: file({
           colour: 'blue',
           sources: [
@@ -419,7 +431,8 @@ describe('DATABASE_URL sslmode', () => {
   const dir = mkdtempSync(join(tmpdir(), 'pmsync-ca-'));
   const ca = join(dir, 'ca.pem');
   writeFileSync(ca, '-----BEGIN CERTIFICATE-----\n');
-  const load = (query: string) => loadConfig({ env: { DATABASE_URL: `postgres://u:p@db.internal:5432/practice${query}` } });
+  const load = (query: string) =>
+    loadConfig(STREAM_REGISTRY, { env: { DATABASE_URL: `postgres://u:p@db.internal:5432/practice${query}` } });
 
   it('gives prefer, require and verify-ca libpq meaning; leaves verify-full, disable, no-verify and an explicit choice as written', () => {
     for (const mode of ['prefer', 'require'])

@@ -1,7 +1,8 @@
 /**
  * The layer rule of eslint.config.js, run through ESLint itself: an import of
  * a higher layer is refused from any depth, whether it names a folder or a
- * loose file; an import of a lower layer, or a type-only import, passes.
+ * loose file; an import of a lower layer, or a type-only import, passes. The
+ * configuration sits below the streams it is checked against.
  */
 import { fileURLToPath } from 'node:url';
 import { ESLint } from 'eslint';
@@ -30,10 +31,10 @@ describe('layers', () => {
     expect(
       await layerErrors(
         'src/sync/streams/core/example.ts',
-        "import { loadConfig } from '../../../../config.ts';\nexport const load = loadConfig;\n",
+        "import { openApp } from '../../../../app.ts';\nexport const open = openApp;\n",
       ),
     ).toHaveLength(1);
-    expect(await layerErrors('src/log.ts', "import { loadConfig } from './config.ts';\nexport const load = loadConfig;\n")).toHaveLength(1);
+    expect(await layerErrors('src/log.ts', "import { openApp } from './app.ts';\nexport const open = openApp;\n")).toHaveLength(1);
     expect(
       await layerErrors('src/cli/main.ts', "import { startServe } from '../serve/serve.ts';\nexport const start = startServe;\n"),
     ).toEqual([]);
@@ -44,10 +45,25 @@ describe('layers', () => {
     const code = [
       "import { loadCheckpoint } from '../state/checkpoints.ts';",
       "import { DriftObserver } from './drift.ts';",
-      "import type { Config } from '../config-schema.ts';",
-      'export const used: [unknown, unknown, Config | undefined] = [loadCheckpoint, DriftObserver, undefined];',
+      "import type { ScheduledStream } from '../scheduler/plan.ts';",
+      'export const used: [unknown, unknown, ScheduledStream | undefined] = [loadCheckpoint, DriftObserver, undefined];',
       '',
     ].join('\n');
     expect(await layerErrors('src/sync/example.ts', code)).toEqual([]);
+  });
+
+  it('keeps the configuration below the code it configures', async () => {
+    expect(
+      await layerErrors(
+        'src/config/example.ts',
+        "import { resourceNames } from '../sync/streams/index.ts';\nexport const names = resourceNames;\n",
+      ),
+    ).toEqual([expect.stringContaining('src/config must not import src/sync: it sits in a higher layer')]);
+    expect(
+      await layerErrors(
+        'src/api/example.ts',
+        "import { DEFAULT_RETRY } from '../config/schema.ts';\nexport const retry = DEFAULT_RETRY;\n",
+      ),
+    ).toEqual([]);
   });
 });

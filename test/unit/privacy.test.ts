@@ -6,11 +6,13 @@
  */
 import { writeFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.ts';
-import type { SourceConfig } from '../../src/config-schema.ts';
+import { loadConfig } from '../../src/config/load.ts';
+import { STREAM_REGISTRY } from '../../src/sync/stream-registry.ts';
+import type { SourceConfig } from '../../src/config/schema.ts';
 import { ConfigError } from '../../src/errors.ts';
 import { transformRecord } from '../../src/privacy/record.ts';
-import { applyRule, hmacHex, isRemoved, keyFingerprint, normalised, parseRule } from '../../src/privacy/rules.ts';
+import { parseRule } from '../../src/config/privacy.ts';
+import { applyRule, hmacHex, isRemoved, keyFingerprint, normalised } from '../../src/privacy/rules.ts';
 import { OPEN_STORED, policyChange, type StoredPolicy } from '../../src/privacy/stored.ts';
 import { idReader, validateRecords } from '../../src/sync/page.ts';
 import customers from '../../src/sync/streams/core/customers.ts';
@@ -23,7 +25,7 @@ const core = { name: 'clinic', kind: 'core', baseUrl: 'https://h/api/v1', apikey
 const pro = { name: 'practice', kind: 'pro', baseUrl: 'https://pro.example.com', practiceId: 7, token: 'token-1' };
 
 function load(file: Record<string, unknown>, env: NodeJS.ProcessEnv = {}): SourceConfig[] {
-  return loadConfig({ configFile: writeConfig(file), env }).sources;
+  return loadConfig(STREAM_REGISTRY, { configFile: writeConfig(file), env }).sources;
 }
 
 function problems(file: Record<string, unknown>, env: NodeJS.ProcessEnv = {}): string[] {

@@ -6,7 +6,9 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { loadConfig, secretFiles } from '../../src/config.ts';
+import { loadConfig } from '../../src/config/load.ts';
+import { STREAM_REGISTRY } from '../../src/sync/stream-registry.ts';
+import { secretFiles } from '../../src/config/secrets.ts';
 import { ConfigError } from '../../src/errors.ts';
 
 const KEY = 'file-key-7Qx2';
@@ -50,7 +52,7 @@ describe('{ "file": ... } secrets', () => {
     writeFileSync(join(dir, 'apikey'), `${KEY}\n`);
     writeFileSync(join(dir, 'password'), `${PASSWORD}\r\n`);
     const file = write(dir, { sources: [core('clinic', { apikey: { file: 'apikey' }, password: { file: join(dir, 'password') } })] });
-    const first = loadConfig({ configFile: file, env: {} }).sources[0]!;
+    const first = loadConfig(STREAM_REGISTRY, { configFile: file, env: {} }).sources[0]!;
     expect(first).toMatchObject({ apikey: KEY, password: PASSWORD });
     expect(first.credentialNames).toMatchObject({ apikey: 'apikey (file apikey)', password: `password (file ${join(dir, 'password')})` });
     expect(secretFiles({ sources: [core('clinic', { apikey: { file: 'apikey' } })] }, file)).toEqual([join(dir, 'apikey')]);
@@ -63,7 +65,7 @@ describe('{ "file": ... } secrets', () => {
     ).toEqual([join(dir, 'hash.key'), '/run/clinic.key']);
 
     writeFileSync(join(dir, 'apikey'), 'rotated-key-1');
-    expect(loadConfig({ configFile: file, env: {} }).sources[0]).toMatchObject({ apikey: 'rotated-key-1' });
+    expect(loadConfig(STREAM_REGISTRY, { configFile: file, env: {} }).sources[0]).toMatchObject({ apikey: 'rotated-key-1' });
   });
 
   it('names a missing or empty file and what it holds, and never prints a secret', () => {
@@ -79,7 +81,7 @@ describe('{ "file": ... } secrets', () => {
         core('c', { baseUrl: 'http://remote.example/api/v1' }),
       ],
     });
-    const list = problems(() => loadConfig({ configFile: file, env: {} }));
+    const list = problems(() => loadConfig(STREAM_REGISTRY, { configFile: file, env: {} }));
     expect(list).toEqual(
       expect.arrayContaining([
         `sources[0].apikey: file ${join(dir, 'missing')} does not exist (it holds the source's gateway key)`,
@@ -97,7 +99,7 @@ describe('{ "file": ... } secrets', () => {
     const dir = folder();
     const file = join(dir, 'pmsync.json');
     writeFileSync(file, `{"sources": [{"apikey": "${KEY}" "x": 1}]}`);
-    const list = problems(() => loadConfig({ configFile: file, env: {} }));
+    const list = problems(() => loadConfig(STREAM_REGISTRY, { configFile: file, env: {} }));
     expect(list).toHaveLength(1);
     expect(list[0]).toMatch(/^config file .*pmsync\.json: /);
     expect(list[0]).not.toContain(KEY);

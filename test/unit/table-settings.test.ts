@@ -4,8 +4,9 @@
  * touching what is stored in raw.
  */
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.ts';
-import { type SourceConfig } from '../../src/config-schema.ts';
+import { loadConfig } from '../../src/config/load.ts';
+import { STREAM_REGISTRY } from '../../src/sync/stream-registry.ts';
+import { type SourceConfig } from '../../src/config/schema.ts';
 import { ConfigError } from '../../src/errors.ts';
 import { validateRecords, idReader } from '../../src/sync/page.ts';
 import appointments from '../../src/sync/streams/core/appointments.ts';
@@ -18,7 +19,7 @@ const subset = { name: 'uptown', kind: 'subset', baseUrl: 'https://h/CustomAPI/U
 const pro = { name: 'practice', kind: 'pro', baseUrl: 'https://pro.example.com', practiceId: 7, token: 't' };
 
 function load(sources: unknown[]): SourceConfig[] {
-  return loadConfig({ configFile: writeConfig({ sources }), env: {} }).sources;
+  return loadConfig(STREAM_REGISTRY, { configFile: writeConfig({ sources }), env: {} }).sources;
 }
 
 function problems(sources: unknown[]): string[] {

@@ -9,8 +9,9 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../../simulator/index.ts';
 import type { App } from '../../src/app.ts';
-import { loadConfig } from '../../src/config.ts';
-import type { CoreSourceConfig } from '../../src/config-schema.ts';
+import { loadConfig } from '../../src/config/load.ts';
+import { STREAM_REGISTRY } from '../../src/sync/stream-registry.ts';
+import type { CoreSourceConfig } from '../../src/config/schema.ts';
 import { acquireStreamLock, schedulingLeadership } from '../../src/state/locks.ts';
 import { activateSecret, addProvisionalSecret } from '../../src/state/webhook-secrets.ts';
 import { syncSource } from '../../src/sync/sync-source.ts';
@@ -85,7 +86,7 @@ beforeAll(async () => {
     sources: [coreSourceEntry('clinic', sim.coreBaseUrl(), TENANT)],
     schedules: { debounceSeconds: DEBOUNCE_MS / 1000, notifiedWithinMinutes: 10 },
   });
-  const config = loadConfig({ configFile: file, env: {} });
+  const config = loadConfig(STREAM_REGISTRY, { configFile: file, env: {} });
   app = await openTestApp(config, { now: clock.now });
   source = app.config.sources[0] as CoreSourceConfig;
   // The nightly cron job's run: every stream read once.

@@ -1,10 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.ts';
+import { loadConfig } from '../../src/config/load.ts';
+import { STREAM_REGISTRY } from '../../src/sync/stream-registry.ts';
 import { describeWebhookMode } from '../../src/webhooks/notified-checks.ts';
 import { writeConfig } from '../support/cli.ts';
 
 const source = { name: 'clinic', kind: 'core', baseUrl: 'https://api.example.com/api/v1', apikey: 'k', username: 'u', password: 'p' };
-const configWith = (extra: Record<string, unknown>) => loadConfig({ configFile: writeConfig({ sources: [source], ...extra }), env: {} });
+const configWith = (extra: Record<string, unknown>) =>
+  loadConfig(STREAM_REGISTRY, { configFile: writeConfig({ sources: [source], ...extra }), env: {} });
 
 describe('the start line of webhooks receive', () => {
   it('says notified streams are checked here, with the debounce and bound, when no serve replica schedules them', () => {

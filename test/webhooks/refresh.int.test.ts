@@ -7,7 +7,7 @@ import { createServer, request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/app.ts';
-import type { CoreSourceConfig } from '../../src/config-schema.ts';
+import type { CoreSourceConfig } from '../../src/config/schema.ts';
 import { startSimulator, type Simulator } from '../../simulator/index.ts';
 import { keyFingerprint } from '../../src/state/quota.ts';
 import { PAUSES } from '../../src/scheduler/source-failures.ts';

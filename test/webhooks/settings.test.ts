@@ -1,13 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.ts';
+import { loadConfig } from '../../src/config/load.ts';
+import { STREAM_REGISTRY } from '../../src/sync/stream-registry.ts';
 import { writeConfig } from '../support/cli.ts';
-import { secretGraceSeconds } from '../../src/webhooks/settings.ts';
+import { secretGraceSeconds } from '../../src/config/webhooks.ts';
 
 const source = { name: 'clinic', kind: 'core', baseUrl: 'https://api.example.com/api/v1', apikey: 'k', username: 'u', password: 'p' };
 
 describe('webhook settings', () => {
   it('default when the config file has none', () => {
-    const config = loadConfig({ configFile: writeConfig({ sources: [source] }), env: {} });
+    const config = loadConfig(STREAM_REGISTRY, { configFile: writeConfig({ sources: [source] }), env: {} });
     expect(config.webhooks).toEqual({
       refresh: 'auto',
       concurrency: 2,
@@ -26,9 +27,9 @@ describe('webhook settings', () => {
       sources: [{ ...source, webhook: { secretGraceSeconds: -1 } }],
       webhooks: { concurrency: 0, expireSeconds: 'soon' },
     });
-    expect(() => loadConfig({ configFile: file, env: {} })).toThrow(
+    expect(() => loadConfig(STREAM_REGISTRY, { configFile: file, env: {} })).toThrow(
       /webhooks\.concurrency[\s\S]*webhooks\.expireSeconds|webhooks\.expireSeconds[\s\S]*webhooks\.concurrency/,
     );
-    expect(() => loadConfig({ configFile: file, env: {} })).toThrow(/secretGraceSeconds/);
+    expect(() => loadConfig(STREAM_REGISTRY, { configFile: file, env: {} })).toThrow(/secretGraceSeconds/);
   });
 });

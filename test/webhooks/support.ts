@@ -7,9 +7,10 @@ import { createServer, request as httpRequest, type IncomingMessage, type Server
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { openApp, type App } from '../../src/app.ts';
-import { loadConfig } from '../../src/config.ts';
-import { type Config } from '../../src/config-schema.ts';
-import type { RetryPolicy } from '../../src/api/http.ts';
+import { loadConfig } from '../../src/config/load.ts';
+import { STREAM_REGISTRY } from '../../src/sync/stream-registry.ts';
+import { type Config } from '../../src/config/schema.ts';
+import type { RetryPolicy } from '../../src/config/schema.ts';
 import { writeConfig } from '../support/cli.ts';
 import { waitUntil } from '../support/time-scale.ts';
 
@@ -153,7 +154,7 @@ export function coreSourceEntry(
  */
 export function testConfig(databaseUrl: string, sources: unknown[], webhooks: Record<string, unknown> = {}): Config {
   const file = writeConfig({ databaseUrl, sources, webhooks: { retryDelaySeconds: 1, refresh: 'record', ...webhooks } });
-  return { ...loadConfig({ configFile: file, env: {} }), logLevel: 'debug' };
+  return { ...loadConfig(STREAM_REGISTRY, { configFile: file, env: {} }), logLevel: 'debug' };
 }
 
 export async function openTestApp(config: Config, options: { logs?: Writable; now?: () => Date } = {}): Promise<App> {

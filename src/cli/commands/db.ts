@@ -1,8 +1,9 @@
 import pg from 'pg';
 import { Command, InvalidArgumentError } from 'commander';
-import { loadConfig } from '../../config.ts';
+import { loadConfig } from '../../config/load.ts';
 import { EMBEDDED_DEFAULT_PORT, startEmbedded, type EmbeddedDatabase } from '../../db/embedded.ts';
 import { EXIT } from '../../errors.ts';
+import { STREAM_REGISTRY } from '../../sync/stream-registry.ts';
 import { fail } from '../shared.ts';
 
 /** How often `db` checks that its server still runs and whether it must take it over. */
@@ -27,7 +28,7 @@ export function dbCommand(): Command {
     )
     .action(async (opts: { port?: number }) => {
       try {
-        const config = loadConfig();
+        const config = loadConfig(STREAM_REGISTRY);
         if (config.databaseUrl) {
           process.stdout.write('DATABASE_URL is set: pmsync uses that database, not the embedded one.\n');
           return;

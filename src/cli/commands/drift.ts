@@ -1,9 +1,8 @@
 import { Command } from 'commander';
-import { findSource } from '../../config.ts';
 import { driftFindings, type StoredFinding } from '../../state/drift.ts';
 import { acceptDrift } from '../../sync/drift-record.ts';
 import { settingsFor, tableStreams } from '../../sync/table-settings.ts';
-import { tableNames, configFrom, fail, requireSources, withApp } from '../shared.ts';
+import { tableNames, configFrom, fail, findSource, requireSources, withApp } from '../shared.ts';
 
 /** The report as text: problems first, then the fields kept in raw only, one line per table. */
 export function describeDrift(findings: StoredFinding[], indent = '  '): string {

@@ -1,11 +1,10 @@
 import { Command } from 'commander';
-import { findSource } from '../../config.ts';
 import { withTransaction } from '../../db/pool.ts';
 import { repopulateTable } from '../../db/repopulate.ts';
 import { recordRepopulated } from '../../sync/drift-record.ts';
 import { applyPolicies } from '../../sync/privacy-policies.ts';
 import { effectiveFields, settingsFor, tableStreams } from '../../sync/table-settings.ts';
-import { tableNames, configFrom, fail, requireSources, withApp } from '../shared.ts';
+import { tableNames, configFrom, fail, findSource, requireSources, withApp } from '../shared.ts';
 
 export function repopulateCommand(): Command {
   return new Command('repopulate')

@@ -1,7 +1,6 @@
 import { Command, InvalidArgumentError } from 'commander';
 import type { App } from '../../app.ts';
-import { findSource } from '../../config.ts';
-import { type Config, type SourceConfig } from '../../config-schema.ts';
+import { type Config, type SourceConfig } from '../../config/schema.ts';
 import { EXIT, PmsyncError } from '../../errors.ts';
 import { LockedError } from '../../state/locks.ts';
 import { loadState } from '../../state/checkpoints.ts';
@@ -13,7 +12,7 @@ import type { RunSummary } from '../../sync/run-scope.ts';
 import { resourceNamed, resourceTablesFor, restStreamsFor } from '../../sync/streams/index.ts';
 import { syncSource } from '../../sync/sync-source.ts';
 import { attachProgress } from '../progress.ts';
-import { configFrom, fail, requireSources, withApp } from '../shared.ts';
+import { configFrom, fail, findSource, requireSources, withApp } from '../shared.ts';
 import { runStartedAt } from '../../state/runs.ts';
 import { countMarkedNotSeenSince } from '../../db/rows.ts';
 

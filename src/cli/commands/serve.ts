@@ -1,5 +1,5 @@
 import { Command, InvalidArgumentError } from 'commander';
-import type { Config } from '../../config-schema.ts';
+import type { Config } from '../../config/schema.ts';
 import { EXIT } from '../../errors.ts';
 import { configFrom, fail, requireSources, withApp, type GlobalOptions } from '../shared.ts';
 import { attachProgressLog } from '../progress.ts';

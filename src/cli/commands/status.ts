@@ -5,9 +5,8 @@
  */
 import { Command, InvalidArgumentError, Option } from 'commander';
 import type { App } from '../../app.ts';
-import type { Config } from '../../config-schema.ts';
-import { configFrom, fail, requireSources, withApp } from '../shared.ts';
-import { findSource } from '../../config.ts';
+import type { Config } from '../../config/schema.ts';
+import { configFrom, fail, findSource, requireSources, withApp } from '../shared.ts';
 import { EXIT, exitCodeOf } from '../../errors.ts';
 import type { RefreshQueueCounts } from '../../webhooks/queue.ts';
 import type { BudgetStatus, Connectivity, SourceStatus, StreamScheduleStatus } from '../../status/detail.ts';

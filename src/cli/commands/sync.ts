@@ -1,6 +1,5 @@
 import { Command } from 'commander';
-import { findSource } from '../../config.ts';
-import { type Config, type SourceConfig } from '../../config-schema.ts';
+import { type Config, type SourceConfig } from '../../config/schema.ts';
 import { EXIT, exitCodeFor, PmsyncError, QuotaExhaustedError } from '../../errors.ts';
 import { boundWarning, readBound, readStalls, type Stall } from '../../sync/coverage.ts';
 import { applyPolicies } from '../../sync/privacy-policies.ts';
@@ -8,7 +7,7 @@ import { describePurge, purgeRetention } from '../../sync/retention.ts';
 import { syncSource, type SourceResult } from '../../sync/sync-source.ts';
 import { selectProStreams, selectRestStreams, unknownResources } from '../../sync/streams/index.ts';
 import { attachProgress } from '../progress.ts';
-import { configFrom, fail, requireSources, withApp } from '../shared.ts';
+import { configFrom, fail, findSource, requireSources, withApp } from '../shared.ts';
 import type { App } from '../../app.ts';
 
 export interface SyncCliOptions {

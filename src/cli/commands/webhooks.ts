@@ -7,9 +7,8 @@
 import { createInterface } from 'node:readline/promises';
 import { Command, InvalidArgumentError } from 'commander';
 import type { App } from '../../app.ts';
-import { insecureHttpHost } from '../../api/insecure-http.ts';
-import { findSource } from '../../config.ts';
-import { type Config, type CoreSourceConfig } from '../../config-schema.ts';
+import { insecureHttpHost } from '../../config/insecure-http.ts';
+import { type Config, type CoreSourceConfig } from '../../config/schema.ts';
 import { PmsyncError } from '../../errors.ts';
 import { canonicalEventName, EVENT_NAMES, type EventName } from '../../webhooks/events.ts';
 import {
@@ -23,8 +22,8 @@ import {
 } from '../../webhooks/registration.ts';
 import { hashToken, newToken } from '../../webhooks/secrets.ts';
 import { activateSecret, addProvisionalSecret, expireSecrets, loadSecrets } from '../../state/webhook-secrets.ts';
-import { secretGraceSeconds } from '../../webhooks/settings.ts';
-import { configFrom, fail, requireSources, withApp } from '../shared.ts';
+import { secretGraceSeconds } from '../../config/webhooks.ts';
+import { configFrom, fail, findSource, requireSources, withApp } from '../shared.ts';
 import { receiveCommand } from './webhooks-receive.ts';
 
 const out = (line = '') => process.stdout.write(`${line}\n`);

@@ -19,7 +19,7 @@
 import pLimit from 'p-limit';
 import type { HttpClient } from '../../api/http.ts';
 import { pageProList } from '../../api/pro-pager.ts';
-import type { ProSourceConfig } from '../../config-schema.ts';
+import type { ProSourceConfig } from '../../config/schema.ts';
 import type { Queryable } from '../../db/pool.ts';
 import { dbNow } from '../../db/rows.ts';
 import { describeIssues } from '../../mappers/common.ts';

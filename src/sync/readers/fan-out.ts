@@ -11,7 +11,7 @@
 import pLimit from 'p-limit';
 import type { HttpClient } from '../../api/http.ts';
 import { listRecords, pageProList } from '../../api/pro-pager.ts';
-import type { ProSourceConfig } from '../../config-schema.ts';
+import type { ProSourceConfig } from '../../config/schema.ts';
 import { currentRowsLack, dbNow, markNotSeen, markRowsNotSeen } from '../../db/rows.ts';
 import { HttpError } from '../../errors.ts';
 import { lastFullPass } from '../../state/runs.ts';

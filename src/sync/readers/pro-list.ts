@@ -4,7 +4,7 @@
  * reads the Pro API: every request it sends there is a GET.
  */
 import { pageProList } from '../../api/pro-pager.ts';
-import type { ProSourceConfig } from '../../config-schema.ts';
+import type { ProSourceConfig } from '../../config/schema.ts';
 import { dbNow, markNotSeen } from '../../db/rows.ts';
 import type { SyncContext } from '../context.ts';
 import type { Reader } from '../driver.ts';

@@ -3,7 +3,7 @@
  * learned from the server, and whether the practice is confirmed.
  */
 import { PageSizes, type ProPagerOptions } from '../../api/pro-pager.ts';
-import type { ProSourceConfig } from '../../config-schema.ts';
+import type { ProSourceConfig } from '../../config/schema.ts';
 import type { WindowCheckpoint } from '../../state/checkpoints.ts';
 import { idReader } from '../page.ts';
 import type { RunOptions, RunScope } from '../run-scope.ts';

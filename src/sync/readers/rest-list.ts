@@ -7,14 +7,14 @@
  * moving between pages while the window is read (src/api/pager.ts).
  */
 import { initialPaging, pageByRows } from '../../api/pager.ts';
-import type { RestSourceConfig } from '../../config-schema.ts';
+import { DEFAULT_CHECK_PAGES } from '../../config/schedules.ts';
+import type { RestSourceConfig } from '../../config/schema.ts';
 import { dbNow, markNotSeen } from '../../db/rows.ts';
 import type { SyncContext } from '../context.ts';
 import type { Reader } from '../driver.ts';
 import { idReader, writePage } from '../page.ts';
 import type { RunOptions } from '../run-scope.ts';
 import type { RestStream } from '../streams/rest.ts';
-import { DEFAULT_CHECK_PAGES } from '../types.ts';
 import { nextWindow } from '../window.ts';
 import { floorToSecond, formatInZone } from '../../time.ts';
 

@@ -2,7 +2,7 @@
  * Every stream pmsync knows, by API kind. Adding a resource is adding one file
  * under streams/<kind>/ and one line here.
  */
-import type { ProSourceConfig, SourceConfig } from '../../config-schema.ts';
+import type { ProSourceConfig, SourceConfig } from '../../config/schema.ts';
 import { ConfigError, PmsyncError } from '../../errors.ts';
 import { validNames } from '../../strict-schema.ts';
 import type { RestStream } from './rest.ts';

@@ -1,7 +1,7 @@
 /**
  * The shape of a Core/Subset stream: a Page/Rows list of one resource.
  */
-import type { RestSourceConfig } from '../../config-schema.ts';
+import type { RestSourceConfig } from '../../config/schema.ts';
 import { CORE_IDENTITY, deriveColumns, type ColumnsDef } from '../columns.ts';
 import type { StreamBase, SyncMode } from '../types.ts';
 

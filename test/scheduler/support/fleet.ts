@@ -10,8 +10,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { openApp, type App } from '../../../src/app.ts';
-import { loadConfig } from '../../../src/config.ts';
-import type { Config } from '../../../src/config-schema.ts';
+import { loadConfig } from '../../../src/config/load.ts';
+import { STREAM_REGISTRY } from '../../../src/sync/stream-registry.ts';
+import type { Config } from '../../../src/config/schema.ts';
 import type { RunJob } from '../../../src/scheduler/dispatch.ts';
 import { startServe, type RunningServe } from '../../../src/serve/serve.ts';
 import {
@@ -183,5 +184,5 @@ function fleetConfig(sim: Simulator, options: FleetOptions, practices: Practice[
       serve: { port: 0, host: '127.0.0.1' },
     }),
   );
-  return loadConfig({ configFile: file, env: { DATABASE_URL: options.databaseUrl, LOG_LEVEL: 'info' } });
+  return loadConfig(STREAM_REGISTRY, { configFile: file, env: { DATABASE_URL: options.databaseUrl, LOG_LEVEL: 'info' } });
 }

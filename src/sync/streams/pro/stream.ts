@@ -10,7 +10,7 @@
  *   checkpoint is simply "every key up to N is done".
  * - snapshot: open capacity captured at one instant (availability).
  */
-import type { ProSourceConfig } from '../../../config-schema.ts';
+import type { ProSourceConfig } from '../../../config/schema.ts';
 import type { Queryable } from '../../../db/pool.ts';
 import { deriveColumns, PRO_IDENTITY, type ColumnsDef } from '../../columns.ts';
 import type { StreamBase } from '../../types.ts';

@@ -3,7 +3,7 @@
  * refresh queue's retry policy. One queue serves every source, so these are
  * global; per-source settings (expected TenantId, secret grace period) live in
  * the source's `webhook` object. Parsed with the rest of the configuration in
- * src/config.ts.
+ * load.ts.
  */
 import { z } from 'zod';
 import { strictObject } from '../strict-schema.ts';

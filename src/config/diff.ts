@@ -18,7 +18,7 @@
  * or the command line (log level and format, data folder, Redis) cannot
  * change in a running process at all.
  */
-import type { Config, SecretKey, SourceConfig } from './config-schema.ts';
+import type { Config, SecretKey, SourceConfig } from './schema.ts';
 
 export interface ConfigChanges {
   added: string[];

@@ -1,12 +1,12 @@
 /**
- * The `schedules` and `serve` sections of the config file. Parsed with the rest
- * of the configuration in src/config.ts.
+ * The `schedules` and `serve` sections of the config file, and how a budget
+ * setting becomes requests a day. Parsed with the rest of the configuration
+ * in load.ts.
  */
 import { z } from 'zod';
 import { strictObject } from '../strict-schema.ts';
 import { isValidTimeZone } from '../time.ts';
-import { cronProblem } from './cron.ts';
-import { DEFAULT_CHECK_PAGES } from '../sync/types.ts';
+import { cronProblem } from '../cron.ts';
 
 /**
  * What a stream's schedule is: "budget" (pmsync decides when to check it,
@@ -24,6 +24,8 @@ export const DEFAULT_NOTIFIED_WITHIN_MINUTES = 10;
 export const DEFAULT_SAFETY_NET_MINUTES = 360;
 /** Every stream is checked at least once in this many hours, however quiet it is. */
 export const DEFAULT_FLOOR_HOURS = 24;
+/** A check whose window needs more pages than this is finished as a backfill (schedules.checkPages). */
+export const DEFAULT_CHECK_PAGES = 3;
 /** How often serve looks at what is due. */
 export const DEFAULT_TICK_SECONDS = 15;
 /** Stream runs one serve process executes at once. */

@@ -1,21 +1,22 @@
 /**
  * The shape of pmsync's configuration: the source schemas and their defaults,
- * and the types every part of pmsync reads. Parsing, secrets from the
- * environment and the checks against the stream registry are in config.ts.
+ * and the types every part of pmsync reads. Reading it from the file or the
+ * environment is load.ts; the checks no schema can make are checks.ts.
  */
 import { z } from 'zod';
-import { DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_RETRY, type CredentialNames } from './api/http.ts';
-import type { LogFormat } from './log-format.ts';
-import type { PrivacySettings } from './privacy/settings.ts';
-import { budgetValue, type ScheduleSettings, type ServeSettings } from './scheduler/settings.ts';
-import { strictObject } from './strict-schema.ts';
-import { isValidTimeZone } from './time.ts';
-import type { WebhookSettings } from './webhooks/settings.ts';
+import type { LogFormat } from '../log-format.ts';
+import { strictObject } from '../strict-schema.ts';
+import { isValidTimeZone } from '../time.ts';
+import type { PrivacySettings } from './privacy.ts';
+import { budgetValue, type ScheduleSettings, type ServeSettings } from './schedules.ts';
+import type { WebhookSettings } from './webhooks.ts';
 
 /** Default seconds between progress lines of a running stream (PMSYNC_PROGRESS_SECONDS). */
 export const DEFAULT_PROGRESS_SECONDS = 30;
 /** The standard plan's daily request budget per gateway key. */
 export const DEFAULT_DAILY_QUOTA = 1000;
+/** A limit or budget with no bound: Pro shows no quota, and a Pro budget is unlimited unless set. */
+export const UNLIMITED = 2_147_483_647;
 /**
  * Re-read this much before the cursor on every incremental window. The spec does
  * not say how the server stamps ModifiedOn (clock, commit time, second
@@ -27,6 +28,12 @@ export const DEFAULT_OVERLAP_SECONDS = 600;
 export const DEFAULT_LAG_SECONDS = 60;
 /** Share of the daily quota kept for webhook refreshes and on-demand resyncs. */
 export const DEFAULT_RESERVE_PERCENT = 10;
+/**
+ * Largest response body read. A page of 100 records is a few hundred KB; a
+ * body past this is cut off, reported and not retried (the same request would
+ * only download it again).
+ */
+export const DEFAULT_MAX_RESPONSE_BYTES = 16 * 1024 * 1024;
 
 const timeZone = z.string().refine(isValidTimeZone, 'not a known IANA time zone (e.g. UTC, America/New_York)');
 /** Largest response body a source may send (see DEFAULT_MAX_RESPONSE_BYTES). */
@@ -65,6 +72,18 @@ const limiter = strictObject({
   minTimeMs: z.number().int().min(0).default(0),
 }).prefault({});
 
+export interface RetryPolicy {
+  /** Attempts per request, the first included. */
+  maxAttempts: number;
+  /** Backoff before retry n is drawn from [0, min(maxDelayMs, baseDelayMs * 2^(n-1))) ("full jitter"). */
+  baseDelayMs: number;
+  maxDelayMs: number;
+  /** No retry starts later than this after the first attempt; a Retry-After reaching past it ends the request. */
+  maxElapsedMs: number;
+}
+
+export const DEFAULT_RETRY: RetryPolicy = { maxAttempts: 5, baseDelayMs: 500, maxDelayMs: 30_000, maxElapsedMs: 120_000 };
+
 /** Retries of 5xx answers, timeouts and resets: full-jitter exponential backoff (see src/api/http.ts). */
 const retry = strictObject({
   maxAttempts: z.number().int().min(1).max(20).default(DEFAULT_RETRY.maxAttempts),
@@ -82,7 +101,7 @@ const tableColumns = z.record(z.string(), z.string().min(1, 'name the raw field 
 /** Tables that keep `<table>_history` versions (history mode). */
 const historyTables = z.array(z.string()).default([]);
 /**
- * Column policies (src/privacy/settings.ts): at the top level for every
+ * Column policies (privacy.ts): at the top level for every
  * source, and per source over the top level's. Names and policies are checked
  * against the streams at start-up (src/sync/privacy.ts).
  */
@@ -226,17 +245,24 @@ export const fileSchema = strictObject({
   retention: retentionSchema,
   privacy,
   sources: z.array(sourceSchema).default([]),
-  // Parsed by their own modules (src/scheduler/settings.ts, src/webhooks/settings.ts), strictly too.
+  // Parsed by their own modules (schedules.ts, webhooks.ts), strictly too.
   schedules: z.unknown().optional(),
   serve: z.unknown().optional(),
   webhooks: z.unknown().optional(),
 });
 
+/**
+ * Where each credential of a source came from (an environment variable, or a
+ * key of the config file), so an error can name what to fix without showing
+ * the value.
+ */
+export type CredentialNames = Partial<Record<'apikey' | 'password' | 'token' | 'username' | 'where', string>>;
+
 export type SecretKey = 'apikey' | 'password' | 'token';
 /** Secrets are read from the environment or their files and budgets turned into requests a day at load time. */
 type Resolved<T> = Omit<{ [K in keyof T]: K extends SecretKey ? string : T[K] }, 'budget' | 'privacy'> & {
   budget: number;
-  /** Column policies, the top level's and the source's own together, the key read (src/privacy/settings.ts); none when absent. */
+  /** Column policies, the top level's and the source's own together, the key read (privacy.ts); none when absent. */
   privacy?: PrivacySettings;
   /** Where each credential was configured, in an operator's words, for messages after a 401. */
   credentialNames?: CredentialNames;
