@@ -265,13 +265,17 @@ export function disjoint(windows: readonly WindowFound[]): WindowFound[] {
  * a little low, and neither the stream's next check nor the practice's other
  * streams hear of it until the rush has run for an hour. The first change
  * goes with the quiet part (it ends it), so the rest's rate is not
- * overstated by starting the clock at one of its own changes.
+ * overstated by starting the clock at one of its own changes. Only a window
+ * quiet for SPLIT_MIN_QUIET_MINUTES or more before its first change is split:
+ * in the short windows of a busy hour, where the first change falls is
+ * chance, and splitting them only adds noise to the rates.
  */
+export const SPLIT_MIN_QUIET_MINUTES = 30;
 export function splitAtFirstChange(windows: readonly WindowFound[]): WindowFound[] {
   const out: WindowFound[] = [];
   for (const w of windows) {
     const f = w.firstChangeAt;
-    if (f === undefined || w.changes < 2 || f <= w.from || f >= w.to) out.push(w);
+    if (f === undefined || w.changes < 2 || f - w.from < SPLIT_MIN_QUIET_MINUTES * 60_000 || f >= w.to) out.push(w);
     else out.push({ from: w.from, to: f, changes: 1 }, { from: f, to: w.to, changes: w.changes - 1 });
   }
   return out;

@@ -233,6 +233,9 @@ describe("today's evidence", () => {
       { from: window.from, to: started.firstChangeAt, changes: 1 },
       { from: started.firstChangeAt, to: window.to, changes: 7 },
     ]);
+    // In a busy hour's short windows where the first change falls is chance: one quiet for less than half an hour is read whole.
+    const short = { from: t('2026-11-23T17:50:00Z'), to: window.to, changes: 8, firstChangeAt: t('2026-11-23T18:01:00Z') };
+    expect(splitAtFirstChange([short])).toEqual([short]);
     // One change, or a first change at the window's edge: nothing to split.
     expect(splitAtFirstChange([{ ...started, changes: 1 }])).toEqual([{ ...started, changes: 1 }]);
     expect(splitAtFirstChange([{ ...window, firstChangeAt: window.from }])).toEqual([{ ...window, firstChangeAt: window.from }]);
