@@ -130,6 +130,14 @@ export function wallSlot(wall: string): number {
   return d.getUTCDay() * 24 + d.getUTCHours();
 }
 
+/** The instant at which the wall clock in `timeZone` shows `wall` ("YYYY-MM-DDThh:mm[:ss[.fff]]"); the earlier of two in a repeated hour. */
+export function wallToInstant(wall: string, timeZone: string): Date {
+  const target = Date.parse(`${wall.length === 16 ? `${wall}:00` : wall}Z`);
+  let guess = target - zoneOffsetMs(target, timeZone);
+  guess = target - zoneOffsetMs(guess, timeZone);
+  return new Date(guess);
+}
+
 /** The instant at which the wall clock in `timeZone` shows y-m-d h:00:00. */
 export function zonedToUtc(y: number, m: number, d: number, h: number, timeZone: string): Date {
   const target = Date.UTC(y, m - 1, d, h);

@@ -33,6 +33,7 @@ import {
   withEvidence,
   withExcess,
   type Evidence,
+  type WindowFound,
 } from './rates.ts';
 import { pinnedInput } from './pinned.ts';
 import { CHECK_COST_RUNS as COST_RUNS } from '../state/runs.ts';
@@ -210,6 +211,13 @@ export async function observeSource(
     }
   }
 
+  // A polled stream's windows are read from their first change (rates.ts, splitAtFirstChange): a check after quiet
+  // hours that finds a rush's first minutes says the rush's rate. A stream fed by webhooks is checked a few minutes
+  // after each change is notified, so its windows start at its changes already, and are read whole.
+  const windowsOf = (resource: string): WindowFound[] => {
+    const list = windows.get(resource) ?? [];
+    return (notified.get(resource)?.recent ?? 0) > 0 ? list.map(({ firstChangeAt: _, ...w }) => w) : list;
+  };
   // Each budget stream's forecast (its model scaled by today's activity) and its own evidence first:
   // the practice-wide excess is read from all of them.
   const forecasts = new Map<string, { model: Float64Array; forecast: Float64Array; activity: number; evidence: Evidence | null }>();
@@ -221,7 +229,7 @@ export async function observeSource(
     // Hours the practice moved into are new: a day whose remembered hours stayed empty says nothing against them.
     const moved = slow.movedIn?.get(s.resource);
     const forecast = activity === 1 ? model : model.map((r, i) => r * (moved?.[i] && activity < 1 ? 1 : activity));
-    const evidence = evidenceOf(forecast, timeZone, windows.get(s.resource) ?? [], now.getTime());
+    const evidence = evidenceOf(forecast, timeZone, windowsOf(s.resource), now.getTime());
     forecasts.set(s.resource, { model, forecast, activity, evidence });
   }
   const practice = streams
@@ -231,7 +239,7 @@ export async function observeSource(
       return {
         resource: s.resource,
         forecast: f.forecast,
-        windows: windows.get(s.resource) ?? [],
+        windows: windowsOf(s.resource),
         usualPerWeek: f.model.reduce((a, b) => a + b, 0),
       };
     });

@@ -201,6 +201,8 @@ export interface WindowFound {
   from: number;
   to: number;
   changes: number;
+  /** The earliest modification time among the rows it changed, when their records carry one. */
+  firstChangeAt?: number;
 }
 
 /** Pseudo-hours of the prior: the forecast weighs as much as an hour's window. */
@@ -249,10 +251,39 @@ export function disjoint(windows: readonly WindowFound[]): WindowFound[] {
   let end = Number.NEGATIVE_INFINITY;
   for (const w of [...windows].sort((a, b) => a.to - b.to || a.from - b.from)) {
     const from = Math.max(w.from, end);
-    if (w.to > from) out.push({ from, to: w.to, changes: w.changes });
+    if (w.to > from) out.push({ ...w, from });
     end = Math.max(end, w.to);
   }
   return out;
+}
+
+/**
+ * A window as two: the quiet part up to its first change, with that change,
+ * and the rest, with the others. A check that reads four quiet hours and the
+ * first fifteen minutes of a rush found a rush, not a busier afternoon: read
+ * as one window, its changes averaged over four hours look like a forecast
+ * a little low, and neither the stream's next check nor the practice's other
+ * streams hear of it until the rush has run for an hour. The first change
+ * goes with the quiet part (it ends it), so the rest's rate is not
+ * overstated by starting the clock at one of its own changes. Only a window
+ * quiet for SPLIT_MIN_QUIET_MINUTES or more before its first change is split:
+ * in the short windows of a busy hour, where the first change falls is
+ * chance, and splitting them only adds noise to the rates.
+ */
+export const SPLIT_MIN_QUIET_MINUTES = 30;
+export function splitAtFirstChange(windows: readonly WindowFound[]): WindowFound[] {
+  const out: WindowFound[] = [];
+  for (const w of windows) {
+    const f = w.firstChangeAt;
+    if (f === undefined || w.changes < 2 || f - w.from < SPLIT_MIN_QUIET_MINUTES * 60_000 || f >= w.to) out.push(w);
+    else out.push({ from: w.from, to: f, changes: 1 }, { from: f, to: w.to, changes: w.changes - 1 });
+  }
+  return out;
+}
+
+/** The windows a stream's evidence reads: each hour counted once, each split at its first change. */
+function readWindows(windows: readonly WindowFound[]): WindowFound[] {
+  return splitAtFirstChange(disjoint(windows));
 }
 
 /**
@@ -260,7 +291,7 @@ export function disjoint(windows: readonly WindowFound[]): WindowFound[] {
  * forecast; null when none is recent enough to say anything.
  */
 export function evidenceOf(rates: Float64Array, timeZone: string, windows: WindowFound[], now: number): Evidence | null {
-  const recent = disjoint(windows).filter((w) => w.to <= now && now - w.to <= EVIDENCE_LOOKBACK_HOURS * HOUR_MS);
+  const recent = readWindows(windows).filter((w) => w.to <= now && now - w.to <= EVIDENCE_LOOKBACK_HOURS * HOUR_MS);
   let e: Evidence | null = null;
   for (const w of recent) {
     const hours = (w.to - w.from) / HOUR_MS;
@@ -318,7 +349,7 @@ export function practiceExcess(streams: readonly StreamWindows[], timeZone: stri
     let found = 0;
     let expected = 0;
     let hours = 0;
-    for (const w of disjoint(s.windows)) {
+    for (const w of readWindows(s.windows)) {
       const from = Math.max(w.from, since);
       if (w.to <= from || w.to > now) continue;
       // A window reaching back before the hour counts its share of the hour.
@@ -370,8 +401,13 @@ export function poissonTail(n: number, mean: number): number {
   return Math.max(0, 1 - below);
 }
 
-export function surprising(changes: number, expected: number): boolean {
-  return changes >= WAKE_MIN_CHANGES && poissonTail(changes, expected) <= 1 / WAKE_ODDS;
+/**
+ * Whether a check that found `found` changes, `changes` of them where the
+ * forecast expected `expected` (all of them, or those after its first change),
+ * found a surprise.
+ */
+export function surprising(found: number, changes: number, expected: number): boolean {
+  return found >= WAKE_MIN_CHANGES && poissonTail(changes, expected) <= 1 / WAKE_ODDS;
 }
 
 /** How long a surprise stays news: a stream not checked since is woken by it. */
@@ -388,7 +424,10 @@ export function surprisesFound(streams: readonly StreamWindows[], timeZone: stri
   for (const s of streams) {
     for (const w of disjoint(s.windows)) {
       if (w.to > now || now - w.to > WAKE_LOOKBACK_HOURS * HOUR_MS) continue;
-      if (surprising(w.changes, expectedSince(s.forecast, timeZone, w.from, w.to).changes)) {
+      // Read from its first change, when the window was split there (splitAtFirstChange): the rest is the news.
+      const pieces = splitAtFirstChange([w]);
+      const last = pieces[pieces.length - 1]!;
+      if (surprising(w.changes, last.changes, expectedSince(s.forecast, timeZone, last.from, last.to).changes)) {
         out.set(s.resource, w.to);
         break;
       }

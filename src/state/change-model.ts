@@ -57,6 +57,8 @@ export class ChangeTally {
   undated = 0;
   /** Rows read that carry a ModifiedOn, at or after `sinceWall` or not. */
   dated = 0;
+  /** The earliest ModifiedOn (wall clock) at or after `sinceWall`: when the window's changes began. */
+  earliest: string | null = null;
   private readonly sinceWall: string | null;
 
   constructor(sinceWall: string | null) {
@@ -70,6 +72,7 @@ export class ChangeTally {
       if (wall === null) continue;
       dated++;
       if (this.sinceWall !== null && wall < this.sinceWall) continue;
+      if (this.earliest === null || wall < this.earliest) this.earliest = wall;
       const slot = wallSlot(wall);
       this.bySlot.set(slot, (this.bySlot.get(slot) ?? 0) + 1);
     }
@@ -77,18 +80,24 @@ export class ChangeTally {
     if (dated === 0) this.undated += changed;
   }
 
-  toJSON(): { bySlot: Array<[number, number]>; undated: number; dated: number } {
-    return { bySlot: [...this.bySlot], undated: this.undated, dated: this.dated };
+  toJSON(): { bySlot: Array<[number, number]>; undated: number; dated: number; earliest?: string } {
+    return {
+      bySlot: [...this.bySlot],
+      undated: this.undated,
+      dated: this.dated,
+      ...(this.earliest !== null ? { earliest: this.earliest } : {}),
+    };
   }
 
   static from(
     sinceWall: string | null,
-    saved: { bySlot?: Array<[number, number]>; undated?: number; dated?: number } | undefined,
+    saved: { bySlot?: Array<[number, number]>; undated?: number; dated?: number; earliest?: string } | undefined,
   ): ChangeTally {
     const t = new ChangeTally(sinceWall);
     for (const [slot, n] of saved?.bySlot ?? []) t.bySlot.set(slot, n);
     t.undated = saved?.undated ?? 0;
     t.dated = saved?.dated ?? 0;
+    t.earliest = saved?.earliest ?? null;
     return t;
   }
 }

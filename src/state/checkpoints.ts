@@ -51,7 +51,12 @@ export const windowCheckpoint = z.object({
   purpose: z.enum(['check', 'backfill', 'webhook', 'resync', 'full']).optional(),
   /** Changes counted so far by the window's pages, for the change model. */
   tally: z
-    .object({ bySlot: z.array(z.tuple([z.number().int(), z.number()])), undated: z.number(), dated: z.number().optional() })
+    .object({
+      bySlot: z.array(z.tuple([z.number().int(), z.number()])),
+      undated: z.number(),
+      dated: z.number().optional(),
+      earliest: z.string().optional(),
+    })
     .optional(),
 });
 export type WindowCheckpoint = z.infer<typeof windowCheckpoint>;

@@ -53,6 +53,11 @@ export async function addPage(db: Queryable, runId: number, totals: PageTotals, 
   );
 }
 
+/** When the run's window found its first change (the earliest ModifiedOn among the rows it changed). */
+export async function setFirstChange(db: Queryable, runId: number, at: Date): Promise<void> {
+  await db.query(`UPDATE pmsync.runs SET first_change_at = $2 WHERE id = $1`, [runId, at]);
+}
+
 /** Error messages may quote what a server sent; a NUL in one must not fail the run's last write. */
 export async function finishRun(
   db: Queryable,
@@ -112,10 +117,10 @@ export async function recentWindows(
   source: string,
   since: Date,
   perStream: number,
-): Promise<Map<string, Array<{ from: number; to: number; changes: number }>>> {
-  const res = await db.query<{ resource: string; window_start: Date; window_end: Date; n: number }>(
-    `SELECT resource, window_start, window_end, n FROM (
-       SELECT resource, window_start, window_end, inserted + updated AS n,
+): Promise<Map<string, Array<{ from: number; to: number; changes: number; firstChangeAt?: number }>>> {
+  const res = await db.query<{ resource: string; window_start: Date; window_end: Date; n: number; first_change_at: Date | null }>(
+    `SELECT resource, window_start, window_end, n, first_change_at FROM (
+       SELECT resource, window_start, window_end, inserted + updated AS n, first_change_at,
               row_number() OVER (PARTITION BY resource ORDER BY window_end DESC, id DESC) AS k
        FROM pmsync.runs
        WHERE source = $1 AND status = 'succeeded' AND window_start IS NOT NULL AND window_end >= $2
@@ -123,10 +128,11 @@ export async function recentWindows(
      ) r WHERE k <= $3`,
     [source, since, perStream],
   );
-  const out = new Map<string, Array<{ from: number; to: number; changes: number }>>();
+  const out = new Map<string, Array<{ from: number; to: number; changes: number; firstChangeAt?: number }>>();
   for (const r of res.rows) {
     const list = out.get(r.resource) ?? [];
-    list.push({ from: r.window_start.getTime(), to: r.window_end.getTime(), changes: r.n });
+    const w = { from: r.window_start.getTime(), to: r.window_end.getTime(), changes: r.n };
+    list.push(r.first_change_at ? { ...w, firstChangeAt: r.first_change_at.getTime() } : w);
     out.set(r.resource, list);
   }
   return out;

@@ -24,14 +24,14 @@ import type { SourceConfig } from '../config/schema.ts';
 import { withTransaction, type Queryable } from '../db/pool.ts';
 import { addObservation, ChangeTally, WARM_START_DAYS, windowObservation } from '../state/change-model.ts';
 import { completeWindow, loadState, saveWindow, type StreamState, type WindowCheckpoint } from '../state/checkpoints.ts';
-import { closeAbandonedRuns } from '../state/runs.ts';
+import { closeAbandonedRuns, setFirstChange } from '../state/runs.ts';
 import type { SyncContext } from './context.ts';
 import type { DriftObserver } from './drift.ts';
 import { prepareTable } from './page.ts';
 import { skippedSummary, withRun, type RunOptions, type RunScope, type RunSummary } from './run-scope.ts';
 import type { TableSettings } from './table-settings.ts';
 import type { PageTotals, StreamBase } from './types.ts';
-import { formatInZone } from '../time.ts';
+import { formatInZone, wallToInstant } from '../time.ts';
 
 /**
  * How a stream's completed windows teach the change model:
@@ -121,6 +121,8 @@ export async function drive(ctx: SyncContext, source: SourceConfig, reader: Read
       await reader.complete?.(tx, window, settings);
       await completeWindow(tx, source.name, resource, new Date(window.end), purpose === 'backfill' ? ctx.now() : null);
       await learner?.complete(tx, source.name, resource);
+      const first = learner?.firstChangeAt();
+      if (first) await setFirstChange(tx, run.runId, first);
     };
     let completed = false;
     for await (const unit of reader.units(window, { run, settings, observer, tally: learner?.tally })) {
@@ -145,6 +147,8 @@ export async function drive(ctx: SyncContext, source: SourceConfig, reader: Read
 interface Learner {
   tally: ChangeTally;
   complete(tx: Queryable, source: string, resource: string): Promise<void>;
+  /** When the window's changes began, from their ModifiedOn; null when its rows carry none, or none changed. */
+  firstChangeAt(): Date | null;
 }
 
 /** What a window teaches the change model when it completes; null when it teaches nothing. */
@@ -162,5 +166,6 @@ function learnerFor(learning: Learning | null, window: WindowCheckpoint): Learne
       const seen = windowObservation(tally, from, end, timeZone, firstPass);
       await addObservation(tx, source, resource, end, seen);
     },
+    firstChangeAt: () => (tally.earliest === null || firstPass ? null : wallToInstant(tally.earliest, timeZone)),
   };
 }

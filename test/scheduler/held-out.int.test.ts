@@ -94,6 +94,42 @@ describe('a rush moved to the evening, without webhooks', () => {
   });
 });
 
+describe('a check that reads quiet hours and the first minutes of a rush', () => {
+  it('is read from its first change: the practice is woken at once', DAY_TIMEOUT, async () => {
+    const r = await startRig({ budget: 150 });
+    const rushAt = r.dayStart + 18 * HOUR;
+    // An operator's check of appointments 8 minutes into the evening rush, its last check long before.
+    const operatorAt = rushAt + 8 * MINUTE;
+    let fired = false;
+    r.extraRuns = async (now) => {
+      if (fired || now.getTime() < operatorAt) return [];
+      fired = true;
+      const job = { source: 'clinic', resource: 'appointments', purpose: 'check' as const, reason: 'operator', firedAt: now.toISOString() };
+      return (await r.serve.dispatcher.dispatch(job)) ? [job] : [];
+    };
+    const played = await r.play(planDay(EVENING, DATE, ZONE, 5), r.dayStart + 15 * HOUR, rushAt + 30 * MINUTE);
+    expect(fired).toBe(true);
+    const res = await r.app.pool.query<{ window_start: Date; window_end: Date; n: number; first_change_at: Date | null }>(
+      `SELECT window_start, window_end, inserted + updated AS n, first_change_at FROM pmsync.runs
+       WHERE source = 'clinic' AND resource = 'appointments' AND status = 'succeeded' AND window_end > $1 ORDER BY window_end LIMIT 1`,
+      [new Date(rushAt)],
+    );
+    const check = res.rows[0]!;
+    // It read half an hour and more of the quiet day before the rush's first minutes, and knows when they began.
+    expect(check.window_start.getTime()).toBeLessThan(rushAt - 30 * MINUTE);
+    expect(check.window_end.getTime()).toBeLessThan(operatorAt);
+    expect(check.n).toBeGreaterThanOrEqual(5);
+    expect(check.first_change_at!.getTime()).toBeGreaterThanOrEqual(rushAt);
+    // Read from its first change, it is a surprise: the practice's other polled streams are checked on it at once.
+    const after = played.dispatches.filter((d) => Date.parse(d.firedAt) > operatorAt);
+    for (const resource of ['customers', 'orders', 'memberships', 'products']) {
+      const first = after.find((d) => d.resource === resource);
+      expect(first?.reason, resource).toBe('evidence');
+      expect(Date.parse(first!.firedAt) - operatorAt, resource).toBeLessThanOrEqual(2 * MINUTE);
+    }
+  });
+});
+
 describe('the tail rule, on an ordinary day without webhooks', () => {
   it('spaces the busy streams evenly at the interval status states, not by the square root of their rates', DAY_TIMEOUT, async () => {
     const r = await startRig({ budget: 150 });

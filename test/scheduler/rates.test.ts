@@ -20,11 +20,12 @@ import {
   surprisesFound,
   PRIOR_PER_HOUR,
   slotRates,
+  splitAtFirstChange,
   withEvidence,
   withExcess,
   withRecentHours,
 } from '../../src/scheduler/rates.ts';
-import { slotOf, wallSlot } from '../../src/time.ts';
+import { slotOf, wallSlot, wallToInstant } from '../../src/time.ts';
 
 const at = (iso: string) => new Date(iso);
 const MON_10 = 1 * 24 + 10;
@@ -70,6 +71,19 @@ describe('what a window teaches the model', () => {
     const resumed = ChangeTally.from('2026-11-23T09:00:00', JSON.parse(JSON.stringify(tally.toJSON())));
     resumed.addPage(['2026-11-23T10:06:00'], 1);
     expect(resumed.bySlot.get(MON_10)).toBe(2);
+    expect(resumed.earliest).toBe('2026-11-23T10:05:00');
+  });
+
+  it("keeps the earliest change since the cursor: when the window's changes began", () => {
+    const tally = new ChangeTally('2026-11-23T09:00:00');
+    tally.addPage(['2026-11-23T10:30:00', '2026-11-23T08:59:59', null], 2);
+    tally.addPage(['2026-11-23T10:12:00'], 1);
+    expect(tally.earliest).toBe('2026-11-23T10:12:00');
+    expect(new ChangeTally(null).earliest).toBeNull();
+    // Wall clock to instant, across the zone's offset and its daylight-saving change.
+    expect(wallToInstant('2026-11-23T10:12:00', 'America/New_York').toISOString()).toBe('2026-11-23T15:12:00.000Z');
+    expect(wallToInstant('2026-07-01T10:12:05.250', 'America/New_York').toISOString()).toBe('2026-07-01T14:12:05.250Z');
+    expect(wallToInstant('2026-11-23T10:12', 'UTC').toISOString()).toBe('2026-11-23T10:12:00.000Z');
   });
 });
 
@@ -207,6 +221,39 @@ describe("today's evidence", () => {
     // openHours(x) is x an hour from 8 to 19 and 0 otherwise: at 20:00 UTC, closed.
     const found = surprisesFound(streams, 'UTC', now);
     expect([...found]).toEqual([['appointments', now - 100 * 60_000]]);
+  });
+
+  it('reads a long window that ends in a rush by when its changes began, not as their average over the window', () => {
+    // A practice at 1 change an hour (a quiet day); the check at 18:15 reads 14:15-18:15 and finds the rush's first 8.
+    const forecast = openHours(1);
+    const now = t('2026-11-23T18:16:00Z');
+    const window = { from: t('2026-11-23T14:15:00Z'), to: t('2026-11-23T18:15:00Z'), changes: 8 };
+    const started = { ...window, firstChangeAt: t('2026-11-23T18:01:00Z') };
+    expect(splitAtFirstChange([started])).toEqual([
+      { from: window.from, to: started.firstChangeAt, changes: 1 },
+      { from: started.firstChangeAt, to: window.to, changes: 7 },
+    ]);
+    // In a busy hour's short windows where the first change falls is chance: one quiet for less than half an hour is read whole.
+    const short = { from: t('2026-11-23T17:50:00Z'), to: window.to, changes: 8, firstChangeAt: t('2026-11-23T18:01:00Z') };
+    expect(splitAtFirstChange([short])).toEqual([short]);
+    // One change, or a first change at the window's edge: nothing to split.
+    expect(splitAtFirstChange([{ ...started, changes: 1 }])).toEqual([{ ...started, changes: 1 }]);
+    expect(splitAtFirstChange([{ ...window, firstChangeAt: window.from }])).toEqual([{ ...window, firstChangeAt: window.from }]);
+    // Averaged over four hours, 8 changes are twice the forecast: no surprise, and the next hour raised a little.
+    const stream = (w: typeof window) => [{ resource: 'orders', forecast, windows: [w], usualPerWeek: 100 }];
+    expect(surprisesFound(stream(window), 'UTC', now).size).toBe(0);
+    const averaged = withEvidence(forecast, 'UTC', evidenceOf(forecast, 'UTC', [window], now))[slot('2026-11-23T18:30:00Z')]!;
+    expect(averaged).toBeLessThan(3);
+    // Read from its first change: 7 in 14 minutes is a surprise, and the next hour is planned busy.
+    expect([...surprisesFound(stream(started), 'UTC', now)]).toEqual([['orders', window.to]]);
+    // The least a check must find to wake the practice counts every change it found, the first one included.
+    const quieter = (w: typeof started) => [{ resource: 'orders', forecast: openHours(0.1), windows: [w], usualPerWeek: 100 }];
+    expect(surprisesFound(quieter({ ...started, changes: 5 }), 'UTC', now).size).toBe(1);
+    expect(surprisesFound(quieter({ ...started, changes: 4 }), 'UTC', now).size).toBe(0);
+    const split = withEvidence(forecast, 'UTC', evidenceOf(forecast, 'UTC', [started], now))[slot('2026-11-23T18:30:00Z')]!;
+    expect(split).toBeGreaterThan(4);
+    // Overlapping windows keep their first change.
+    expect(disjoint([started])[0]!.firstChangeAt).toBe(started.firstChangeAt);
   });
 
   it("shares the practice's excess over the last hour by each stream's usual share, when more than one stream shows it", () => {
