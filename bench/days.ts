@@ -13,6 +13,7 @@
  *   npm run bench:days -- --days evening --trace memberships,orders   every dispatch of those streams (or "all")
  *   npm run bench:days -- --budget-only        the budget policies alone, no baselines or curves
  *   npm run bench:days -- --budget-only --budgets 150,600 --webhooks off   those budgets, without webhooks only
+ *   npm run bench:days -- --seed 8             another draw of the same days (the changes' instants and the rig's chance)
  *
  * Policies: budget 150 with and without webhooks, and the baselines, each
  * through the real scheduler with pinned crons (schedules.overrides):
@@ -51,6 +52,7 @@ const { values } = parseArgs({
     'budget-only': { type: 'boolean', default: false },
     budgets: { type: 'string' },
     webhooks: { type: 'string' },
+    seed: { type: 'string' },
   },
 });
 /** Streams whose every dispatch (time, purpose, reason) is printed to stderr, for reading a day's decisions. */
@@ -88,7 +90,12 @@ if (!['on', 'off', 'both'].includes(HOOKS)) {
   process.stderr.write(`--webhooks: "${HOOKS}" is not one of on, off, both\n`);
   process.exit(2);
 }
-const SEED = 7;
+/** The scored day's changes and the rig's randomness; 7 unless --seed (another draw of the same days). */
+const SEED = Number(values.seed ?? 7);
+if (!Number.isInteger(SEED) || SEED < 1) {
+  process.stderr.write(`--seed: "${values.seed}" is not a positive whole number\n`);
+  process.exit(2);
+}
 
 interface Result {
   day: string;
