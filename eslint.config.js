@@ -24,9 +24,9 @@ const LAYERS = [
   ['sync'],
   ['scheduler'],
   ['webhooks'],
-  ['app.ts', 'metrics.ts', 'progress-log.ts', 'analysts'],
+  ['app.ts', 'progress-log.ts', 'analysts'],
   ['status'],
-  ['serve'],
+  ['serve', 'metrics.ts'],
   ['cli'],
 ];
 const isFile = (unit) => unit.endsWith('.ts');
