@@ -19,7 +19,7 @@ import { upsertRows } from '../src/sync/page.ts';
 import { DEMO_CORE, startSimulator } from '../simulator/index.ts';
 import type { Simulator } from '../simulator/index.ts';
 import customers from '../src/sync/streams/core/customers.ts';
-import type { MappedRow } from '../src/sync/types.ts';
+import type { MappedRow } from '../src/db/table.ts';
 import { copyFrom, copyValue } from './support/copy.ts';
 import { createBenchDatabase, type BenchDatabase, type BenchServer } from './support/db.ts';
 import { fmtInt, fmtPct, median, spread, table } from './support/stats.ts';

@@ -8,7 +8,8 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { PRO_STREAMS, REST_STREAMS } from '../src/sync/streams/index.ts';
-import type { ColumnType, StreamBase } from '../src/sync/types.ts';
+import type { ColumnType } from '../src/db/table.ts';
+import type { StreamBase } from '../src/sync/types.ts';
 
 export const PRIVACY_FILE = fileURLToPath(new URL('../docs/privacy.md', import.meta.url));
 export const BEGIN =

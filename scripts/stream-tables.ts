@@ -27,7 +27,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { PRO_STREAMS, REST_STREAMS } from '../src/sync/streams/index.ts';
-import type { ColumnType, ManagedColumn, TableDef } from '../src/sync/types.ts';
+import type { ColumnType, ManagedColumn, TableDef } from '../src/db/table.ts';
 import type { Queryable } from '../src/db/pool.ts';
 import { readDatamodel, type Datamodel, type DmmfField, type DmmfModel } from './prisma-dmmf.ts';
 import { SHARED_COLUMNS, tablesFromSchema } from './table-dictionary.ts';

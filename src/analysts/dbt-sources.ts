@@ -25,7 +25,7 @@ import { streamTargets } from '../scheduler/targets.ts';
 import type { StreamTarget } from '../state/stream-targets.ts';
 import { SHARED_COLUMNS, columnDoc } from '../sync/column-docs.ts';
 import { PRO_STREAMS, REST_STREAMS } from '../sync/streams/index.ts';
-import type { TableDef } from '../sync/types.ts';
+import type { TableDef } from '../db/table.ts';
 
 export interface DbtOptions {
   /** Write loaded_at_query (dbt 1.10 and later) on pmsync_freshness instead of loaded_at_field. */

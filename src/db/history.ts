@@ -16,7 +16,7 @@
  * instant as the row's synced_at or not_seen_since): when pmsync learnt of the
  * version, which an incremental read sees minutes after the change.
  */
-import type { TableDef } from '../sync/types.ts';
+import type { TableDef } from './table.ts';
 import { forgetHistoryTable, registerHistoryTable } from './history-tables.ts';
 import type { Queryable } from './pool.ts';
 import type { SqlQuery } from './upsert.ts';

@@ -10,7 +10,7 @@
 import { transformRecord, type RecordPolicy } from '../privacy/record.ts';
 import type { Rule } from '../config/privacy.ts';
 import { applyRule, isRemoved, type Normalise, type ValueShape } from '../privacy/rules.ts';
-import type { ColumnType, TableDef } from '../sync/types.ts';
+import type { ColumnType, TableDef } from './table.ts';
 import type { Queryable } from './pool.ts';
 
 /** Rows read and written per statement. */

@@ -9,7 +9,7 @@
  * value the mappers would refuse becomes null here (a sync would have set the
  * whole record aside instead).
  */
-import type { ColumnType, TableDef } from '../sync/types.ts';
+import type { ColumnType, TableDef } from './table.ts';
 import type { Queryable } from './pool.ts';
 import type { SqlQuery } from './upsert.ts';
 

@@ -6,7 +6,7 @@
  */
 import { closeVersions, historyTable } from './history.ts';
 import type { Queryable } from './pool.ts';
-import type { TableDef } from '../sync/types.ts';
+import type { TableDef } from './table.ts';
 
 /**
  * After a complete full pass: rows the API did not return in it (not seen

@@ -10,7 +10,7 @@
  * fetch must be at least as recent as the stored one, and its source
  * modification time, when both have one, must not be older.
  */
-import type { ColumnType, MappedRow, TableDef, UpsertCounts } from '../sync/types.ts';
+import type { ColumnType, MappedRow, TableDef, UpsertCounts } from './table.ts';
 import type { Queryable } from './pool.ts';
 
 export interface SqlQuery {

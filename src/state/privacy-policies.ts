@@ -19,14 +19,29 @@
  * another policy than the stored one; a rewrite holds the row FOR UPDATE, so
  * pages and rewrites of a table never interleave.
  */
+import type { Rule } from '../config/privacy.ts';
 import { rewriteQuarantine, rewriteRows, type Rewrite } from '../db/privacy-rewrite.ts';
 import { withTransaction, type Pool, type Queryable } from '../db/pool.ts';
+import type { ColumnType, TableDef } from '../db/table.ts';
 import { PmsyncError } from '../errors.ts';
-import { treeOf } from '../privacy/record.ts';
+import { treeOf, type RecordPolicy } from '../privacy/record.ts';
+import type { PersonalKind } from '../privacy/rules.ts';
 import { canonical, OPEN_STORED, policyChange, storedFrom, type PolicyChange, type StoredPolicy } from '../privacy/stored.ts';
-import type { TablePolicy } from '../sync/privacy.ts';
-import type { StreamBase } from '../sync/types.ts';
 import { lastFullPass } from './runs.ts';
+
+/** What a policy change reads of a stream (a stream of src/sync/streams/ is one): its resource and table. */
+export interface PolicyStream {
+  resource: string;
+  table: TableDef;
+}
+
+/** What a policy change reads of a source's policy for one table (src/sync/privacy.ts, TablePolicy, is one). */
+export interface CompiledPolicy extends RecordPolicy {
+  /** Typed columns with a rule other than keep, with the type and personal data of each. */
+  columns: Record<string, { rule: Rule; facts: { type: ColumnType; personal?: PersonalKind } }>;
+  /** What pmsync.privacy_policies keeps of it. */
+  stored: StoredPolicy;
+}
 
 /** A looser change still waiting for its records to be read again. */
 export interface ResyncNeeded {
@@ -80,8 +95,8 @@ export type EnsureMode = 'start' | 'run';
 export async function ensurePolicy(
   pool: Pool,
   source: string,
-  stream: StreamBase,
-  policy: TablePolicy,
+  stream: PolicyStream,
+  policy: CompiledPolicy,
   mode: EnsureMode,
 ): Promise<PolicyOutcome> {
   const table = stream.table.name;
@@ -148,8 +163,8 @@ export async function ensurePolicy(
 async function rewriteStored(
   tx: Queryable,
   source: string,
-  stream: StreamBase,
-  policy: TablePolicy,
+  stream: PolicyStream,
+  policy: CompiledPolicy,
   change: PolicyChange,
 ): Promise<PolicyOutcome['rewritten']> {
   const { columns, paths, prune } = change.rewrite;

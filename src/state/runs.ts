@@ -1,7 +1,7 @@
 /** Run history in pmsync.runs: one row per run of one stream for one source. */
 import type { Queryable } from '../db/pool.ts';
 import { storableText } from '../db/storable.ts';
-import type { PageTotals } from '../sync/types.ts';
+import type { PageTotals } from '../db/table.ts';
 
 export type RunStatus = 'running' | 'succeeded' | 'failed' | 'quota_exhausted' | 'interrupted';
 

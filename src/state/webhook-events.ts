@@ -4,11 +4,20 @@
  * (src/webhooks/inbox.ts).
  */
 import type { Queryable } from '../db/pool.ts';
-import type { Delivery } from '../webhooks/events.ts';
+
+/** The members of a delivery's body that are stored (src/webhooks/events.ts, Delivery, is one). */
+export interface StoredDelivery {
+  Application: string;
+  TenantId: string;
+  EventId: string;
+  EventType: string;
+  EventTimestamp: string;
+  Url: string;
+}
 
 export interface EventRow {
   source: string;
-  delivery: Delivery;
+  delivery: StoredDelivery;
   resource: string | null;
   recordId: string | null;
   outcome: 'notified' | 'queued' | 'coalesced' | 'rejected';

@@ -5,7 +5,7 @@
  * writes them into schema.prisma and the COMMENT migrations, docs/tables.md
  * shows them, and `pmsync dbt sources` puts them in sources.yml.
  */
-import type { TableDef } from './types.ts';
+import type { TableDef } from '../db/table.ts';
 
 /** Columns every synced resource table shares, described once here. */
 export const SHARED_COLUMNS: Record<string, string> = {

@@ -26,7 +26,8 @@ import {
 } from '../mappers/common.ts';
 import { optProId, proId as proIdSchema } from '../mappers/pro/common.ts';
 import type { PersonalKind } from '../privacy/rules.ts';
-import type { ColumnDoc, ColumnFacts, ColumnType, ManagedColumn, MappedRow, TableDef } from './types.ts';
+import type { ColumnDoc, ColumnType, ManagedColumn, MappedRow, TableDef } from '../db/table.ts';
+import type { ColumnFacts } from './types.ts';
 
 type RawRecord = Record<string, unknown>;
 

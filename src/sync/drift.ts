@@ -26,7 +26,8 @@
  * complete full pass, whichever says it first.
  */
 import type { ColumnState, FieldState } from '../state/drift.ts';
-import type { ColumnType, StreamBase } from './types.ts';
+import type { ColumnType } from '../db/table.ts';
+import type { StreamBase } from './types.ts';
 
 /** How many records in a row must lack a field (or a column value) before it counts as gone (or empty). */
 export const RECENT_RECORDS = 20;

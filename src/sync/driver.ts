@@ -30,7 +30,8 @@ import type { DriftObserver } from './drift.ts';
 import { prepareTable } from './page.ts';
 import { skippedSummary, withRun, type RunOptions, type RunScope, type RunSummary } from './run-scope.ts';
 import type { TableSettings } from './table-settings.ts';
-import type { PageTotals, StreamBase } from './types.ts';
+import type { PageTotals } from '../db/table.ts';
+import type { StreamBase } from './types.ts';
 import { formatInZone, wallToInstant } from '../time.ts';
 
 /**

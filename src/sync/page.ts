@@ -21,7 +21,8 @@ import { clearQuarantine, quarantine, type Rejected } from '../state/quarantine.
 import type { DriftObserver } from './drift.ts';
 import { applyPolicy } from './privacy-policies.ts';
 import { DEFAULT_SETTINGS, remap, settingsFor, type ColumnOverride, type TableSettings } from './table-settings.ts';
-import type { MappedRow, PageTotals, StreamBase, TableDef } from './types.ts';
+import type { MappedRow, PageTotals, TableDef } from '../db/table.ts';
+import type { StreamBase } from './types.ts';
 
 export type ValidRow = MappedRow & { raw: unknown };
 

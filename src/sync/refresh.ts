@@ -17,7 +17,7 @@ import { markRowsNotSeen } from '../db/rows.ts';
 import { applyPolicy } from './privacy-policies.ts';
 import { settingsFor } from './table-settings.ts';
 import type { RestStream } from './streams/rest.ts';
-import type { PageTotals } from './types.ts';
+import type { PageTotals } from '../db/table.ts';
 
 export type RefreshOutcome = { status: 'written'; totals: PageTotals } | { status: 'not_visible' };
 

@@ -16,7 +16,8 @@ import { recordDrift } from './drift-record.ts';
 import type { SyncContext } from './context.ts';
 import { DriftObserver } from './drift.ts';
 import type { TableSettings } from './table-settings.ts';
-import type { PageTotals, StreamBase } from './types.ts';
+import type { PageTotals } from '../db/table.ts';
+import type { StreamBase } from './types.ts';
 
 export interface RunSummary extends PageTotals {
   source: string;

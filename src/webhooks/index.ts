@@ -6,8 +6,13 @@
  * own endpoints and its scheduler. Either hands it the process's job queue
  * (src/queue.ts), and stops that queue after this.
  */
-import type { App } from '../app.ts';
+import type { Config, SourceConfig } from '../config/schema.ts';
+import type { Pool } from '../db/pool.ts';
+import type { Logger } from '../log.ts';
 import type { JobQueue } from '../queue.ts';
+import type { Redactor } from '../redact.ts';
+import type { QuotaLedger } from '../state/quota.ts';
+import type { SyncContext } from '../sync/context.ts';
 import { openRefreshQueue, type RefreshQueue } from './queue.ts';
 import { createWebhookReceiver, type WebhookReceiver } from './receiver.ts';
 import { startRefreshWorker, type RefreshWorker } from './worker.ts';
@@ -25,6 +30,17 @@ export {
   type RefreshQueue,
   type RefreshQueueCounts,
 } from './queue.ts';
+
+/** What the webhook side takes of the process it runs in (src/app.ts, App, is one). */
+export interface WebhooksHost {
+  /** The configuration in force (a reload replaces it). */
+  readonly config: Config;
+  pool: Pool;
+  logger: Logger;
+  redactor: Redactor;
+  ctx: SyncContext;
+  ledgerFor(source: SourceConfig): QuotaLedger;
+}
 
 export interface Webhooks {
   queue: RefreshQueue;
@@ -48,7 +64,7 @@ export interface WebhooksOptions {
   reload?: () => Promise<void>;
 }
 
-export async function startWebhooks(app: App, jobs: JobQueue, options: WebhooksOptions = {}): Promise<Webhooks> {
+export async function startWebhooks(app: WebhooksHost, jobs: JobQueue, options: WebhooksOptions = {}): Promise<Webhooks> {
   const queue = await openRefreshQueue(jobs, app.config.webhooks);
   let worker: RefreshWorker | null = null;
   let checks: NotifiedChecks | null = null;

@@ -13,7 +13,7 @@ import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { PRO_STREAMS, REST_STREAMS } from '../../src/sync/streams/index.ts';
 import { readModels, type DmmfField } from '../../scripts/prisma-dmmf.ts';
 import { existingTables, migrationSql, regenerate, streamTables } from '../../scripts/stream-tables.ts';
-import type { TableDef } from '../../src/sync/types.ts';
+import type { TableDef } from '../../src/db/table.ts';
 
 const schema = readFileSync(new URL('../../prisma/schema.prisma', import.meta.url), 'utf8');
 const models = readModels(schema);

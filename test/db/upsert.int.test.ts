@@ -3,7 +3,7 @@ import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { upsertPage } from '../../src/db/upsert.ts';
 import { withTransaction } from '../../src/db/pool.ts';
 import customers from '../../src/sync/streams/core/customers.ts';
-import type { MappedRow } from '../../src/sync/types.ts';
+import type { MappedRow } from '../../src/db/table.ts';
 
 let db: TestDatabase;
 beforeAll(async () => {

@@ -1,8 +1,9 @@
 /**
  * The layer rule of eslint.config.js, run through ESLint itself: an import of
  * a higher layer is refused from any depth, whether it names a folder or a
- * loose file; an import of a lower layer, or a type-only import, passes. The
- * configuration sits below the streams it is checked against.
+ * loose file, and whether it imports values or only types; an import of a
+ * lower layer passes. The configuration sits below the streams it is checked
+ * against.
  */
 import { fileURLToPath } from 'node:url';
 import { ESLint } from 'eslint';
@@ -41,15 +42,35 @@ describe('layers', () => {
     expect(await layerErrors('src/serve/example.ts', "import { main } from '../cli/main.ts';\nexport const run = main;\n")).toHaveLength(1);
   });
 
-  it('lets a lower layer, its own unit and type-only imports through', async () => {
+  it('lets a lower layer and its own unit through, types included', async () => {
     const code = [
       "import { loadCheckpoint } from '../state/checkpoints.ts';",
       "import { DriftObserver } from './drift.ts';",
-      "import type { ScheduledStream } from '../scheduler/plan.ts';",
-      'export const used: [unknown, unknown, ScheduledStream | undefined] = [loadCheckpoint, DriftObserver, undefined];',
+      "import type { TableDef } from '../db/table.ts';",
+      'export const used: [unknown, unknown, TableDef | undefined] = [loadCheckpoint, DriftObserver, undefined];',
       '',
     ].join('\n');
     expect(await layerErrors('src/sync/example.ts', code)).toEqual([]);
+  });
+
+  it('refuses a type-only import of a higher layer too', async () => {
+    const refused = expect.stringContaining('src/sync must not import src/scheduler: it sits in a higher layer');
+    expect(
+      await layerErrors(
+        'src/sync/example.ts',
+        "import type { ScheduledStream } from '../scheduler/plan.ts';\nexport const none: ScheduledStream | undefined = undefined;\n",
+      ),
+    ).toEqual([refused]);
+    expect(
+      await layerErrors(
+        'src/sync/readers/example.ts',
+        "import { type ScheduledStream } from '../../scheduler/plan.ts';\nexport const none: ScheduledStream | undefined = undefined;\n",
+      ),
+    ).toEqual([refused]);
+    expect(await layerErrors('src/sync/example.ts', "export type { ScheduledStream } from '../scheduler/plan.ts';\n")).toEqual([refused]);
+    expect(
+      await layerErrors('src/db/example.ts', "import type { StreamBase } from '../sync/types.ts';\nexport type Stream = StreamBase;\n"),
+    ).toEqual([expect.stringContaining('src/db must not import src/sync: it sits in a higher layer')]);
   });
 
   it('keeps the configuration below the code it configures', async () => {
