@@ -57,35 +57,48 @@ const QUARTER_MS = 900_000;
 /** 1970-01-01 was a Thursday. */
 const EPOCH_WEEKDAY = 4;
 
-const offsetFormats = new Map<string, Intl.DateTimeFormat>();
-const offsets = new Map<string, number>();
+/** Per zone: its formatter, and the offsets of the quarter hours already asked for (bucket -> ms). */
+interface ZoneOffsets {
+  format: Intl.DateTimeFormat;
+  byQuarter: Map<number, number>;
+}
+const zones = new Map<string, ZoneOffsets>();
+/** Quarter hours remembered per zone before its cache starts over (about five years of them). */
+const MAX_QUARTERS_PER_ZONE = 200_000;
 
-/** Milliseconds to add to UTC for wall-clock time in `timeZone` at `ms` (zones move in whole quarter hours). */
+/**
+ * Milliseconds to add to UTC for wall-clock time in `timeZone` at `ms` (zones move in whole quarter hours).
+ * The scheduler asks this for every quarter hour of every plan it makes, so each zone's answers are kept by
+ * quarter hour, keyed by number.
+ */
 export function zoneOffsetMs(ms: number, timeZone: string): number {
   if (timeZone === 'UTC' || timeZone === 'Etc/UTC') return 0;
   const bucket = Math.floor(ms / QUARTER_MS);
-  const key = `${timeZone}\u0000${bucket}`;
-  const cached = offsets.get(key);
-  if (cached !== undefined) return cached;
-  let f = offsetFormats.get(timeZone);
-  if (!f) {
-    f = new Intl.DateTimeFormat('en-US', {
-      timeZone,
-      hourCycle: 'h23',
-      year: 'numeric',
-      month: 'numeric',
-      day: 'numeric',
-      hour: 'numeric',
-      minute: 'numeric',
-    });
-    offsetFormats.set(timeZone, f);
+  let zone = zones.get(timeZone);
+  if (zone) {
+    const cached = zone.byQuarter.get(bucket);
+    if (cached !== undefined) return cached;
+  } else {
+    zone = {
+      format: new Intl.DateTimeFormat('en-US', {
+        timeZone,
+        hourCycle: 'h23',
+        year: 'numeric',
+        month: 'numeric',
+        day: 'numeric',
+        hour: 'numeric',
+        minute: 'numeric',
+      }),
+      byQuarter: new Map(),
+    };
+    zones.set(timeZone, zone);
   }
   const at = bucket * QUARTER_MS;
   const p: Record<string, number> = {};
-  for (const part of f.formatToParts(at)) if (part.type !== 'literal') p[part.type] = Number(part.value);
+  for (const part of zone.format.formatToParts(at)) if (part.type !== 'literal') p[part.type] = Number(part.value);
   const offset = Date.UTC(p.year!, p.month! - 1, p.day!, p.hour!, p.minute!) - at;
-  if (offsets.size > 50_000) offsets.clear();
-  offsets.set(key, offset);
+  if (zone.byQuarter.size > MAX_QUARTERS_PER_ZONE) zone.byQuarter.clear();
+  zone.byQuarter.set(bucket, offset);
   return offset;
 }
 
@@ -98,8 +111,11 @@ export function slotOf(ms: number, timeZone: string): number {
 
 /**
  * Walks [from, to) in pieces that each lie within one slot, calling
- * visit(slot, startMs, endMs). Pieces are quarter hours (every zone's offset
- * is a whole number of them), merged while the slot stays the same.
+ * visit(slot, startMs, endMs), consecutive pieces of the same slot merged.
+ * A piece runs to the next local hour while the zone's offset holds; an hour
+ * in which it changes (every zone's offsets move in whole quarter hours) is
+ * walked a quarter hour at a time. The scheduler walks the rest of the day
+ * this way for every stream of every plan.
  */
 export function forEachSlotPiece(
   from: number,
@@ -107,20 +123,42 @@ export function forEachSlotPiece(
   timeZone: string,
   visit: (slot: number, start: number, end: number) => void,
 ): void {
-  let start = from;
   let slot = -1;
   let pieceStart = from;
-  while (start < to) {
-    const end = Math.min(to, (Math.floor(start / QUARTER_MS) + 1) * QUARTER_MS);
-    const s = slotOf(start, timeZone);
+  const piece = (s: number, a: number) => {
     if (s !== slot) {
-      if (slot >= 0) visit(slot, pieceStart, start);
+      if (slot >= 0) visit(slot, pieceStart, a);
       slot = s;
-      pieceStart = start;
+      pieceStart = a;
     }
-    start = end;
+  };
+  let start = from;
+  while (start < to) {
+    const offset = zoneOffsetMs(start, timeZone);
+    const hourEnd = (Math.floor((start + offset) / HOUR_MS) + 1) * HOUR_MS - offset;
+    if (zoneOffsetMs(hourEnd - 1, timeZone) === offset) {
+      const end = Math.min(to, hourEnd);
+      piece(slotOf(start, timeZone), start);
+      start = end;
+      continue;
+    }
+    // The offset changes within this hour: a quarter hour at a time until it ends.
+    const stop = Math.min(to, hourEnd);
+    while (start < stop) {
+      const end = Math.min(stop, (Math.floor(start / QUARTER_MS) + 1) * QUARTER_MS);
+      piece(slotOf(start, timeZone), start);
+      start = end;
+    }
   }
   if (slot >= 0 && pieceStart < to) visit(slot, pieceStart, to);
+}
+
+/** The first instant after `ms` at which the hour-of-week slot in `timeZone` changes. */
+export function nextSlotEdge(ms: number, timeZone: string): number {
+  const slot = slotOf(ms, timeZone);
+  let t = (Math.floor(ms / QUARTER_MS) + 1) * QUARTER_MS;
+  while (slotOf(t, timeZone) === slot) t += QUARTER_MS;
+  return t;
 }
 
 /** Hour-of-week slot of a wall-clock time "YYYY-MM-DDThh:mm[:ss]" (already in the zone it was written in). */

@@ -1,25 +1,34 @@
 /**
- * What the scheduler decides from: the inputs of one source at one instant,
- * read from state (its streams' schedules, checkpoints, notifications, the
- * windows its recent checks read, its change models and costs, its health
- * and quota), turned into the pure plan's input (src/scheduler/budget.ts)
- * and planned. No side effects: `pmsync status` and the metrics observe a
- * source as the scheduler does.
+ * What the scheduler decides from: the inputs of a source, read from state
+ * (its streams' schedules, checkpoints, notifications, the windows its recent
+ * checks read, its change models and costs, its health and quota) in one
+ * batch for many sources (readSources, readModels), and turned at any instant
+ * into the pure plan's input (src/scheduler/budget.ts) and planned (viewAt).
+ * No side effects: `pmsync status` and the metrics observe a source as the
+ * scheduler does.
  */
 
 import type { SourceConfig } from '../config/schema.ts';
 import type { Pool } from '../db/pool.ts';
 import { pagesLeft } from '../api/pager.ts';
-import { loadChangeModels, loadChangeModelsOf, type StoredSlot } from '../state/change-model.ts';
-import { readCheckpoints } from '../state/checkpoints.ts';
-import type { QuotaLedger, QuotaSnapshot } from '../state/quota.ts';
-import { changesFoundSince, recentCheckCosts, recentCheckCostsOf, recentWindows } from '../state/runs.ts';
-import { readSourceHealth, type SourceHealth } from '../state/source-health.ts';
-import { sourcesWithWebhooks } from '../state/webhook-secrets.ts';
-import { loadStreamSchedules, notifiedByStream, type StreamScheduleRow } from '../state/stream-schedule.ts';
+import { loadStreamModels, type StoredSlot } from '../state/change-model.ts';
+import { readCheckpointsOf } from '../state/checkpoints.ts';
+import { quotaSnapshots, type QuotaLedger, type QuotaSnapshot } from '../state/quota.ts';
+import { changesFoundOf, recentCheckCostsOf, recentWindowsOf } from '../state/runs.ts';
+import { loadSourceHealth, readSourceHealth, type SourceHealth } from '../state/source-health.ts';
+import { webhooksUntilOf } from '../state/webhook-secrets.ts';
+import { loadStreamSchedulesOf, notifiedOf, type NotifiedReading, type StreamScheduleRow } from '../state/stream-schedule.ts';
 import type { Purpose } from '../api/http.ts';
 import { nextFire, previousFire } from '../cron.ts';
-import { NO_NOTIFICATIONS, planSource, type PinnedInput, type SourceInput, type SourcePlan, type StreamInput } from './budget.ts';
+import {
+  NO_NOTIFICATIONS,
+  planSource,
+  type Notified,
+  type PinnedInput,
+  type SourceInput,
+  type SourcePlan,
+  type StreamInput,
+} from './budget.ts';
 import { slotOf } from '../time.ts';
 import { sourceTimeZone, type ScheduledStream } from './plan.ts';
 import {
@@ -41,7 +50,7 @@ import { SLOTS } from '../state/change-model.ts';
 import type { ScheduleSettings } from '../config/schedules.ts';
 
 /** A stream fed by webhooks is one that received a notification within this long. */
-const WEBHOOK_LOOKBACK_MS = 24 * 3_600_000;
+export const WEBHOOK_LOOKBACK_MS = 24 * 3_600_000;
 /** Recent windows of a stream that today's evidence is read from. */
 const EVIDENCE_RUNS = 8;
 
@@ -79,28 +88,50 @@ export interface ObserveDeps {
   pool: Pool;
   ledgerFor(source: SourceConfig): QuotaLedger;
   settings: ScheduleSettings;
-  /** Change models and costs, possibly cached. */
-  slow?: (source: string, now: Date, timeZone: string) => Promise<SlowRead>;
-  /** Every source's health, read once for all of them; read for the one source when absent. */
-  health?: Map<string, SourceHealth>;
 }
 
-export interface SlowRead {
-  at: number;
-  /**
-   * Each stream's change rates (changes per hour in each slot of the week) as
-   * of `at`. Kept instead of the stored slots they come from: a fleet's
-   * scheduler caches this for every source, and 168 numbers a stream are a
-   * few kB where the slots as rows took about 25 kB.
-   */
-  rates: Map<string, Float64Array>;
-  /** The practice's weekday the rates were read for (0 = Sunday): today's own hours are not in its recent profile. */
-  today: number;
-  /** Slots each stream's recent days raised above its long memory: hours the practice moved into. */
-  movedIn?: Map<string, Uint8Array>;
+/**
+ * What the decisions for one source are made from, as read from state at one
+ * instant (`at`), in a form that holds for later instants: viewAt derives the
+ * plan's inputs at any instant from it, so a source is read again only when
+ * one of its rows changes (src/state/source-changes.ts) or its quota day
+ * turns, and planned at the instants its plan can change.
+ */
+export interface SourceReadings {
+  /** When it was read: its quota day, and the lookbacks of notifications and windows, start from here. */
+  at: Date;
+  /** The quota ledger as of `at`. */
+  quota: QuotaSnapshot;
+  rows: Map<string, StreamScheduleRow>;
+  states: Map<string, StreamStateLite>;
+  notified: Map<string, NotifiedReading>;
+  /** Rows each stream's checks found changed today. */
+  found: Map<string, number>;
+  windows: Map<string, WindowFound[]>;
+  /** Requests a check of each stream took lately. */
   costs: Map<string, number>;
-  /** Webhooks are registered for the source: its notifications will show its hours. */
-  webhooks: boolean;
+  /** Until when webhooks are registered for the source (Infinity: no expiry); null: none are. */
+  webhooksUntil: number | null;
+  health: SourceHealth | null;
+}
+
+/**
+ * One stream's change rates as read from its learned model (src/state/change-model.ts).
+ * Kept as rates rather than the stored slots they come from: a fleet's
+ * scheduler keeps this for every stream, and 168 numbers a stream are a few
+ * kB where the slots as rows took about 25 kB. Read again when the stream's
+ * model changes (after each of its checks) and when the practice's weekday
+ * turns: its recent profile leaves today's own hours out.
+ */
+export interface ModelReading {
+  /** The instant the rates are as of. */
+  at: number;
+  /** The practice's weekday they were read for (0 = Sunday). */
+  today: number;
+  /** Changes per hour in each slot of the week. */
+  rates: Float64Array;
+  /** Slots the recent days raised above the long memory: hours the practice moved into. */
+  movedIn: Uint8Array;
 }
 
 /** The practice's weekday now (0 = Sunday): its recent profile is read without today's own hours. */
@@ -108,54 +139,87 @@ export function localWeekday(now: Date, timeZone: string): number {
   return Math.floor(slotOf(now.getTime(), timeZone) / 24);
 }
 
-function ratesOf(
-  models: Map<string, StoredSlot[]>,
-  now: Date,
-  timeZone: string,
-): { today: number; rates: Map<string, Float64Array>; movedIn: Map<string, Uint8Array> } {
-  const rates = new Map<string, Float64Array>();
-  const movedIn = new Map<string, Uint8Array>();
-  const today = localWeekday(now, timeZone);
-  for (const [resource, slots] of models) {
-    const r = slotRatesWithMoved(slots, now, today);
-    rates.set(resource, r.rates);
-    movedIn.set(resource, r.movedIn);
-  }
-  return { today, rates, movedIn };
+/** A stream's model read at `at` in the practice's zone. */
+export function modelReading(slots: StoredSlot[], at: Date, timeZone: string): ModelReading {
+  const today = localWeekday(at, timeZone);
+  const r = slotRatesWithMoved(slots, at, today);
+  return { at: at.getTime(), today, rates: r.rates, movedIn: r.movedIn };
 }
 
-export async function readSlow(pool: Pool, source: string, now: Date, timeZone: string): Promise<SlowRead> {
-  const [models, costs, hooked] = await Promise.all([
-    loadChangeModels(pool, source),
-    loadCosts(pool, source),
-    sourcesWithWebhooks(pool, [source], now),
-  ]);
-  return { at: now.getTime(), ...ratesOf(models, now, timeZone), costs, webhooks: hooked.has(source) };
-}
-
-/** readSlow for many sources' streams with three queries (status over a fleet): source -> its read. */
-export async function readSlowOf(
+/** The models of many sources' streams with one query: source -> resource -> reading (streams never observed have none). */
+export async function readModels(
   pool: Pool,
-  streams: ScheduledStream[],
-  now: Date,
+  streams: ReadonlyArray<{ source: string; resource: string }>,
+  at: Date,
   timeZoneOf: (source: string) => string,
-): Promise<Map<string, SlowRead>> {
+): Promise<Map<string, Map<string, ModelReading>>> {
   const sources = [...new Set(streams.map((s) => s.source))];
-  const [models, costs, hooked] = await Promise.all([
-    loadChangeModelsOf(pool, sources),
-    recentCheckCostsOf(pool, streams, COST_RUNS),
-    sourcesWithWebhooks(pool, sources, now),
-  ]);
-  const out = new Map<string, SlowRead>(
-    sources.map((s) => [
-      s,
-      { at: now.getTime(), ...ratesOf(models.get(s) ?? new Map(), now, timeZoneOf(s)), costs: new Map(), webhooks: hooked.has(s) },
-    ]),
-  );
-  for (const s of streams) {
-    const cost = costs.get(s.key);
-    if (cost !== undefined) out.get(s.source)!.costs.set(s.resource, Math.max(1, cost));
+  const stored = await loadStreamModels(pool, streams);
+  const out = new Map<string, Map<string, ModelReading>>(sources.map((s) => [s, new Map()]));
+  for (const [source, models] of stored) {
+    for (const [resource, slots] of models) out.get(source)!.set(resource, modelReading(slots, at, timeZoneOf(source)));
   }
+  return out;
+}
+
+/**
+ * Reads what the decisions for many sources depend on, with one query per
+ * kind of state whatever their number (the models aside: readModels).
+ */
+export async function readSources(
+  deps: Pick<ObserveDeps, 'pool' | 'ledgerFor'>,
+  sources: readonly SourceConfig[],
+  streams: readonly ScheduledStream[],
+  at: Date,
+): Promise<Map<string, SourceReadings>> {
+  const { pool } = deps;
+  const names = sources.map((s) => s.name);
+  const quotas = await quotaSnapshots(
+    pool,
+    sources.map((s) => deps.ledgerFor(s).settings),
+    at,
+  );
+  const dayStarts = names.map((source, i) => ({ source, dayStart: quotas[i]!.startsAt }));
+  const wanted = streams.filter((s) => names.includes(s.source));
+  const [rows, states, notified, found, windows, costs, hooks, health] = await Promise.all([
+    loadStreamSchedulesOf(pool, names),
+    readCheckpointsOf(pool, names),
+    notifiedOf(pool, dayStarts, new Date(at.getTime() - WEBHOOK_LOOKBACK_MS), at),
+    changesFoundOf(
+      pool,
+      dayStarts.map((d) => ({ source: d.source, since: d.dayStart })),
+    ),
+    recentWindowsOf(pool, names, new Date(at.getTime() - EVIDENCE_LOOKBACK_HOURS * 3_600_000), EVIDENCE_RUNS),
+    recentCheckCostsOf(pool, wanted, COST_RUNS),
+    webhooksUntilOf(pool, names, at),
+    names.length === 1 ? readSourceHealth(pool, names[0]!).then((h) => new Map(h ? [[names[0]!, h]] : [])) : loadSourceHealth(pool),
+  ]);
+  const out = new Map<string, SourceReadings>();
+  sources.forEach((source, i) => {
+    const name = source.name;
+    const streamCosts = new Map<string, number>();
+    for (const s of wanted) {
+      const cost = s.source === name ? costs.get(s.key) : undefined;
+      if (cost !== undefined) streamCosts.set(s.resource, Math.max(1, cost));
+    }
+    out.set(name, {
+      at,
+      quota: quotas[i]!,
+      rows: rows.get(name) ?? new Map(),
+      states: new Map(
+        (states.get(name) ?? []).map((r) => {
+          const paging = r.window?.paging;
+          return [r.resource, { cursor: r.cursor, open: r.open, pagesLeft: paging ? pagesLeft(paging) : null }];
+        }),
+      ),
+      notified: notified.get(name) ?? new Map(),
+      found: found.get(name) ?? new Map(),
+      windows: windows.get(name) ?? new Map(),
+      costs: streamCosts,
+      webhooksUntil: hooks.get(name) ?? null,
+      health: health.get(name) ?? null,
+    });
+  });
   return out;
 }
 
@@ -170,19 +234,65 @@ export async function observeSource(
   now: Date,
   inFlight: Set<string>,
 ): Promise<SourceView> {
-  const { pool, settings } = deps;
-  const quota = await deps.ledgerFor(source).snapshot();
-  const [rows, states, notified, found, windows, slow, health] = await Promise.all([
-    loadStreamSchedules(pool, source.name),
-    loadStates(pool, source.name),
-    notifiedByStream(pool, source.name, now, new Date(now.getTime() - WEBHOOK_LOOKBACK_MS), quota.startsAt),
-    changesFoundSince(pool, source.name, quota.startsAt),
-    recentWindows(pool, source.name, new Date(now.getTime() - EVIDENCE_LOOKBACK_HOURS * 3_600_000), EVIDENCE_RUNS),
-    deps.slow ? deps.slow(source.name, now, sourceTimeZone(source)) : readSlow(pool, source.name, now, sourceTimeZone(source)),
-    deps.health ? (deps.health.get(source.name) ?? null) : readSourceHealth(pool, source.name),
+  const [readings, models] = await Promise.all([
+    readSources(deps, [source], streams, now),
+    readModels(deps.pool, streams, now, () => sourceTimeZone(source)),
   ]);
+  return viewAt(source, streams, readings.get(source.name)!, models.get(source.name) ?? new Map(), now, inFlight, deps.settings);
+}
+
+/** The quota ledger as of `now`, from what was read at `readings.at` (a later quota day starts with nothing spent). */
+function quotaAt(q: QuotaSnapshot, now: Date): QuotaSnapshot {
+  if (now.getTime() >= q.resetsAt.getTime()) {
+    const byPurpose = Object.fromEntries(Object.keys(q.byPurpose).map((p) => [p, 0])) as QuotaSnapshot['byPurpose'];
+    return {
+      ...q,
+      used: 0,
+      byPurpose,
+      budgetUsed: 0,
+      exhaustedUntil: null,
+      startsAt: q.resetsAt,
+      resetsAt: new Date(q.resetsAt.getTime() + 24 * 3_600_000),
+    };
+  }
+  return q.exhaustedUntil && q.exhaustedUntil.getTime() <= now.getTime() ? { ...q, exhaustedUntil: null } : q;
+}
+
+/** The pending notifications of a stream as of `now`: their summed age then. */
+function notifiedAt(n: NotifiedReading | undefined, now: Date): Notified {
+  if (!n || n.pending <= 0) return NO_NOTIFICATIONS;
+  return {
+    count: n.pending,
+    oldest: n.oldest,
+    ageMinutes: Math.max(0, (n.pending * now.getTime() - n.receivedSumMs) / 60_000),
+    latestEvent: n.latestEvent,
+  };
+}
+
+/**
+ * What the scheduler sees and decides for one source at `now`, from what was
+ * read of it (at or before `now`). Pure: the same readings and instant give the
+ * same view, so a source can be planned at any instant without reading it again.
+ */
+export function viewAt(
+  source: SourceConfig,
+  streams: ScheduledStream[],
+  readings: SourceReadings,
+  models: Map<string, ModelReading>,
+  now: Date,
+  inFlight: Set<string>,
+  settings: ScheduleSettings,
+): SourceView {
+  const { rows, states, found, health } = readings;
+  const quota = quotaAt(readings.quota, now);
   const pausedUntil = health?.pausedUntil && health.pausedUntil > now ? health.pausedUntil : null;
   const timeZone = sourceTimeZone(source);
+  const rateOf = (resource: string) => models.get(resource)?.rates ?? slotRates([], now);
+  // A stream is fed by webhooks while a notification of the last WEBHOOK_LOOKBACK_MS came for it.
+  const fed = (resource: string) => {
+    const latest = readings.notified.get(resource)?.latestReceived?.getTime();
+    return latest !== undefined && latest > now.getTime() - WEBHOOK_LOOKBACK_MS;
+  };
 
   // Pinned streams: their cron fires, whatever the plan; and what they will spend today.
   const pinned: PinnedInput[] = [];
@@ -190,7 +300,7 @@ export async function observeSource(
   const nextFires = new Map<string, Date | null>();
   for (const s of streams) {
     if (s.schedule.mode !== 'cron') continue;
-    pinned.push(pinnedInput(s, slow.costs.get(s.resource) ?? 1, now, quota.resetsAt)!);
+    pinned.push(pinnedInput(s, readings.costs.get(s.resource) ?? 1, now, quota.resetsAt)!);
     nextFires.set(s.resource, nextFire(s.schedule.cron, s.schedule.timeZone, now));
     if (inFlight.has(s.key)) continue;
     const fire = previousFire(s.schedule.cron, s.schedule.timeZone, now);
@@ -215,19 +325,19 @@ export async function observeSource(
   // hours that finds a rush's first minutes says the rush's rate. A stream fed by webhooks is checked a few minutes
   // after each change is notified, so its windows start at its changes already, and are read whole.
   const windowsOf = (resource: string): WindowFound[] => {
-    const list = windows.get(resource) ?? [];
-    return (notified.get(resource)?.recent ?? 0) > 0 ? list.map(({ firstChangeAt: _, ...w }) => w) : list;
+    const list = readings.windows.get(resource) ?? [];
+    return fed(resource) ? list.map(({ firstChangeAt: _, ...w }) => w) : list;
   };
   // Each budget stream's forecast (its model scaled by today's activity) and its own evidence first:
   // the practice-wide excess is read from all of them.
   const forecasts = new Map<string, { model: Float64Array; forecast: Float64Array; activity: number; evidence: Evidence | null }>();
   for (const s of streams) {
     if (s.schedule.mode !== 'budget') continue;
-    const n = notified.get(s.resource);
-    const model = slow.rates.get(s.resource) ?? slotRates([], now);
+    const n = readings.notified.get(s.resource);
+    const model = rateOf(s.resource);
     const activity = activityToday(model, timeZone, quota.startsAt, now, Math.max(n?.today ?? 0, found.get(s.resource) ?? 0));
     // Hours the practice moved into are new: a day whose remembered hours stayed empty says nothing against them.
-    const moved = slow.movedIn?.get(s.resource);
+    const moved = models.get(s.resource)?.movedIn;
     const forecast = activity === 1 ? model : model.map((r, i) => r * (moved?.[i] && activity < 1 ? 1 : activity));
     const evidence = evidenceOf(forecast, timeZone, windowsOf(s.resource), now.getTime());
     forecasts.set(s.resource, { model, forecast, activity, evidence });
@@ -260,8 +370,7 @@ export async function observeSource(
     const { model, forecast, activity, evidence } = f;
     const row = rows.get(s.resource);
     const state = states.get(s.resource);
-    const n = notified.get(s.resource);
-    const webhookFed = (n?.recent ?? 0) > 0;
+    const webhookFed = fed(s.resource);
     // A stream fed by webhooks is told of its changes: the practice's excess is for the polled ones.
     const excess = webhookFed ? 0 : (shared.get(s.resource) ?? 0);
     inputs.set(s.resource, {
@@ -272,7 +381,7 @@ export async function observeSource(
       inFlight: inFlight.has(s.key),
       pausedUntil: row?.pausedUntil ?? null,
       lastCheckAt: row?.lastCheckAt ?? state?.cursor ?? null,
-      cost: slow.costs.get(s.resource) ?? 1,
+      cost: readings.costs.get(s.resource) ?? 1,
       rates: withExcess(withEvidence(forecast, timeZone, evidence), timeZone, now.getTime(), excess),
       forecastRates: evidence || excess > 0 ? forecast : undefined,
       modelRates: model,
@@ -281,10 +390,7 @@ export async function observeSource(
       surpriseElsewhereAt: webhookFed ? undefined : surpriseElsewhere(s.resource),
       activity,
       webhookFed,
-      notified:
-        n && n.pending > 0
-          ? { count: n.pending, oldest: n.oldest, ageMinutes: n.ageMinutes, latestEvent: n.latestEvent }
-          : NO_NOTIFICATIONS,
+      notified: notifiedAt(readings.notified.get(s.resource), now),
       maxStalenessMinutes: s.maxStalenessMinutes,
     });
   }
@@ -295,8 +401,8 @@ export async function observeSource(
     resetsAt: quota.resetsAt,
     budget: quota.budget,
     budgetUsed: exhausted ? quota.budget : quota.budgetUsed,
-    webhooksRegistered: slow.webhooks,
-    activeSlots: activeSlots(streams.map((s) => slow.rates.get(s.resource)).filter((r): r is Float64Array => r !== undefined)),
+    webhooksRegistered: readings.webhooksUntil !== null && readings.webhooksUntil > now.getTime(),
+    activeSlots: activeSlotsOf(streams, models),
     backfillLeft: exhausted ? 0 : Math.max(0, quota.allowance - quota.used - Math.max(0, quota.budget - quota.budgetUsed)),
     streams: [...inputs.values()],
     pinned,
@@ -304,6 +410,16 @@ export async function observeSource(
   };
   const plan = planSource(input);
   return { source: source.name, at: now, quota, plan, input, streams, inputs, rows, cronFires, nextFires, health, pausedUntil };
+}
+
+/** The practice's active hours from its streams' models, kept with the models (they change only when the models do). */
+const activeSlotsCache = new WeakMap<Map<string, ModelReading>, { streams: ScheduledStream[]; slots: Uint8Array }>();
+function activeSlotsOf(streams: ScheduledStream[], models: Map<string, ModelReading>): Uint8Array {
+  const cached = activeSlotsCache.get(models);
+  if (cached && cached.streams === streams) return cached.slots;
+  const slots = activeSlots(streams.map((s) => models.get(s.resource)?.rates).filter((r): r is Float64Array => r !== undefined));
+  activeSlotsCache.set(models, { streams, slots });
+  return slots;
 }
 
 /** A source is active in an hour of the week when its streams are expected to change this often then (changes an hour)... */
@@ -353,20 +469,4 @@ interface StreamStateLite {
 /** A stream with no completed window yet, or one left open, is read as a backfill. */
 function isBackfill(state: StreamStateLite | undefined): boolean {
   return !state || state.cursor === null || state.open;
-}
-
-async function loadStates(pool: Pool, source: string): Promise<Map<string, StreamStateLite>> {
-  const rows = await readCheckpoints(pool, source);
-  return new Map(
-    rows.map((r) => {
-      const paging = r.window?.paging;
-      return [r.resource, { cursor: r.cursor, open: r.open, pagesLeft: paging ? pagesLeft(paging) : null }];
-    }),
-  );
-}
-
-/** Requests a check of each stream took lately: its completed checks and full passes. */
-async function loadCosts(pool: Pool, source: string): Promise<Map<string, number>> {
-  const costs = await recentCheckCosts(pool, source, COST_RUNS);
-  return new Map([...costs].map(([resource, cost]) => [resource, Math.max(1, cost)]));
 }

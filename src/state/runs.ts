@@ -138,6 +138,64 @@ export async function recentWindows(
   return out;
 }
 
+/** changesFoundSince for many sources, each from its own instant (its quota day's start): source -> resource -> rows. */
+export async function changesFoundOf(
+  db: Queryable,
+  since: ReadonlyArray<{ source: string; since: Date }>,
+): Promise<Map<string, Map<string, number>>> {
+  const out = new Map<string, Map<string, number>>(since.map((s) => [s.source, new Map()]));
+  if (since.length === 0) return out;
+  const res = await db.query<{ source: string; resource: string; n: number }>(
+    `SELECT r.source, r.resource, sum(r.inserted + r.updated)::int AS n
+     FROM unnest($1::text[], $2::timestamptz[]) AS k(source, since)
+     JOIN pmsync.runs r ON r.source = k.source AND r.window_end >= k.since
+     WHERE r.status = 'succeeded' AND r.purpose IN ('check', 'webhook', 'full')
+     GROUP BY r.source, r.resource`,
+    [since.map((s) => s.source), since.map((s) => s.since)],
+  );
+  for (const r of res.rows) out.get(r.source)?.set(r.resource, r.n);
+  return out;
+}
+
+/** recentWindows for many sources with one query: source -> resource -> windows, newest first. */
+export async function recentWindowsOf(
+  db: Queryable,
+  sources: readonly string[],
+  since: Date,
+  perStream: number,
+): Promise<Map<string, Map<string, Array<{ from: number; to: number; changes: number; firstChangeAt?: number }>>>> {
+  const out = new Map<string, Map<string, Array<{ from: number; to: number; changes: number; firstChangeAt?: number }>>>(
+    sources.map((s) => [s, new Map()]),
+  );
+  if (sources.length === 0) return out;
+  const res = await db.query<{
+    source: string;
+    resource: string;
+    window_start: Date;
+    window_end: Date;
+    n: number;
+    first_change_at: Date | null;
+  }>(
+    `SELECT source, resource, window_start, window_end, n, first_change_at FROM (
+       SELECT source, resource, window_start, window_end, inserted + updated AS n, first_change_at,
+              row_number() OVER (PARTITION BY source, resource ORDER BY window_end DESC, id DESC) AS k
+       FROM pmsync.runs
+       WHERE source = ANY($1::text[]) AND status = 'succeeded' AND window_start IS NOT NULL AND window_end >= $2
+         AND (purpose IN ('check', 'webhook') OR (purpose = 'backfill' AND window_end - window_start < interval '1 day'))
+     ) r WHERE k <= $3
+     ORDER BY source, resource, window_end DESC, k`,
+    [sources, since, perStream],
+  );
+  for (const r of res.rows) {
+    const bySource = out.get(r.source)!;
+    const list = bySource.get(r.resource) ?? [];
+    const w = { from: r.window_start.getTime(), to: r.window_end.getTime(), changes: r.n };
+    list.push(r.first_change_at ? { ...w, firstChangeAt: r.first_change_at.getTime() } : w);
+    bySource.set(r.resource, list);
+  }
+  return out;
+}
+
 /** How many of a stream's latest checks price its next one (the scheduler, pinned schedules, the cron's bound). */
 export const CHECK_COST_RUNS = 5;
 

@@ -79,6 +79,78 @@ export async function loadStreamSchedulesOf(db: Queryable, sources: string[]): P
   return out;
 }
 
+/**
+ * A stream's webhook notifications as read at one instant, in a form that
+ * holds for later instants too (src/scheduler/observe.ts derives the plan's
+ * inputs at any instant from it): what is pending (not covered by a
+ * dispatched check), and when the latest one came.
+ */
+export interface NotifiedReading {
+  resource: string;
+  /** Notifications of the lookback not yet covered by a check. */
+  pending: number;
+  /** When the oldest of them was received. */
+  oldest: Date | null;
+  /** The sum of their receipt instants (epoch ms): their summed age at t is pending * t - this. */
+  receivedSumMs: number;
+  latestEvent: Date | null;
+  /** The latest notification received in the lookback, covered or not (null: none). */
+  latestReceived: Date | null;
+  /** Notifications received since the start of the source's quota day. */
+  today: number;
+}
+
+/**
+ * The notifications of many sources' streams received in (since, at], each
+ * source's `today` counted from its own quota day's start: source -> resource
+ * -> reading.
+ */
+export async function notifiedOf(
+  db: Queryable,
+  sources: ReadonlyArray<{ source: string; dayStart: Date }>,
+  since: Date,
+  at: Date,
+): Promise<Map<string, Map<string, NotifiedReading>>> {
+  const out = new Map<string, Map<string, NotifiedReading>>(sources.map((s) => [s.source, new Map()]));
+  if (sources.length === 0) return out;
+  const res = await db.query<{
+    source: string;
+    resource: string;
+    pending: number;
+    oldest: Date | null;
+    received_sum_ms: number | null;
+    latest_event: Date | null;
+    latest_received: Date | null;
+    today: number;
+  }>(
+    `SELECT e.source, e.resource,
+            count(*) FILTER (WHERE e.received_at > coalesce(s.notified_until, '-infinity'))::int AS pending,
+            min(e.received_at) FILTER (WHERE e.received_at > coalesce(s.notified_until, '-infinity')) AS oldest,
+            sum(extract(epoch FROM e.received_at) * 1000) FILTER (WHERE e.received_at > coalesce(s.notified_until, '-infinity'))::float8 AS received_sum_ms,
+            max(e.event_timestamp) FILTER (WHERE e.received_at > coalesce(s.notified_until, '-infinity')) AS latest_event,
+            max(e.received_at) AS latest_received,
+            count(*) FILTER (WHERE e.received_at >= k.day_start)::int AS today
+     FROM unnest($1::text[], $2::timestamptz[]) AS k(source, day_start)
+     JOIN pmsync.webhook_events e ON e.source = k.source
+     LEFT JOIN pmsync.stream_schedule s ON s.source = e.source AND s.resource = e.resource
+     WHERE e.outcome = 'notified' AND e.received_at > $3 AND e.received_at <= $4
+     GROUP BY e.source, e.resource`,
+    [sources.map((s) => s.source), sources.map((s) => s.dayStart), since, at],
+  );
+  for (const r of res.rows) {
+    out.get(r.source)?.set(r.resource, {
+      resource: r.resource,
+      pending: r.pending,
+      oldest: r.oldest,
+      receivedSumMs: r.received_sum_ms ?? 0,
+      latestEvent: r.latest_event,
+      latestReceived: r.latest_received,
+      today: r.today,
+    });
+  }
+  return out;
+}
+
 /** Of `streams` (`source/resource`), those whose last dispatched run has no recorded end (last_fire_at after last_done_at). */
 export async function unendedFires(db: Queryable, streams: string[]): Promise<Set<string>> {
   if (streams.length === 0) return new Set();

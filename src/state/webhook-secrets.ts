@@ -61,3 +61,18 @@ export async function sourcesWithWebhooks(db: Queryable, sources: string[], now:
   );
   return new Set(res.rows.map((r) => r.source));
 }
+
+/**
+ * Of these sources, those with webhooks registered at `at`, and until when:
+ * the latest expiry of a token activated and not expired at `at`
+ * (Infinity when one never expires).
+ */
+export async function webhooksUntilOf(db: Queryable, sources: readonly string[], at: Date): Promise<Map<string, number>> {
+  const res = await db.query<{ source: string; until: Date | null; open: boolean }>(
+    `SELECT source, max(expires_at) AS until, bool_or(expires_at IS NULL) AS open FROM pmsync.webhook_secrets
+     WHERE source = ANY($1::text[]) AND activated_at IS NOT NULL AND (expires_at IS NULL OR expires_at > $2)
+     GROUP BY source`,
+    [sources, at],
+  );
+  return new Map(res.rows.map((r) => [r.source, r.open || !r.until ? Number.POSITIVE_INFINITY : r.until.getTime()]));
+}

@@ -6,22 +6,20 @@
  * (status) observes the same way the scheduler does, without deciding
  * anything. Also: which process runs each stream now.
  */
-import pLimit from 'p-limit';
 import type { App } from '../app.ts';
 import type { Config } from '../config/schema.ts';
 import type { Queryable } from '../db/pool.ts';
 import { streamCatalog } from '../scheduler/catalog.ts';
 import { heldStreamLocks, streamLockKey } from '../state/locks.ts';
-import { loadSourceHealth, type SourceHealth } from '../state/source-health.ts';
 import { planStreams, sourceTimeZone, type ScheduledStream } from '../scheduler/plan.ts';
-import { observeSource, readSlow, readSlowOf, type SlowRead, type SourceView } from '../scheduler/observe.ts';
+import { readModels, readSources, viewAt, type SourceView } from '../scheduler/observe.ts';
 import type { Scheduler } from '../scheduler/scheduler.ts';
 import { streamsInFlight } from './queues.ts';
 
 /** A view older than this is observed again. */
 const VIEW_MAX_AGE_MS = 60_000;
-/** Sources observed at once (each observation runs a few queries in parallel on the pool). */
-const VIEW_CONCURRENCY = 4;
+/** Sources read in one batch (each batch is one query per kind of state): bounds what a large fleet holds at once. */
+const VIEW_BATCH = 500;
 
 export async function sourceViews(app: App, config: Config, scheduler?: Scheduler): Promise<SourceView[]> {
   const now = app.ctx.now();
@@ -31,54 +29,45 @@ export async function sourceViews(app: App, config: Config, scheduler?: Schedule
     const view = scheduler?.view(name);
     return view && Math.abs(now.getTime() - view.at.getTime()) < VIEW_MAX_AGE_MS ? view : undefined;
   };
-  const stale = new Set(config.sources.filter((s) => !cached(s.name)).map((s) => s.name));
+  const stale = config.sources.filter((s) => !cached(s.name));
   const zones = new Map(config.sources.map((s) => [s.name, sourceTimeZone(s)]));
-  const timeZoneOf = (name: string) => zones.get(name) ?? 'UTC';
-  const [inFlight, slow, health] =
-    stale.size > 0
-      ? await Promise.all([
-          streamsInFlight(
-            app.pool,
-            planned.streams.map((s) => s.key),
-          ),
-          readSlowOf(
-            app.pool,
-            planned.streams.filter((s) => stale.has(s.source)),
-            now,
-            timeZoneOf,
-          ),
-          loadSourceHealth(app.pool),
-        ])
-      : [new Set<string>(), new Map<string, SlowRead>(), new Map<string, SourceHealth>()];
   const bySource = new Map<string, ScheduledStream[]>();
   for (const s of planned.streams) {
     const list = bySource.get(s.source) ?? [];
     list.push(s);
     bySource.set(s.source, list);
   }
-  // A few sources at a time: each view is several queries, and a fleet has hundreds of sources.
-  const limit = pLimit(VIEW_CONCURRENCY);
-  return Promise.all(
-    config.sources.map(
-      (source) =>
-        cached(source.name) ??
-        limit(() =>
-          observeSource(
-            {
-              pool: app.pool,
-              ledgerFor: app.ledgerFor,
-              settings,
-              health,
-              slow: async (name, _at, timeZone) => slow.get(name) ?? readSlow(app.pool, name, now, timeZone),
-            },
+  const observed = new Map<string, SourceView>();
+  if (stale.length > 0) {
+    const inFlight = await streamsInFlight(
+      app.pool,
+      planned.streams.map((s) => s.key),
+    );
+    const deps = { pool: app.pool, ledgerFor: app.ledgerFor };
+    for (let i = 0; i < stale.length; i += VIEW_BATCH) {
+      const batch = stale.slice(i, i + VIEW_BATCH);
+      const streams = batch.flatMap((s) => bySource.get(s.name) ?? []);
+      const [readings, models] = await Promise.all([
+        readSources(deps, batch, streams, now),
+        readModels(app.pool, streams, now, (name) => zones.get(name) ?? 'UTC'),
+      ]);
+      for (const source of batch) {
+        observed.set(
+          source.name,
+          viewAt(
             source,
             bySource.get(source.name) ?? [],
+            readings.get(source.name)!,
+            models.get(source.name) ?? new Map(),
             now,
             inFlight,
+            settings,
           ),
-        ),
-    ),
-  );
+        );
+      }
+    }
+  }
+  return config.sources.map((source) => cached(source.name) ?? observed.get(source.name)!);
 }
 
 /** Per stream: the process (host:pid) running it right now, from its stream lock. */
