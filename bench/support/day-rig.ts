@@ -78,6 +78,8 @@ export interface RigOptions {
   seed?: number;
   /** Extra settings of the source entry. */
   source?: Record<string, unknown>;
+  /** The scheduler plans every source at every tick, not only when its plan can change. */
+  planEveryTick?: boolean;
 }
 
 export interface TrackedChange {
@@ -180,7 +182,11 @@ export class DayRig {
       },
     });
     const app = await openApp(config, { now: clock.now, logDestination: destination });
-    const serve = await startServe(app, config, { manualTicks: true, webhooks: o.webhooks ? mountWebhooks : undefined });
+    const serve = await startServe(app, config, {
+      manualTicks: true,
+      planEveryTick: o.planEveryTick,
+      webhooks: o.webhooks ? mountWebhooks : undefined,
+    });
     return new DayRig(o, clock, sim, config, app, serve, logs);
   }
 

@@ -454,6 +454,12 @@ function totalSpend(input: SourceInput, horizon: Horizon, streams: Bounded[], mu
   );
 }
 
+/**
+ * The exchange rate is found to a thousandth: a check is due once its staleness reaches mu times its cost, and
+ * a thousandth of mu is seconds of one change's wait. Finer, the search cost most of a plan.
+ */
+const MU_PRECISION = 1e-3;
+
 function findMu(input: SourceInput, horizon: Horizon, streams: Bounded[], available: number): number {
   const spend = (mu: number) => totalSpend(input, horizon, streams, mu);
   if (spend(0) <= available) return 0;
@@ -464,7 +470,7 @@ function findMu(input: SourceInput, horizon: Horizon, streams: Bounded[], availa
     hi *= 4;
     if (hi > 1e12) return Number.POSITIVE_INFINITY;
   }
-  for (let i = 0; i < 60 && hi - lo > 1e-6 * hi; i++) {
+  for (let i = 0; i < 60 && hi - lo > MU_PRECISION * hi; i++) {
     const mid = (lo + hi) / 2;
     if (spend(mid) > available) lo = mid;
     else hi = mid;

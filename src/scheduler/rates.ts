@@ -9,7 +9,7 @@
  * from every weekday's 10:00 until Mondays have been seen.
  */
 import { HALF_LIFE_DAYS, RECENT_HALF_LIFE_DAYS, SLOTS, type StoredSlot } from '../state/change-model.ts';
-import { forEachSlotPiece } from '../time.ts';
+import { forEachSlotPiece, nextSlotEdge } from '../time.ts';
 
 /** What a stream is assumed to do before anything is seen: one change a day. */
 export const PRIOR_PER_HOUR = 1 / 24;
@@ -213,8 +213,12 @@ export const EVIDENCE_HALF_LIFE_HOURS = 2;
 export const EVIDENCE_LOOKBACK_HOURS = 6;
 const HOUR_MS = 3_600_000;
 
-/** The rates with the evidence applied from its instant on, averaged within each slot. */
-export function withEvidence(rates: Float64Array, timeZone: string, e: Evidence | null): Float64Array {
+/**
+ * The rates with the evidence applied from its instant on, averaged within each slot. With `until`, only the
+ * slots up to that instant are corrected (the rest keep the rates): the windows of a stream's evidence ask for no
+ * more, and the correction's walk over the next day was most of what reading them cost.
+ */
+export function withEvidence(rates: Float64Array, timeZone: string, e: Evidence | null, until?: number): Float64Array {
   if (!e || e.observedPerHour === e.forecastPerHour) return rates;
   const out = Float64Array.from(rates);
   const h = EVIDENCE_HALF_LIFE_HOURS * HOUR_MS;
@@ -232,7 +236,8 @@ export function withEvidence(rates: Float64Array, timeZone: string, e: Evidence 
     for (const [slot, ms] of covered) apply(slot, Math.min(1, ms / HOUR_MS));
   }
   // Within a week of slots every slot of the next day is met once.
-  forEachSlotPiece(e.at, e.at + 24 * HOUR_MS, timeZone, (slot, a, b) => {
+  const end = until === undefined ? e.at + 24 * HOUR_MS : Math.min(e.at + 24 * HOUR_MS, nextSlotEdge(Math.max(until, e.at), timeZone));
+  forEachSlotPiece(e.at, end, timeZone, (slot, a, b) => {
     // Mean of 2^(-(t - at)/h) over [a, b].
     const w = (h / Math.LN2 / (b - a)) * (2 ** (-(a - e.at) / h) - 2 ** (-(b - e.at) / h));
     apply(slot, w);
@@ -295,7 +300,7 @@ export function evidenceOf(rates: Float64Array, timeZone: string, windows: Windo
   let e: Evidence | null = null;
   for (const w of recent) {
     const hours = (w.to - w.from) / HOUR_MS;
-    const prior: number = expectedSince(withEvidence(rates, timeZone, e), timeZone, w.from, w.to).changes / hours;
+    const prior: number = expectedSince(withEvidence(rates, timeZone, e, w.to), timeZone, w.from, w.to).changes / hours;
     const forecast = expectedSince(rates, timeZone, w.from, w.to).changes / hours;
     const observed: number = (w.changes + EVIDENCE_PRIOR_HOURS * prior) / (hours + EVIDENCE_PRIOR_HOURS);
     e = { at: w.to, observedPerHour: observed, forecastPerHour: forecast };

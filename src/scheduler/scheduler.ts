@@ -34,24 +34,41 @@ import { ConfigError } from '../errors.ts';
 import type { Pool } from '../db/pool.ts';
 import type { Logger } from '../log.ts';
 import type { QuotaLedger } from '../state/quota.ts';
-import { loadSourceHealth, markReported, type SourceHealth } from '../state/source-health.ts';
+import { markReported, type SourceHealth } from '../state/source-health.ts';
+import { ChangeReader, keyScope, modelScope } from '../state/source-changes.ts';
 import { claimDispatch, loadStreamSchedules, setWarning, type StreamScheduleRow } from '../state/stream-schedule.ts';
 import type { Leadership } from '../state/locks.ts';
 import { previousFire } from '../cron.ts';
 import { runKey, type Dispatcher, type RunJob } from './dispatch.ts';
 import type { SourcePlan } from './budget.ts';
-import { planStreams, type ScheduledStream, type StreamEntry } from './plan.ts';
+import { planStreams, sourceTimeZone, type ScheduledStream, type StreamEntry } from './plan.ts';
 import type { ScheduleSettings } from '../config/schedules.ts';
-import { localWeekday, observeSource, readSlow, type SlowRead, type SourceView } from './observe.ts';
+import { localWeekday, readModels, readSources, viewAt, type ModelReading, type SourceReadings, type SourceView } from './observe.ts';
+import { dispatches, nextWake } from './wake.ts';
 
-/** Change models and check costs change slowly: they are re-read at most this often. */
-const SLOW_READ_MS = 60_000;
 /**
- * Sources decided at once within a tick. A source's decision is a handful of
- * short queries; overlapping two halves a tick's wall time over hundreds of
- * sources while leaving the pool's other connections to the runs.
+ * A source is read again at least this often, whatever the change log says:
+ * a change whose transaction committed long after it took its number (see
+ * src/state/source-changes.ts) is seen within this bound.
+ */
+const REREAD_MS = 3_600_000;
+/**
+ * Sources dispatched at once within a tick: a dispatch is a claim and a
+ * queue insert; overlapping two halves a busy tick's wall time while leaving
+ * the pool's other connections to the runs.
  */
 const SOURCES_AT_ONCE = 2;
+
+/** What the decider holds of a source between ticks. */
+interface Known {
+  readings: SourceReadings;
+  /** Per stream its model (null: none stored yet: the stream has no rates of its own). */
+  models: Map<string, ModelReading | null>;
+  /** The streams that have a model, as the plan takes them; rebuilt when a model is read again. */
+  modelled: Map<string, ModelReading> | null;
+  /** Planned again at the first tick at or after this (epoch ms). */
+  wakeAt: number;
+}
 
 export interface SchedulerDeps {
   pool: Pool;
@@ -68,6 +85,24 @@ export interface SchedulerDeps {
   leadership?: Leadership;
   /** Reports each tick this replica decided: how long it took and how many runs it dispatched. */
   onTick?: (seconds: number, dispatched: number) => void;
+  /**
+   * Plan every source at every tick instead of only at the instants its plan
+   * can change (src/scheduler/wake.ts). The decisions are the same; this is
+   * how tests show it.
+   */
+  planEveryTick?: boolean;
+}
+
+export interface DecideStats {
+  /** Sources this replica decides. */
+  sources: number;
+  /** Sources read again from state. */
+  read: number;
+  /** Sources planned at this tick. */
+  planned: number;
+  /** Plans made at later instants to find when each planned source can next dispatch (src/scheduler/wake.ts). */
+  probes: number;
+  dispatched: number;
 }
 
 export class Scheduler {
@@ -76,7 +111,14 @@ export class Scheduler {
   private settings: ScheduleSettings;
   private planned: ScheduledStream[];
   private readonly views = new Map<string, SourceView>();
-  private readonly slow = new Map<string, SlowRead>();
+  private readonly known = new Map<string, Known>();
+  private readonly changes = new ChangeReader();
+  /** Streams in flight at the last tick: one that starts or ends changes its source's plan. */
+  private lastInFlight = new Set<string>();
+  /** The configuration changed since the last tick: every source is read and planned again. */
+  private reconfigured = true;
+  /** Each source's quota ledger scope in the change log (its gateway key's). */
+  private keyScopes = new Map<string, string>();
   private timer: NodeJS.Timeout | undefined;
   private ticking: Promise<RunJob[]> | null = null;
   private stopped = false;
@@ -106,7 +148,8 @@ export class Scheduler {
     this.planned = planned;
     const names = new Set(config.sources.map((s) => s.name));
     for (const name of this.views.keys()) if (!names.has(name)) this.views.delete(name);
-    for (const name of this.slow.keys()) if (!names.has(name)) this.slow.delete(name);
+    for (const name of this.known.keys()) if (!names.has(name)) this.known.delete(name);
+    this.reconfigured = true;
     if (retick && this.timer && !this.stopped) {
       clearInterval(this.timer);
       this.timer = setInterval(() => this.runTick(), this.settings.tickSeconds * 1000);
@@ -116,6 +159,7 @@ export class Scheduler {
   private plan(config: Config): ScheduledStream[] {
     const planned = planStreams(config.schedules, config.sources, this.deps.catalog);
     if (planned.problems.length > 0) throw new ConfigError(planned.problems);
+    this.keyScopes = new Map(config.sources.map((s) => [s.name, keyScope(this.deps.ledgerFor(s).settings.keyId)]));
     return planned.streams;
   }
 
@@ -174,12 +218,6 @@ export class Scheduler {
     return this.views.get(source);
   }
 
-  /** Forgets cached models and costs (after runs that may have changed them). */
-  invalidate(source?: string): void {
-    if (source) this.slow.delete(source);
-    else this.slow.clear();
-  }
-
   /** One pass over every source: decides and dispatches. Returns what it dispatched. */
   tick(): Promise<RunJob[]> {
     this.ticking ??= this.tickOnce().finally(() => (this.ticking = null));
@@ -189,62 +227,138 @@ export class Scheduler {
   /** Whether this replica decided at its last tick (it holds the scheduling lock, or there is none). */
   leading = false;
 
+  /** Told what each tick decided: sources read again, sources planned (benchmarks and tests count them). */
+  onDecide?: (stats: DecideStats) => void;
+
   private async tickOnce(): Promise<RunJob[]> {
     const leading = this.deps.leadership ? await this.deps.leadership.lead() : true;
     if (leading !== this.leading) {
       this.leading = leading;
       if (leading) this.deps.logger.info('this replica now decides the runs of every source');
+      // What was read while another replica decided may be stale: read everything again.
+      this.known.clear();
     }
     if (!leading) return [];
     const started = performance.now();
     const now = this.deps.now();
-    const [inFlight, health] = await Promise.all([
+    const t = now.getTime();
+    const sources = this.config.sources;
+    const streams = this.streams;
+    const [inFlight, changed] = await Promise.all([
       this.deps.dispatcher.inFlight(
         this.deps.pool,
-        this.streams.map((s) => s.key),
+        streams.map((s) => s.key),
       ),
-      loadSourceHealth(this.deps.pool),
+      this.changes.poll(this.deps.pool),
     ]);
-    const sources = this.config.sources;
+    const reconfigured = this.reconfigured;
+    this.reconfigured = false;
+    const bySource = new Map<string, ScheduledStream[]>(sources.map((s) => [s.name, []]));
+    for (const s of streams) bySource.get(s.source)?.push(s);
+
+    // What to read again: sources whose rows changed (their key's quota ledger included), whose quota day turned,
+    // or read too long ago; streams whose model changed or whose practice's weekday turned.
+    const reread: SourceConfig[] = [];
+    const remodel: ScheduledStream[] = [];
+    const replan = new Set<string>();
+    for (const source of sources) {
+      const k = this.known.get(source.name);
+      const own = bySource.get(source.name) ?? [];
+      if (
+        !k ||
+        reconfigured ||
+        changed.has(source.name) ||
+        changed.has(this.keyScopes.get(source.name)!) ||
+        t >= k.readings.quota.resetsAt.getTime() ||
+        t - k.readings.at.getTime() >= REREAD_MS
+      )
+        reread.push(source);
+      const weekday = localWeekday(now, sourceTimeZone(source));
+      for (const s of own) {
+        const m = k?.models.get(s.resource);
+        if (!k || m === undefined || changed.has(modelScope(source.name, s.resource)) || (m !== null && m.today !== weekday))
+          remodel.push(s);
+      }
+      for (const s of own) if (inFlight.has(s.key) !== this.lastInFlight.has(s.key)) replan.add(source.name);
+    }
+    this.lastInFlight = inFlight;
+    const zones = new Map(sources.map((s) => [s.name, sourceTimeZone(s)]));
+    const [readings, models] = await Promise.all([
+      reread.length > 0 ? readSources(this.deps, reread, streams, now) : new Map<string, SourceReadings>(),
+      remodel.length > 0
+        ? readModels(this.deps.pool, remodel, now, (name) => zones.get(name) ?? 'UTC')
+        : new Map<string, Map<string, ModelReading>>(),
+    ]);
+    for (const source of reread) {
+      const prev = this.known.get(source.name);
+      this.known.set(source.name, {
+        readings: readings.get(source.name)!,
+        models: prev?.models ?? new Map(),
+        modelled: prev?.modelled ?? null,
+        wakeAt: t,
+      });
+      replan.add(source.name);
+    }
+    for (const s of remodel) {
+      const k = this.known.get(s.source)!;
+      k.models.set(s.resource, models.get(s.source)?.get(s.resource) ?? null);
+      k.modelled = null;
+      replan.add(s.source);
+    }
+
+    const planned = sources.filter((s) => this.deps.planEveryTick || replan.has(s.name) || this.known.get(s.name)!.wakeAt <= t);
+    const probes = { count: 0 };
     const limit = pLimit(SOURCES_AT_ONCE);
-    const bySource = await Promise.all(
-      sources.map((listed) =>
+    const bySourceJobs = await Promise.all(
+      planned.map((listed) =>
         limit(async () => {
           if (this.stopped) return [];
           // A reload during this tick may have changed or removed it.
           const source = this.config.sources === sources ? listed : this.config.sources.find((s) => s.name === listed.name);
           if (!source) return [];
           try {
-            return await this.tickSource(source, now, inFlight, health);
+            return await this.decideSource(source, bySource.get(source.name) ?? [], now, inFlight, probes);
           } catch (err) {
+            this.known.delete(source.name);
             this.deps.logger.error({ err, source: source.name }, 'could not schedule this source at this tick; the next tick tries again');
             return [];
           }
         }),
       ),
     );
-    const jobs = bySource.flat();
+    const jobs = bySourceJobs.flat();
+    this.onDecide?.({
+      sources: sources.length,
+      read: reread.length,
+      planned: planned.length,
+      probes: probes.count,
+      dispatched: jobs.length,
+    });
     this.deps.onTick?.((performance.now() - started) / 1000, jobs.length);
     return jobs;
   }
 
-  private async tickSource(source: SourceConfig, now: Date, inFlight: Set<string>, health: Map<string, SourceHealth>): Promise<RunJob[]> {
-    const view = await observeSource(
-      {
-        pool: this.deps.pool,
-        ledgerFor: this.deps.ledgerFor,
-        settings: this.settings,
-        slow: (name, at, timeZone) => this.slowRead(name, at, timeZone),
-        health,
-      },
-      source,
-      this.streams.filter((s) => s.source === source.name),
-      now,
-      inFlight,
-    );
+  /** Plans one source at `now`, dispatches what is due, and sets when to plan it next. */
+  private async decideSource(
+    source: SourceConfig,
+    streams: ScheduledStream[],
+    now: Date,
+    inFlight: Set<string>,
+    probes: { count: number },
+  ): Promise<RunJob[]> {
+    const k = this.known.get(source.name)!;
+    if (!k.modelled) {
+      k.modelled = new Map();
+      for (const [resource, m] of k.models) if (m) k.modelled.set(resource, m);
+    }
+    const models = k.modelled;
+    const view = viewAt(source, streams, k.readings, models, now, inFlight, this.settings);
     this.views.set(source.name, view);
     await this.sayHealth(source.name, view.health);
-    if (view.pausedUntil) return [];
+    if (view.pausedUntil) {
+      k.wakeAt = view.pausedUntil.getTime();
+      return [];
+    }
     const jobs: RunJob[] = [];
     const dispatch = async (s: ScheduledStream, job: Omit<RunJob, 'source' | 'resource' | 'firedAt'>, at: Date, notifiedUntil?: Date) => {
       if (this.stopped) return;
@@ -283,6 +397,16 @@ export class Scheduler {
       await dispatch(s, job, now, webhook ? now : undefined);
     }
     await this.sayOnce(source.name, view.plan, view.rows);
+    // A dispatch (or a claim another process won) changes what the source is planned from: the change log says so
+    // and it is read again at the next tick. Otherwise it is planned again when its plan can next dispatch.
+    k.wakeAt =
+      dispatches(view) || this.deps.planEveryTick
+        ? now.getTime()
+        : nextWake(
+            { source, streams, readings: k.readings, models, inFlight, settings: this.settings, now },
+            view.nextFires.values(),
+            probes,
+          );
     return jobs;
   }
 
@@ -321,13 +445,5 @@ export class Scheduler {
       if (warning) this.deps.logger.warn({ source, resource: s.resource }, warning);
       else this.deps.logger.info({ source, resource: s.resource }, 'its freshness target is honoured again');
     }
-  }
-
-  private async slowRead(source: string, now: Date, timeZone: string): Promise<SlowRead> {
-    const cached = this.slow.get(source);
-    if (cached && Math.abs(now.getTime() - cached.at) < SLOW_READ_MS && cached.today === localWeekday(now, timeZone)) return cached;
-    const read = await readSlow(this.deps.pool, source, now, timeZone);
-    this.slow.set(source, read);
-    return read;
   }
 }

@@ -60,6 +60,8 @@ export interface ServeOptions {
   catalog?: (source: Config['sources'][number]) => StreamEntry[];
   /** Do not tick on the real clock: the caller calls scheduler.tick() (tests, benchmarks). */
   manualTicks?: boolean;
+  /** Plan every source at every tick rather than when its plan can change (tests show both decide the same). */
+  planEveryTick?: boolean;
   /** Builds the webhook side on serve's job queue; null when no source takes webhooks. */
   webhooks?: (app: App, options: { queue: JobQueue; reload: () => Promise<void> }) => Promise<WebhookMount | null>;
   /** The config file to reload while serving, and how to load it as at start (with the command line's settings). */
@@ -117,6 +119,7 @@ export async function startServe(app: App, config: Config, options: ServeOptions
       ledgerFor: app.ledgerFor,
       dispatcher,
       leadership: schedulingLeadership(app.pool),
+      planEveryTick: options.planEveryTick,
       onTick: (seconds) => metrics.ticks.observe(seconds),
       onDispatch: (job) => metrics.dispatches.inc({ source: job.source, resource: job.resource, purpose: job.purpose, reason: job.reason }),
     });
@@ -168,7 +171,6 @@ export async function startServe(app: App, config: Config, options: ServeOptions
       );
     } finally {
       running.delete(key);
-      scheduler.invalidate(job.source);
     }
   });
 

@@ -1,0 +1,111 @@
+/**
+ * When a source's plan can next dispatch: the decider plans a source again
+ * only then, or when something it was planned from changes (a run ends, a
+ * notification arrives, its health or configuration changes: the scheduler
+ * hears of those through src/state/source-changes.ts). A quiet source costs
+ * nothing in between.
+ *
+ * With its inputs fixed, a source's plan changes with time alone, and in one
+ * direction within a *segment*: staleness and expected changes only grow, and
+ * the exchange rate, the stretch of the bounds and the common interval only
+ * fall as the day's budget is left for fewer hours (budget.ts). A stream that
+ * is not due at a tick and is due at a later one of the same segment stays
+ * due. So the first tick at which anything is due is found by bisection over
+ * the ticks of the segment, each probe a whole plan (viewAt) made exactly as
+ * the decider would make it at that tick: the decisions are the planner's own,
+ * only the ticks at which nothing could change are skipped.
+ *
+ * A segment ends where an input derived from time jumps: the practice's next
+ * hour (a slot of the change model: busy hours, opening hours and
+ * exploration start and stop there), the quota day's end and its last
+ * minutes (the sweep, planned at every tick), a pause ending, a cron fire, a
+ * stream's notifications or windows leaving the lookback the plan reads them
+ * in, and webhooks expiring. The first tick of the next segment is planned in
+ * any case.
+ */
+import type { SourceConfig } from '../config/schema.ts';
+import type { ScheduleSettings } from '../config/schedules.ts';
+import { nextSlotEdge } from '../time.ts';
+import { SWEEP_MINUTES } from './budget.ts';
+import { viewAt, WEBHOOK_LOOKBACK_MS, type ModelReading, type SourceReadings, type SourceView } from './observe.ts';
+import type { ScheduledStream } from './plan.ts';
+import { EVIDENCE_LOOKBACK_HOURS, SHARED_EVIDENCE_HOURS, WAKE_LOOKBACK_HOURS } from './rates.ts';
+import { sourceTimeZone } from './plan.ts';
+
+const HOUR_MS = 3_600_000;
+
+export interface WakeInput {
+  source: SourceConfig;
+  streams: ScheduledStream[];
+  readings: SourceReadings;
+  models: Map<string, ModelReading>;
+  inFlight: Set<string>;
+  settings: ScheduleSettings;
+  /** The tick just planned, at which nothing was due. */
+  now: Date;
+}
+
+/** Whether a view would dispatch anything: a cron fire or a stream the plan says is due. */
+export function dispatches(view: SourceView): boolean {
+  return view.pausedUntil === null && (view.cronFires.length > 0 || view.plan.streams.some((s) => s.due !== null));
+}
+
+/** The end of the segment that starts at `now`: the first instant an input derived from time may jump. */
+export function segmentEnd(w: WakeInput): number {
+  const now = w.now.getTime();
+  const { readings } = w;
+  const candidates = [nextSlotEdge(now, sourceTimeZone(w.source))];
+  const resets = readings.quota.resetsAt.getTime();
+  candidates.push(resets, resets - SWEEP_MINUTES * 60_000);
+  if (readings.quota.exhaustedUntil) candidates.push(readings.quota.exhaustedUntil.getTime());
+  if (readings.health?.pausedUntil) candidates.push(readings.health.pausedUntil.getTime());
+  for (const row of readings.rows.values()) if (row.pausedUntil) candidates.push(row.pausedUntil.getTime());
+  for (const n of readings.notified.values()) {
+    if (n.latestReceived) candidates.push(n.latestReceived.getTime() + WEBHOOK_LOOKBACK_MS);
+    if (n.oldest) candidates.push(n.oldest.getTime() + WEBHOOK_LOOKBACK_MS);
+  }
+  if (readings.webhooksUntil !== null && Number.isFinite(readings.webhooksUntil)) candidates.push(readings.webhooksUntil);
+  for (const list of readings.windows.values()) {
+    for (const win of list) {
+      candidates.push(
+        win.to + SHARED_EVIDENCE_HOURS * HOUR_MS,
+        win.to + WAKE_LOOKBACK_HOURS * HOUR_MS,
+        win.to + EVIDENCE_LOOKBACK_HOURS * HOUR_MS,
+      );
+    }
+  }
+  let end = Number.POSITIVE_INFINITY;
+  for (const c of candidates) if (c > now && c < end) end = c;
+  return end;
+}
+
+/**
+ * The instant the source should next be planned: the first tick (now plus a
+ * whole number of ticks) at which its plan dispatches something, or the first
+ * tick of the next segment. `nextFires` are the pinned streams' next cron
+ * fires (each ends a segment too).
+ */
+export function nextWake(w: WakeInput, nextFires: Iterable<Date | null>, probes: { count: number } = { count: 0 }): number {
+  const now = w.now.getTime();
+  const tick = w.settings.tickSeconds * 1000;
+  let end = segmentEnd(w);
+  for (const f of nextFires) if (f && f.getTime() > now && f.getTime() < end) end = f.getTime();
+  // In the sweep's minutes budget that would be lost is spent tick by tick: plan every tick.
+  if (now >= w.readings.quota.resetsAt.getTime() - SWEEP_MINUTES * 60_000) return now + tick;
+  // Ticks strictly inside the segment: now + k * tick for k = 1..last.
+  const last = Number.isFinite(end) ? Math.ceil((end - now) / tick) - 1 : Math.ceil(HOUR_MS / tick);
+  if (last < 1) return now + tick;
+  const dueAt = (k: number) => {
+    probes.count++;
+    return dispatches(viewAt(w.source, w.streams, w.readings, w.models, new Date(now + k * tick), w.inFlight, w.settings));
+  };
+  if (!dueAt(last)) return now + (last + 1) * tick;
+  let lo = 0;
+  let hi = last;
+  while (hi - lo > 1) {
+    const mid = (lo + hi) >> 1;
+    if (dueAt(mid)) hi = mid;
+    else lo = mid;
+  }
+  return now + hi * tick;
+}

@@ -1,0 +1,87 @@
+/**
+ * The decider plans a source only when something it is planned from changed
+ * or when its plan can next dispatch (src/scheduler/wake.ts), and its
+ * decisions are those of planning every source at every tick: the same day
+ * played both ways, on the injected clock against the real simulator,
+ * PostgreSQL and run queue, dispatches the same runs at the same ticks for the
+ * same reasons, while planning far fewer times.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { DayRig, type RigOptions } from '../../bench/support/day-rig.ts';
+import { EVENING_DAY, REFERENCE_DAY, type DayPattern } from '../../simulator/day.ts';
+import type { DecideStats } from '../../src/scheduler/scheduler.ts';
+import { createTestDatabase, type TestDatabase } from '../support/db.ts';
+
+const DAY_TIMEOUT = { timeout: 900_000 };
+const DATE = '2026-11-19';
+const ZONE = 'America/New_York';
+const SIZES = {
+  customers: 400,
+  appointments: 900,
+  orders: 500,
+  memberships: 80,
+  giftcertificates: 40,
+  products: 20,
+  services: 10,
+  employees: 8,
+};
+
+const cleanups: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+interface Played {
+  dispatches: string[];
+  /** Plans made: at the ticks planned, and at later instants to find the next one. */
+  plans: number;
+  read: number;
+  ticks: number;
+}
+
+async function play(day: DayPattern, options: Partial<RigOptions>): Promise<Played> {
+  const db: TestDatabase = await createTestDatabase({ migrate: false });
+  cleanups.push(() => db.drop());
+  const stats: DecideStats[] = [];
+  const rig = await DayRig.start({
+    databaseUrl: db.url,
+    date: DATE,
+    timeZone: ZONE,
+    sizes: SIZES,
+    historyDays: 14,
+    historyPattern: REFERENCE_DAY,
+    tickSeconds: 60,
+    webhooks: false,
+    ...options,
+  });
+  cleanups.push(() => rig.close());
+  await rig.prepare();
+  rig.serve.scheduler.onDecide = (s) => stats.push(s);
+  const report = await rig.playDay(day);
+  return {
+    dispatches: report.dispatches.map((j) => `${j.firedAt} ${j.resource} ${j.purpose} ${j.reason} ${j.mustInclude ?? ''}`),
+    plans: stats.reduce((n, s) => n + s.planned + s.probes, 0),
+    read: stats.reduce((n, s) => n + s.read, 0),
+    ticks: stats.length,
+  };
+}
+
+describe('deciding when a plan can change', () => {
+  // With webhooks, each tick that brings a notification changes what the source is planned from: it is read and
+  // planned again then. Without, only its own checks do, and most ticks plan nothing.
+  for (const [name, day, webhooks, share] of [
+    ['the reference day, with webhooks', REFERENCE_DAY, true, 1],
+    ['an evening rush, without webhooks', EVENING_DAY, false, 0.5],
+  ] as const) {
+    it(`dispatches what planning at every tick dispatches: ${name}`, DAY_TIMEOUT, async () => {
+      const every = await play(day, { webhooks, planEveryTick: true });
+      const onChange = await play(day, { webhooks });
+      expect(onChange.dispatches.length).toBeGreaterThan(50);
+      expect(onChange.dispatches).toEqual(every.dispatches);
+      // Planning every tick plans the one source once a tick; on change, fewer times, probes for the next one included.
+      expect(every.plans).toBe(every.ticks);
+      expect(onChange.plans).toBeLessThan(every.plans * share);
+      expect(onChange.read).toBe(every.read);
+    });
+  }
+});
