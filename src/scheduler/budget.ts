@@ -465,15 +465,54 @@ function findMu(input: SourceInput, horizon: Horizon, streams: Bounded[], availa
   if (spend(0) <= available) return 0;
   let lo = 0;
   let hi = 1;
-  while (spend(hi) > available) {
+  let fLo = spend(0) - available;
+  let fHi = spend(hi) - available;
+  while (fHi > 0) {
     lo = hi;
+    fLo = fHi;
     hi *= 4;
     if (hi > 1e12) return Number.POSITIVE_INFINITY;
+    fHi = spend(hi) - available;
   }
+  // The spend falls with mu about as 1/sqrt(mu) (checks every sqrt(mu)-proportional interval): the root is found by
+  // regula falsi on 1/sqrt(mu), with the Illinois step against a side kept twice, and a bisection whenever a step
+  // did not halve the bracket. A few plans' worth of spends instead of a bisection's dozen.
+  const x = (mu: number) => (mu > 0 ? 1 / Math.sqrt(mu) : Number.POSITIVE_INFINITY);
+  let side = 0;
   for (let i = 0; i < 60 && hi - lo > MU_PRECISION * hi; i++) {
-    const mid = (lo + hi) / 2;
-    if (spend(mid) > available) lo = mid;
-    else hi = mid;
+    const width = hi - lo;
+    let mid: number;
+    if (lo > 0 && fLo > fHi) {
+      const xLo = x(lo);
+      const xHi = x(hi);
+      const xm = xHi + (fHi * (xLo - xHi)) / (fHi - fLo);
+      mid = 1 / (xm * xm);
+      if (!(mid > lo && mid < hi)) mid = (lo + hi) / 2;
+    } else mid = (lo + hi) / 2;
+    const f = spend(mid) - available;
+    if (f > 0) {
+      lo = mid;
+      fLo = f;
+      if (side === -1) fHi /= 2;
+      side = -1;
+    } else {
+      hi = mid;
+      fHi = f;
+      if (side === 1) fLo /= 2;
+      side = 1;
+    }
+    if (hi - lo > width / 2 && i % 2 === 1) {
+      // Two steps that did not halve the bracket between them: halve it.
+      const m = (lo + hi) / 2;
+      const fm = spend(m) - available;
+      if (fm > 0) {
+        lo = m;
+        fLo = fm;
+      } else {
+        hi = m;
+        fHi = fm;
+      }
+    }
   }
   return hi;
 }
@@ -682,10 +721,11 @@ function commonInterval(input: SourceInput, horizon: Horizon, streams: Bounded[]
   if (polled.length === 0 || !horizon.some(([slot]) => polled.some((s) => busyHour(busyRate(s, slot, horizon[0]![0]))))) return null;
   // The other streams keep what the exchange rate would give them without the rule: streams fed by webhooks their
   // notified checks, pinned streams their fires, catalogs their floors. The interval takes what polled streams get.
-  const mu = findMu(input, horizon, streams, budget);
-  const others =
-    input.pinned.reduce((n, p) => n + p.firesLeft * p.cost, 0) +
-    streams.filter((s) => !isPolled(s)).reduce((n, s) => n + streamSpend(s, input, horizon, mu).requests, 0);
+  const rest = streams.filter((s) => !isPolled(s));
+  const restSpend = (mu: number) => rest.reduce((n, s) => n + streamSpend(s, input, horizon, mu).requests, 0);
+  // Streams whose spend does not depend on the exchange rate (catalogs on their floor) need no search for it.
+  const mu = restSpend(0) === restSpend(Number.POSITIVE_INFINITY) ? 0 : findMu(input, horizon, streams, budget);
+  const others = input.pinned.reduce((n, p) => n + p.firesLeft * p.cost, 0) + restSpend(mu);
   const spend = (interval: number) =>
     others + polled.reduce((n, s) => n + streamSpend({ ...s, interval }, input, horizon, Number.POSITIVE_INFINITY).requests, 0);
   let lo = Math.max(1, input.settings.tickSeconds / 60, intervalFloor(input, polled));
@@ -810,6 +850,44 @@ function decide(s: Bounded, input: SourceInput, mu: number, available: number): 
   }
   if (sinceMinutes >= settings.floorHours * 60 - margin) return { due: { purpose, reason: 'floor' }, waiting: null };
   return { due: null, waiting: null };
+}
+
+/**
+ * A lower bound on the first of `ticks` (ascending instants of one segment,
+ * src/scheduler/wake.ts) at which a budget stream of `input` is due: its
+ * index, or -1 when none can be. `loose` is the plan made at the segment's
+ * last tick: the exchange rate, stretch, exploration bound and common
+ * interval only fall within a segment, so its are the loosest of the
+ * segment, and `input`'s rates (those of its first instant) the highest. Each
+ * stream's rules are monotone in time within a segment, so its first due tick
+ * is found by bisection with the rules alone, without a whole plan. The
+ * scheduler then plans at that tick (nothing can be due before it) instead of
+ * bisecting with whole plans from the start.
+ */
+export function earliestDue(input: SourceInput, loose: SourcePlan, ticks: readonly number[]): number {
+  if (ticks.length === 0) return -1;
+  let first = -1;
+  for (const s of input.streams) {
+    const b = bounded(
+      s,
+      input.settings,
+      loose.stretch,
+      loose.exploreMinutes === null ? null : loose.exploreMinutes / loose.stretch,
+      loose.intervalMinutes,
+    );
+    const dueAt = (i: number) => decide(b, { ...input, now: new Date(ticks[i]!) }, loose.mu, loose.available).due !== null;
+    const last = first >= 0 ? first - 1 : ticks.length - 1;
+    if (last < 0 || !dueAt(last)) continue;
+    let lo = -1;
+    let hi = last;
+    while (hi - lo > 1) {
+      const mid = (lo + hi) >> 1;
+      if (dueAt(mid)) hi = mid;
+      else lo = mid;
+    }
+    first = hi;
+  }
+  return first;
 }
 
 /** Coarse step of the walk that estimates a stream's next check; the step that fires is then bisected to the minute. */

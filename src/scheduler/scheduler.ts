@@ -406,6 +406,7 @@ export class Scheduler {
             { source, streams, readings: k.readings, models, inFlight, settings: this.settings, now },
             view.nextFires.values(),
             probes,
+            view,
           );
     return jobs;
   }

@@ -26,13 +26,15 @@
 import type { SourceConfig } from '../config/schema.ts';
 import type { ScheduleSettings } from '../config/schedules.ts';
 import { nextSlotEdge } from '../time.ts';
-import { SWEEP_MINUTES } from './budget.ts';
+import { earliestDue, SWEEP_MINUTES } from './budget.ts';
 import { viewAt, WEBHOOK_LOOKBACK_MS, type ModelReading, type SourceReadings, type SourceView } from './observe.ts';
 import type { ScheduledStream } from './plan.ts';
 import { EVIDENCE_LOOKBACK_HOURS, SHARED_EVIDENCE_HOURS, WAKE_LOOKBACK_HOURS } from './rates.ts';
 import { sourceTimeZone } from './plan.ts';
 
 const HOUR_MS = 3_600_000;
+/** The near span searched first (see nextWake). */
+const NEAR_SPAN_MS = 10 * 60_000;
 
 export interface WakeInput {
   source: SourceConfig;
@@ -48,6 +50,17 @@ export interface WakeInput {
 /** Whether a view would dispatch anything: a cron fire or a stream the plan says is due. */
 export function dispatches(view: SourceView): boolean {
   return view.pausedUntil === null && (view.cronFires.length > 0 || view.plan.streams.some((s) => s.due !== null));
+}
+
+/**
+ * Whether the rates of a view bound those of the rest of its segment from
+ * above, as budget.ts's earliestDue needs: today's activity and evidence only
+ * fall as a segment goes on, but the practice's shared excess is carried
+ * forward from each instant it is read at (rates.ts, withExcess), so a stream
+ * given some has higher rates ahead later in the segment than now.
+ */
+function boundable(view: SourceView): boolean {
+  return view.input.streams.every((s) => s.practiceExcessPerHour === undefined);
 }
 
 /** The end of the segment that starts at `now`: the first instant an input derived from time may jump. */
@@ -85,7 +98,12 @@ export function segmentEnd(w: WakeInput): number {
  * tick of the next segment. `nextFires` are the pinned streams' next cron
  * fires (each ends a segment too).
  */
-export function nextWake(w: WakeInput, nextFires: Iterable<Date | null>, probes: { count: number } = { count: 0 }): number {
+export function nextWake(
+  w: WakeInput,
+  nextFires: Iterable<Date | null>,
+  probes: { count: number } = { count: 0 },
+  planned?: SourceView,
+): number {
   const now = w.now.getTime();
   const tick = w.settings.tickSeconds * 1000;
   let end = segmentEnd(w);
@@ -95,17 +113,44 @@ export function nextWake(w: WakeInput, nextFires: Iterable<Date | null>, probes:
   // Ticks strictly inside the segment: now + k * tick for k = 1..last.
   const last = Number.isFinite(end) ? Math.ceil((end - now) / tick) - 1 : Math.ceil(HOUR_MS / tick);
   if (last < 1) return now + tick;
-  const dueAt = (k: number) => {
+  const viewOf = (k: number) => {
     probes.count++;
-    return dispatches(viewAt(w.source, w.streams, w.readings, w.models, new Date(now + k * tick), w.inFlight, w.settings));
+    return viewAt(w.source, w.streams, w.readings, w.models, new Date(now + k * tick), w.inFlight, w.settings);
   };
-  if (!dueAt(last)) return now + (last + 1) * tick;
-  let lo = 0;
-  let hi = last;
-  while (hi - lo > 1) {
-    const mid = (lo + hi) >> 1;
-    if (dueAt(mid)) hi = mid;
-    else lo = mid;
+  // The first tick that dispatches lies within the first span of ticks whose last tick dispatches. The plan made
+  // there bounds the span (budget.ts, earliestDue): nothing can be due before the first tick the rules alone allow
+  // under it, and the first that dispatches is usually a few ticks after that: gallop from there, then bisect the
+  // last step. A near span first: its bound is tighter, and a busy source's next check is usually minutes away.
+  let from = 0;
+  for (const to of [Math.min(last, Math.ceil(NEAR_SPAN_MS / tick)), last]) {
+    if (to <= from) continue;
+    const atEnd = viewOf(to);
+    if (!dispatches(atEnd)) {
+      from = to;
+      continue;
+    }
+    let lo = from;
+    let hi = to;
+    if (planned && boundable(planned) && atEnd.cronFires.length === 0) {
+      const ticks = Array.from({ length: to - from }, (_, i) => now + (from + i + 1) * tick);
+      const first = earliestDue(planned.input, atEnd.plan, ticks);
+      if (first >= 0) {
+        lo = from + first;
+        for (let step = 1; lo + step < to; step *= 2) {
+          if (dispatches(viewOf(lo + step))) {
+            hi = lo + step;
+            break;
+          }
+          lo += step;
+        }
+      }
+    }
+    while (hi - lo > 1) {
+      const mid = (lo + hi) >> 1;
+      if (dispatches(viewOf(mid))) hi = mid;
+      else lo = mid;
+    }
+    return now + hi * tick;
   }
-  return now + hi * tick;
+  return now + (last + 1) * tick;
 }
