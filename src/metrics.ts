@@ -9,6 +9,7 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { PURPOSES } from './api/http.ts';
 import { PmsyncError } from './errors.ts';
+import { SCHEDULING_SHARDS } from './state/locks.ts';
 import type { SourceResult } from './sync/sync-source.ts';
 import type { SourceReading } from './status/readings.ts';
 
@@ -22,8 +23,8 @@ export interface MetricsReaders {
   ready?: () => Promise<boolean>;
   /** The run queue across replicas: runs waiting to start, and how long the oldest has waited. */
   runQueue?: () => Promise<{ waiting: number; oldestWaitSeconds: number }>;
-  /** Whether this replica decides the runs now (it holds the scheduling lock). */
-  leading?: () => boolean;
+  /** How many scheduling shards this replica decides now (src/state/locks.ts). */
+  shards?: () => number;
   onCollectError?: (err: unknown) => void;
 }
 
@@ -249,18 +250,18 @@ export class Metrics {
     }
     this.ticks = new Histogram({
       name: 'pmsync_scheduler_tick_seconds',
-      help: 'Time a scheduler tick took in this replica, deciding and dispatching for every source (only the leading replica decides)',
+      help: 'Time a scheduler tick took in this replica, deciding and dispatching for the sources of the shards it holds',
       buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
       registers,
     });
-    if (readers.leading) {
-      const leading = readers.leading;
+    if (readers.shards) {
+      const shards = readers.shards;
       new Gauge({
-        name: 'pmsync_scheduler_leader',
-        help: '1 while this replica decides the runs of every source (it holds the scheduling lock), else 0',
+        name: 'pmsync_scheduler_shards',
+        help: `Scheduling shards this replica decides (of ${SCHEDULING_SHARDS}): their sources' runs are dispatched by it`,
         registers,
         collect() {
-          this.set(leading() ? 1 : 0);
+          this.set(shards());
         },
       });
     }

@@ -47,7 +47,7 @@
 import type { Purpose } from '../api/http.ts';
 import type { Queryable } from '../db/pool.ts';
 import { jobQueueOf, type Job, type JobQueue } from '../queue.ts';
-import { acquireSourceSlot, heldRunLocks, streamLockKey } from '../state/locks.ts';
+import { acquireSourceSlot, heldRunLocks, streamLockKey, type LockSession } from '../state/locks.ts';
 import { unendedFires } from '../state/stream-schedule.ts';
 
 export const RUN_QUEUE = 'pmsync-run';
@@ -110,6 +110,8 @@ export interface Dispatcher {
 export interface DispatcherOptions {
   /** Where run slots are taken (src/state/locks.ts). */
   databaseUrl: string;
+  /** The process's lock session: run slots are held on it rather than on a connection each. */
+  locks?: LockSession;
   /** A running job's worker proves it is alive this often (pg-boss refreshes at half of it); at least 10. */
   heartbeatSeconds: number;
 }
@@ -143,7 +145,7 @@ export async function openDispatcher(queue: JobQueue, o: DispatcherOptions): Pro
         },
         async ([job]: Job<RunJob>[]) => {
           if (!job) return;
-          const slot = await acquireSourceSlot(o.databaseUrl, job.data.source, job.data.resource, perSource);
+          const slot = await acquireSourceSlot(o.databaseUrl, job.data.source, job.data.resource, perSource, o.locks);
           if (!slot) {
             // Taken past the source's limit: back to the queue (a stream may have one job waiting beside this active one).
             // pg-boss's group limit holds it there until one of the source's runs ends.

@@ -37,7 +37,7 @@ import type { QuotaLedger } from '../state/quota.ts';
 import { markReported, type SourceHealth } from '../state/source-health.ts';
 import { ChangeReader, keyScope, modelScope } from '../state/source-changes.ts';
 import { claimDispatch, loadStreamSchedules, setWarning, type StreamScheduleRow } from '../state/stream-schedule.ts';
-import type { Leadership } from '../state/locks.ts';
+import { SHARD_LOCK_CLASS, shardOf, type ShardLeases } from '../state/locks.ts';
 import { previousFire } from '../cron.ts';
 import { runKey, type Dispatcher, type RunJob } from './dispatch.ts';
 import type { SourcePlan } from './budget.ts';
@@ -58,6 +58,9 @@ const REREAD_MS = 3_600_000;
  * the pool's other connections to the runs.
  */
 const SOURCES_AT_ONCE = 2;
+
+/** What shardsHeld says of a scheduler that decides every source (no shards: tests, benchmarks). */
+const SHARDS_WITHOUT_LEASES = 1;
 
 /** What the decider holds of a source between ticks. */
 interface Known {
@@ -81,8 +84,8 @@ export interface SchedulerDeps {
   ledgerFor(source: SourceConfig): QuotaLedger;
   dispatcher: Pick<Dispatcher, 'dispatch' | 'inFlight'>;
   onDispatch?: (job: RunJob) => void;
-  /** Decide only while this replica leads; every tick decides without it. */
-  leadership?: Leadership;
+  /** The scheduling shards this replica decides (src/state/locks.ts); without, it decides every source. */
+  shards?: ShardLeases;
   /** Reports each tick this replica decided: how long it took and how many runs it dispatched. */
   onTick?: (seconds: number, dispatched: number) => void;
   /**
@@ -202,14 +205,14 @@ export class Scheduler {
     void this.tick().catch((err: unknown) => this.deps.logger.error({ err }, 'scheduler tick failed; the next tick tries again'));
   }
 
-  /** Stops ticking; a leader hands the scheduling lock over once its tick in progress ends. */
+  /** Stops ticking; the shards it decides are given back once its tick in progress ends. */
   stop(): Promise<void> {
     this.stopped = true;
     clearInterval(this.timer);
     const ticking = this.ticking?.catch(() => undefined);
     return (async () => {
       await ticking;
-      await this.deps.leadership?.release();
+      await this.deps.shards?.release();
     })();
   }
 
@@ -224,26 +227,47 @@ export class Scheduler {
     return this.ticking;
   }
 
-  /** Whether this replica decided at its last tick (it holds the scheduling lock, or there is none). */
-  leading = false;
+  /** The scheduling shards this replica decided at its last tick (every one, without shards). */
+  shardsHeld = 0;
+
+  /** Whether this replica decided some sources at its last tick. */
+  get deciding(): boolean {
+    return this.shardsHeld > 0;
+  }
+
+  /** Whether this replica decides `source` (it held the source's shard at its last tick). */
+  decides(source: string): boolean {
+    return this.decidesShard(shardOf(source));
+  }
+
+  /** Whether this replica decides the sources of `shard` (every shard without shard leases). */
+  decidesShard(shard: number): boolean {
+    return !this.deps.shards || this.deps.shards.held.has(shard);
+  }
 
   /** Told what each tick decided: sources read again, sources planned (benchmarks and tests count them). */
   onDecide?: (stats: DecideStats) => void;
 
   private async tickOnce(): Promise<RunJob[]> {
-    const leading = this.deps.leadership ? await this.deps.leadership.lead() : true;
-    if (leading !== this.leading) {
-      this.leading = leading;
-      if (leading) this.deps.logger.info('this replica now decides the runs of every source');
-      // What was read while another replica decided may be stale: read everything again.
-      this.known.clear();
+    const held = this.deps.shards ? await this.deps.shards.sync() : null;
+    const count = held ? held.size : SHARDS_WITHOUT_LEASES;
+    if (count !== this.shardsHeld) {
+      if (held)
+        this.deps.logger.info({ shards: [...held].sort((a, b) => a - b) }, `this replica now decides ${count} of the scheduling shards`);
+      this.shardsHeld = count;
     }
-    if (!leading) return [];
+    if (held && held.size === 0) {
+      this.known.clear();
+      return [];
+    }
+    // A source whose shard passed to another replica is forgotten: if it comes back, what was read of it is stale.
+    if (held) for (const name of this.known.keys()) if (!held.has(shardOf(name))) this.known.delete(name);
     const started = performance.now();
     const now = this.deps.now();
     const t = now.getTime();
-    const sources = this.config.sources;
-    const streams = this.streams;
+    const sources = held ? this.config.sources.filter((s) => held.has(shardOf(s.name))) : this.config.sources;
+    const names = new Set(sources.map((s) => s.name));
+    const streams = held ? this.streams.filter((s) => names.has(s.source)) : this.streams;
     const [inFlight, changed] = await Promise.all([
       this.deps.dispatcher.inFlight(
         this.deps.pool,
@@ -313,9 +337,9 @@ export class Scheduler {
       planned.map((listed) =>
         limit(async () => {
           if (this.stopped) return [];
-          // A reload during this tick may have changed or removed it.
+          // A reload during this tick may have changed or removed it; a lost shard connection took its shard.
           const source = this.config.sources === sources ? listed : this.config.sources.find((s) => s.name === listed.name);
-          if (!source) return [];
+          if (!source || !this.decides(source.name)) return [];
           try {
             return await this.decideSource(source, bySource.get(source.name) ?? [], now, inFlight, probes);
           } catch (err) {
@@ -362,6 +386,7 @@ export class Scheduler {
     const jobs: RunJob[] = [];
     const dispatch = async (s: ScheduledStream, job: Omit<RunJob, 'source' | 'resource' | 'firedAt'>, at: Date, notifiedUntil?: Date) => {
       if (this.stopped) return;
+      const pid = this.deps.shards?.pid;
       const claimed = await claimDispatch(this.deps.pool, {
         source: s.source,
         resource: s.resource,
@@ -371,6 +396,7 @@ export class Scheduler {
         reason: job.reason,
         holder: this.deps.holder,
         notifiedUntil,
+        ...(this.deps.shards ? { fence: { lockClass: SHARD_LOCK_CLASS, key: shardOf(s.source), pid: pid ?? -1 } } : {}),
       });
       if (!claimed) return;
       const full: RunJob = { source: s.source, resource: s.resource, firedAt: at.toISOString(), ...job };

@@ -28,7 +28,7 @@ import { Metrics } from '../metrics.ts';
 import { openJobQueue, type JobQueue } from '../queue.ts';
 import { openDispatcher, SUPERVISE_SECONDS, type Dispatcher } from '../scheduler/dispatch.ts';
 import { refreshSuperviseSeconds } from '../webhooks/queue.ts';
-import { holderName, schedulingLeadership } from '../state/locks.ts';
+import { holderName, LockSession, shardLeases } from '../state/locks.ts';
 import type { StreamEntry } from '../scheduler/plan.ts';
 import { executeRun } from '../scheduler/run-job.ts';
 import { Scheduler } from '../scheduler/scheduler.ts';
@@ -54,7 +54,7 @@ export interface WebhookMount {
 /** Runs one source may have going at once, across replicas. */
 const RUNS_PER_SOURCE = 2;
 /** Connections the job queue may open for the runs, and as many more for the webhook refreshes. */
-const QUEUE_CONNECTIONS = 4;
+const QUEUE_CONNECTIONS = 2;
 
 export interface ServeOptions {
   catalog?: (source: Config['sources'][number]) => StreamEntry[];
@@ -107,8 +107,10 @@ export async function startServe(app: App, config: Config, options: ServeOptions
   });
   let dispatcher: Dispatcher;
   let scheduler: Scheduler;
+  // Every run of this replica holds its locks on this one connection (docs/scaling.md, "PostgreSQL connections").
+  const locks = new LockSession(app.pool);
   try {
-    dispatcher = await openDispatcher(queue, { databaseUrl: app.databaseUrl, heartbeatSeconds: serveSettings.runHeartbeatSeconds });
+    dispatcher = await openDispatcher(queue, { databaseUrl: app.databaseUrl, heartbeatSeconds: serveSettings.runHeartbeatSeconds, locks });
     scheduler = new Scheduler({
       pool: app.pool,
       logger: app.logger.child({ component: 'scheduler' }),
@@ -118,13 +120,14 @@ export async function startServe(app: App, config: Config, options: ServeOptions
       catalog: options.catalog ?? streamCatalog,
       ledgerFor: app.ledgerFor,
       dispatcher,
-      leadership: schedulingLeadership(app.pool),
+      shards: shardLeases(app.pool),
       planEveryTick: options.planEveryTick,
       onTick: (seconds) => metrics.ticks.observe(seconds),
       onDispatch: (job) => metrics.dispatches.inc({ source: job.source, resource: job.resource, purpose: job.purpose, reason: job.reason }),
     });
   } catch (err) {
     await queue.stop();
+    await locks.close();
     throw err;
   }
 
@@ -137,11 +140,15 @@ export async function startServe(app: App, config: Config, options: ServeOptions
   const running = new Set<string>();
   const reads = metricsReads(app);
   const metrics = new Metrics({
-    // Per-source gauges come from the leading replica, whose views are fresh from its ticks;
-    // the others would each re-read every source at every scrape to report the same values.
-    sources: () => (scheduler.leading ? sourceReadings(app, current(), scheduler) : Promise.resolve([])),
+    // Per-source gauges come from the replica that decides the source, whose views are fresh from its ticks;
+    // the others would each re-read it at every scrape to report the same values.
+    sources: () => {
+      const config = current();
+      const mine = config.sources.filter((s) => scheduler.decides(s.name));
+      return mine.length > 0 ? sourceReadings(app, { ...config, sources: mine }, scheduler) : Promise.resolve([]);
+    },
     runQueue: reads.runQueue,
-    leading: () => scheduler.leading,
+    shards: () => scheduler.shardsHeld,
     running: () => [...running].map((key) => ({ source: key.slice(0, key.indexOf('/')), resource: key.slice(key.indexOf('/') + 1) })),
     webhooks: webhooks ? reads.webhooks : undefined,
     ready: async () => accepting && (await readiness()).ready,
@@ -160,7 +167,7 @@ export async function startServe(app: App, config: Config, options: ServeOptions
     try {
       await executeRun(
         {
-          ctx: { ...app.ctx, signal: AbortSignal.any([app.ctx.signal, removed.signal]) },
+          ctx: { ...app.ctx, locks, signal: AbortSignal.any([app.ctx.signal, removed.signal]) },
           config: current,
           reload: reloadNow,
           logger: app.logger,
@@ -260,9 +267,9 @@ export async function startServe(app: App, config: Config, options: ServeOptions
     : null;
   reloader?.every(serveSettings.reloadSeconds);
 
-  // Retention (src/state/retention.ts): hourly, by the replica that decides, so a fleet purges once.
+  // Retention (src/state/retention.ts): hourly, by the replica that decides the first shard, so a fleet purges once.
   const purge = setInterval(() => {
-    if (!scheduler.leading) return;
+    if (!scheduler.deciding || !scheduler.decidesShard(0)) return;
     purgeRetention(app.pool, current()).then(
       (counts) => {
         const line = describePurge(counts);
@@ -292,6 +299,8 @@ export async function startServe(app: App, config: Config, options: ServeOptions
       await within(schedulerStopped, deadline - Date.now());
       if (webhooks) await within(webhooks.stop(), deadline - Date.now());
       await within(queue.stop(), deadline - Date.now());
+      // The runs have stopped (or the deadline passed): their locks go with the session.
+      await within(locks.close(), deadline - Date.now());
       server.closeAllConnections();
       if (drained) log.info('stopped');
       else

@@ -61,7 +61,7 @@ export function ipcTestControl(env: NodeJS.ProcessEnv = process.env): TestContro
         id: m.id,
         running: serve?.running() ?? [],
         busy: serve?.queue.busy(RUN_QUEUE) ?? false,
-        leading: serve?.scheduler.leading ?? false,
+        leading: serve?.scheduler.deciding ?? false,
       });
   };
   const tick = async (id: number) => {
@@ -71,7 +71,7 @@ export function ipcTestControl(env: NodeJS.ProcessEnv = process.env): TestContro
     try {
       if (!serve) throw new Error('serve has not started');
       reply.dispatched = (await serve.scheduler.tick()).length;
-      reply.leading = serve.scheduler.leading;
+      reply.leading = serve.scheduler.deciding;
     } catch (err) {
       reply.error = (err as Error).message;
     }

@@ -173,20 +173,41 @@ export interface Claim {
   holder: string;
   /** Notifications received up to here are covered by this run (webhook-triggered checks). */
   notifiedUntil?: Date;
+  /**
+   * The advisory lock the claimer must still hold for the claim to count (a
+   * serve replica's scheduling shard, held by backend `pid`): a replica whose
+   * shard passed to another while it was deciding dispatches nothing of it.
+   */
+  fence?: { lockClass: number; key: number; pid: number };
 }
 
 /**
  * Claims a dispatch: true for exactly one of any number of processes claiming
- * the same stream from the same `seen` value.
+ * the same stream from the same `seen` value, and only while the claimer holds
+ * its fence.
  */
 export async function claimDispatch(db: Queryable, c: Claim): Promise<boolean> {
+  const fenced = `($9::int IS NULL OR EXISTS (SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory' AND l.granted
+      AND l.classid = $10::oid AND l.objid = $11::oid AND l.objsubid = 2 AND l.pid = $9::int))`;
   const res = await db.query(
     `INSERT INTO pmsync.stream_schedule AS s (source, resource, last_fire_at, last_fire_purpose, last_fire_reason, last_fire_by, notified_until, updated_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, now())
+     SELECT $1, $2, $3, $4, $5, $6, $7, now() WHERE ${fenced}
      ON CONFLICT (source, resource) DO UPDATE SET last_fire_at = $3, last_fire_purpose = $4, last_fire_reason = $5, last_fire_by = $6,
        notified_until = coalesce($7, s.notified_until), updated_at = now()
-     WHERE s.last_fire_at IS NOT DISTINCT FROM $8::timestamptz`,
-    [c.source, c.resource, c.at, c.purpose, c.reason, c.holder, c.notifiedUntil ?? null, c.seen],
+     WHERE s.last_fire_at IS NOT DISTINCT FROM $8::timestamptz AND ${fenced}`,
+    [
+      c.source,
+      c.resource,
+      c.at,
+      c.purpose,
+      c.reason,
+      c.holder,
+      c.notifiedUntil ?? null,
+      c.seen,
+      c.fence?.pid ?? null,
+      c.fence?.lockClass ?? 0,
+      c.fence?.key ?? 0,
+    ],
   );
   return (res.rowCount ?? 0) > 0;
 }

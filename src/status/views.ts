@@ -78,7 +78,8 @@ export async function runningIn(db: Queryable, config: Config): Promise<Map<stri
   for (const source of config.sources) {
     for (const stream of streamCatalog(source)) {
       const holder = holders.get(streamLockKey(source.name, stream.resource));
-      if (holder) out.set(`${source.name}/${stream.resource}`, holder.replace(/^pmsync lock \S+ /, ''));
+      // A lock of its own names the stream and the holder; a serve replica's lock session names the holder.
+      if (holder) out.set(`${source.name}/${stream.resource}`, holder.replace(/^pmsync lock \S+ /, '').replace(/^pmsync locks /, ''));
     }
   }
   return out;

@@ -4,6 +4,7 @@
 import type { Pool } from '../db/pool.ts';
 import type { HttpClient } from '../api/http.ts';
 import type { Logger } from '../log.ts';
+import type { LockSession } from '../state/locks.ts';
 import type { SourceConfig } from '../config/schema.ts';
 
 export interface ProgressEvent {
@@ -30,4 +31,6 @@ export interface SyncContext {
   onProgress?: (event: ProgressEvent) => void;
   /** A run of one stream ended, whatever way. */
   onRunEnd?: (stream: { source: string; resource: string }) => void;
+  /** The process's lock session (serve): stream locks are held on it rather than on a connection each. */
+  locks?: LockSession;
 }

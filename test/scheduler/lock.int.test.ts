@@ -7,7 +7,15 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { scaled } from '../support/time-scale.ts';
-import { acquireStreamLock, heldStreamLocks, schedulingLeadership, streamLockKey } from '../../src/state/locks.ts';
+import {
+  acquireStreamLock,
+  heldStreamLocks,
+  SCHEDULING_SHARDS,
+  shardHolders,
+  shardLeases,
+  streamLockKey,
+  trySchedulingPass,
+} from '../../src/state/locks.ts';
 
 const HOLDER = fileURLToPath(new URL('./support/hold-lock.ts', import.meta.url));
 let db: TestDatabase;
@@ -93,27 +101,64 @@ describe('stream locks', () => {
   });
 });
 
-describe('scheduling leadership', () => {
-  it('is held by one replica at a time, handed over on release, and taken over when its holder is gone', async () => {
-    const a = schedulingLeadership(db.pool);
-    const b = schedulingLeadership(db.pool);
-    expect(await a.lead()).toBe(true);
-    expect(await b.lead()).toBe(false);
-    expect(await a.lead()).toBe(true);
-    await a.release();
-    expect(await a.lead()).toBe(false); // a released leadership is not taken again
-    expect(await b.lead()).toBe(true);
-
-    // The holder's session ends without a release (a killed replica): the next tick elsewhere takes over.
-    const c = schedulingLeadership(db.pool);
-    expect(await c.lead()).toBe(false);
-    const killed = await db.pool.query<{ n: number }>(
-      `SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity WHERE application_name LIKE 'pmsync scheduler %' AND datname = current_database() AND pid <> pg_backend_pid()`,
+describe('scheduling shards', () => {
+  /** Each shard's holders (pid of the session holding its lock), as PostgreSQL says. */
+  async function owners(): Promise<Map<number, number[]>> {
+    const res = await db.pool.query<{ shard: number; pids: number[] }>(
+      `SELECT objid::int AS shard, array_agg(pid) AS pids FROM pg_locks
+       WHERE locktype = 'advisory' AND granted AND classid = 727006 AND objsubid = 2 AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+       GROUP BY objid`,
     );
-    expect(killed.rows[0]!.n).toBe(1);
-    await expect.poll(() => c.lead(), { interval: 20, timeout: scaled(10_000) }).toBe(true);
-    expect(await b.lead()).toBe(false);
-    await b.release();
+    return new Map(res.rows.map((r) => [r.shard, r.pids]));
+  }
+
+  it('are shared evenly by the replicas, each held by one, given back on release and taken over from a replica that died', async () => {
+    const a = shardLeases(db.pool);
+    expect((await a.sync()).size).toBe(SCHEDULING_SHARDS);
+    const b = shardLeases(db.pool);
+    // A new replica finds every shard taken; the first gives back what exceeds its share at its next tick.
+    expect((await b.sync()).size).toBe(0);
+    expect((await a.sync()).size).toBe(SCHEDULING_SHARDS / 2);
+    expect((await b.sync()).size).toBe(SCHEDULING_SHARDS / 2);
+    const c = shardLeases(db.pool);
+    await c.sync();
+    for (let i = 0; i < 3; i++) for (const r of [a, b, c]) await r.sync();
+    const sizes = [a, b, c].map((r) => r.held.size).sort();
+    expect(sizes.reduce((x, y) => x + y, 0)).toBe(SCHEDULING_SHARDS);
+    expect(Math.max(...sizes)).toBeLessThanOrEqual(Math.ceil(SCHEDULING_SHARDS / 3));
+    // Each shard is held by exactly one session, and the replicas agree with PostgreSQL on which.
+    const held = await owners();
+    expect(held.size).toBe(SCHEDULING_SHARDS);
+    for (const pids of held.values()) expect(pids).toHaveLength(1);
+    for (const r of [a, b, c]) for (const k of r.held) expect(held.get(k)).toEqual([r.pid]);
+    expect([...(await shardHolders(db.pool)).values()].flat()).toHaveLength(SCHEDULING_SHARDS);
+
+    // A replica released: the others take its shards at their next ticks.
     await c.release();
+    for (let i = 0; i < 2; i++) for (const r of [a, b]) await r.sync();
+    expect(a.held.size + b.held.size).toBe(SCHEDULING_SHARDS);
+
+    // A replica whose session ends without a release (killed): its shards are free at once, and taken at the next tick.
+    const killed = await db.pool.query<{ n: number }>(`SELECT count(pg_terminate_backend($1))::int AS n`, [b.pid]);
+    expect(killed.rows[0]!.n).toBe(1);
+    await expect.poll(async () => (await a.sync()).size, { interval: 20, timeout: scaled(10_000) }).toBe(SCHEDULING_SHARDS);
+    expect(b.held.size).toBe(0);
+    await a.release();
+    await b.release();
+  });
+
+  it('keep a process that is not serve from deciding while a replica decides, and let it when none does', async () => {
+    const a = shardLeases(db.pool);
+    await a.sync();
+    expect(await trySchedulingPass(db.pool, 'notified checks')).toBeNull();
+    await a.release();
+    const pass = await trySchedulingPass(db.pool, 'notified checks');
+    expect(pass).not.toBeNull();
+    // While the pass holds it, a replica decides nothing; once it ends, the replica takes its shards.
+    const b = shardLeases(db.pool);
+    expect((await b.sync()).size).toBe(0);
+    await pass!.release();
+    expect((await b.sync()).size).toBe(SCHEDULING_SHARDS);
+    await b.release();
   });
 });

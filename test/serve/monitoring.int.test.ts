@@ -5,6 +5,7 @@
  * parseable queries, and every metric either names is exported by a real
  * `serve` on /metrics.
  */
+import { SCHEDULING_SHARDS } from '../../src/state/locks.ts';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parser } from '@prometheus-io/lezer-promql';
@@ -99,7 +100,9 @@ describe('Prometheus alert rules', () => {
     expect(byMetric('pmsync_quarantined_records')).toEqual(['PmsyncQuarantineGrowing']);
     expect(byMetric('pmsync_ready')).toEqual(['PmsyncReplicaNotReady']);
     expect(byMetric('pmsync_run_queue_oldest_wait_seconds')).toEqual(['PmsyncRunQueueBacklog']);
-    expect(byMetric('pmsync_scheduler_leader')).toEqual(['PmsyncNoSchedulingLeader']);
+    expect(byMetric('pmsync_scheduler_shards')).toEqual(['PmsyncShardsUndecided']);
+    // The alert counts the shards the replicas decide against how many there are.
+    expect(rules.find((r) => r.alert === 'PmsyncShardsUndecided')!.expr).toBe(`sum(pmsync_scheduler_shards) < ${SCHEDULING_SHARDS}`);
   });
 
   it('name only metrics that /metrics exports', () => {

@@ -12,7 +12,7 @@ import type { App } from '../../src/app.ts';
 import { loadConfig } from '../../src/config/load.ts';
 import { STREAM_REGISTRY } from '../../src/sync/stream-registry.ts';
 import type { CoreSourceConfig } from '../../src/config/schema.ts';
-import { acquireStreamLock, schedulingLeadership } from '../../src/state/locks.ts';
+import { acquireStreamLock, shardLeases } from '../../src/state/locks.ts';
 import { activateSecret, addProvisionalSecret } from '../../src/state/webhook-secrets.ts';
 import { syncSource } from '../../src/sync/sync-source.ts';
 import { EVENT_NAMES } from '../../src/webhooks/events.ts';
@@ -146,9 +146,9 @@ describe('notified checks of webhooks receive, with no serve', () => {
     expect(requestsSince(from)).toHaveLength(1);
   });
 
-  it('leave notified streams to a serve replica holding the scheduling lock, and take over once it is gone', async () => {
-    const serve = schedulingLeadership(app.pool);
-    expect(await serve.lead()).toBe(true);
+  it('leave notified streams to a serve replica deciding scheduling shards, and take over once it is gone', async () => {
+    const serve = shardLeases(app.pool);
+    expect((await serve.sync()).size).toBeGreaterThan(0);
     try {
       const from = sim.stats().requests.length;
       const ids = await rename(5, 40, 'Served');
