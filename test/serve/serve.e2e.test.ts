@@ -2,6 +2,7 @@
  * `pmsync serve` as a child process against the simulator and a real
  * PostgreSQL: endpoints, replicas sharing a database, and a SIGTERM mid-run.
  */
+import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../../simulator/index.ts';
 import { hashToken, newToken } from '../../src/webhooks/secrets.ts';
@@ -11,6 +12,8 @@ import { cliEnv, writeConfig } from '../support/cli.ts';
 import { eventually, kill, startServeCli, type ServeProcess } from './support.ts';
 
 const TENANT = { apikey: 'serve-key-K2', username: 'serve.user', password: 'serve-pass-Q8', variant: 'core' as const };
+/** Two more practices, for a replica serving several. */
+const OTHERS = ['serve-key-B3', 'serve-key-C4'].map((apikey) => ({ ...TENANT, apikey }));
 const SIZES = {
   customers: 1_500,
   companies: 2,
@@ -33,19 +36,17 @@ const started: ServeProcess[] = [];
  * Yearly schedules: no timer fires while a test runs, so every run seen comes
  * from the start-up catch-up (a schedule never fired counts as missed).
  */
-function configFile(overrides: unknown[] = []): string {
+function configFile(overrides: unknown[] = [], practices = 1): string {
   return writeConfig({
-    sources: [
-      {
-        name: 'clinic',
-        kind: 'core',
-        baseUrl: sim.coreBaseUrl(),
-        apikey: TENANT.apikey,
-        username: TENANT.username,
-        password: TENANT.password,
-        lagSeconds: 0,
-      },
-    ],
+    sources: [TENANT, ...OTHERS].slice(0, practices).map((tenant, i) => ({
+      name: i === 0 ? 'clinic' : `clinic-${i}`,
+      kind: 'core',
+      baseUrl: sim.coreBaseUrl(),
+      apikey: tenant.apikey,
+      username: TENANT.username,
+      password: TENANT.password,
+      lagSeconds: 0,
+    })),
     schedules: { incremental: '@yearly', full: '@yearly', overrides },
   });
 }
@@ -65,7 +66,7 @@ async function runsOf(resource?: string) {
 }
 
 beforeAll(async () => {
-  sim = await startSimulator({ seed: 11, tenants: [{ ...TENANT, sizes: SIZES }] });
+  sim = await startSimulator({ seed: 11, tenants: [TENANT, ...OTHERS].map((t) => ({ ...t, sizes: SIZES })) });
 });
 afterAll(async () => {
   await sim?.close();
@@ -182,6 +183,40 @@ describe('pmsync serve', () => {
     for (const p of [a!, b!]) kill(p.child);
     expect((await a!.exited).code).toBe(0);
     expect((await b!.exited).code).toBe(0);
+  });
+
+  it('holds at most 12 PostgreSQL connections while its workers run at their concurrency, webhooks received', async () => {
+    db = await createTestDatabase();
+    const sampler = new pg.Client({ connectionString: db.url, application_name: 'connection sampler' });
+    await sampler.connect();
+    try {
+      const t0 = (await sampler.query<{ t: Date }>('SELECT clock_timestamp() AS t')).rows[0]!.t;
+      // Three practices: a dozen first passes at once, slowly enough to be caught running four at a time.
+      sim.setFaults({ slowMs: 40 });
+      await serve(configFile([], 3));
+      let peak = 0;
+      let runningAtPeak = 0;
+      let busiest = 0;
+      const deadline = Date.now() + 60_000;
+      while (Date.now() < deadline) {
+        const res = await sampler.query<{ connections: number; running: number }>(
+          `SELECT (SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND backend_start >= $1 AND pid <> pg_backend_pid())::int AS connections,
+                  (SELECT count(*) FROM pmsync.runs WHERE status = 'running')::int AS running`,
+          [t0],
+        );
+        const { connections, running } = res.rows[0]!;
+        busiest = Math.max(busiest, running);
+        if (connections > peak) [peak, runningAtPeak] = [connections, running];
+        if (busiest >= 4 && (await sampler.query(`SELECT 1 FROM pmsync.runs WHERE status = 'running'`)).rowCount === 0) break;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      // The workers ran at their concurrency (4), and the replica never held more than 12 connections.
+      expect(busiest).toBe(4);
+      expect(peak, `peak ${peak} connections with ${runningAtPeak} runs running`).toBeLessThanOrEqual(12);
+      expect(peak).toBeGreaterThanOrEqual(5);
+    } finally {
+      await sampler.end();
+    }
   });
 
   it('stops at a page boundary on SIGTERM and resumes the run where it stopped on the next start', async () => {
