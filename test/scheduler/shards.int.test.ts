@@ -40,7 +40,8 @@ beforeAll(async () => {
       IF TG_OP = 'INSERT' OR NEW.last_fire_at IS DISTINCT FROM OLD.last_fire_at THEN
         INSERT INTO claim_audit SELECT NEW.source, NEW.resource, NEW.last_fire_by,
           (SELECT coalesce(array_agg(objid::int || ':' || pid), '{}') FROM pg_locks
-           WHERE locktype = 'advisory' AND granted AND classid = 727006 AND objsubid = 2);
+           WHERE locktype = 'advisory' AND granted AND classid = 727006 AND objsubid = 2
+             AND database = (SELECT oid FROM pg_database WHERE datname = current_database()));
       END IF;
       RETURN NULL;
     END $$;
@@ -99,7 +100,24 @@ describe('scheduling shards under replicas started and killed mid-tick', () => {
       const replicas: Replica[] = [];
       const start = (name: string): Replica => {
         const pool = createPool(db.url, 3);
-        const shards = shardLeases(pool, SCHEDULING_SHARDS, name);
+        const pids = new Set<number>();
+        const leases = shardLeases(pool, SCHEDULING_SHARDS, name);
+        // Every backend that held the replica's shards, as each sync leaves it: a connection killed and opened again
+        // within one tick shows only there.
+        const shards: ShardLeases = {
+          async sync() {
+            const held = await leases.sync();
+            if (leases.pid !== null) pids.add(leases.pid);
+            return held;
+          },
+          get held() {
+            return leases.held;
+          },
+          get pid() {
+            return leases.pid;
+          },
+          release: () => leases.release(),
+        };
         const scheduler = new Scheduler({
           pool,
           logger: pino({ level: 'silent' }),
@@ -120,7 +138,7 @@ describe('scheduling shards under replicas started and killed mid-tick', () => {
           },
           shards,
         });
-        const r = { name, pool, shards, scheduler, pids: new Set<number>() };
+        const r = { name, pool, shards, scheduler, pids };
         replicas.push(r);
         return r;
       };

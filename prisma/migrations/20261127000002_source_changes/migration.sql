@@ -16,42 +16,81 @@ CREATE TABLE "pmsync"."source_changes" (
 CREATE INDEX "source_changes_version_idx" ON "pmsync"."source_changes"("version");
 COMMENT ON TABLE "pmsync"."source_changes" IS 'Per source (or "key:" and a gateway key fingerprint, or "model:" and a stream): the sequence number of the last write to what the scheduler decides from.';
 
-CREATE FUNCTION "pmsync"."touch_source_change"() RETURNS trigger LANGUAGE plpgsql AS $$
-DECLARE
-  r RECORD;
-  row_scope TEXT;
+-- Statement-level triggers with transition tables: a statement writing many rows of
+-- one source (a purge of old runs, a model's first fill) bumps its scope once.
+CREATE FUNCTION "pmsync"."touch_source_scope"() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  IF TG_OP = 'DELETE' THEN
-    r := OLD;
-  ELSE
-    r := NEW;
-  END IF;
-  IF TG_TABLE_NAME = 'quota_usage' THEN
-    row_scope := 'key:' || r.key_id;
-  ELSIF TG_TABLE_NAME = 'change_model' THEN
-    row_scope := 'model:' || r.source || '/' || r.resource;
-  ELSE
-    row_scope := r.source;
-  END IF;
-  INSERT INTO "pmsync"."source_changes" ("scope", "version") VALUES (row_scope, nextval('"pmsync"."source_change_seq"'))
+  INSERT INTO "pmsync"."source_changes" ("scope", "version")
+    SELECT s, nextval('"pmsync"."source_change_seq"') FROM (SELECT DISTINCT "source" AS s FROM changed_rows) d
     ON CONFLICT ("scope") DO UPDATE SET "version" = excluded."version";
   RETURN NULL;
 END;
 $$;
 
-CREATE TRIGGER "source_changes_runs" AFTER INSERT OR UPDATE OR DELETE ON "pmsync"."runs"
-  FOR EACH ROW EXECUTE FUNCTION "pmsync"."touch_source_change"();
-CREATE TRIGGER "source_changes_sync_state" AFTER INSERT OR UPDATE OR DELETE ON "pmsync"."sync_state"
-  FOR EACH ROW EXECUTE FUNCTION "pmsync"."touch_source_change"();
-CREATE TRIGGER "source_changes_quota_usage" AFTER INSERT OR UPDATE OR DELETE ON "pmsync"."quota_usage"
-  FOR EACH ROW EXECUTE FUNCTION "pmsync"."touch_source_change"();
-CREATE TRIGGER "source_changes_webhook_events" AFTER INSERT OR UPDATE OR DELETE ON "pmsync"."webhook_events"
-  FOR EACH ROW EXECUTE FUNCTION "pmsync"."touch_source_change"();
-CREATE TRIGGER "source_changes_webhook_secrets" AFTER INSERT OR UPDATE OR DELETE ON "pmsync"."webhook_secrets"
-  FOR EACH ROW EXECUTE FUNCTION "pmsync"."touch_source_change"();
-CREATE TRIGGER "source_changes_stream_schedule" AFTER INSERT OR UPDATE OR DELETE ON "pmsync"."stream_schedule"
-  FOR EACH ROW EXECUTE FUNCTION "pmsync"."touch_source_change"();
-CREATE TRIGGER "source_changes_change_model" AFTER INSERT OR UPDATE OR DELETE ON "pmsync"."change_model"
-  FOR EACH ROW EXECUTE FUNCTION "pmsync"."touch_source_change"();
-CREATE TRIGGER "source_changes_source_health" AFTER INSERT OR UPDATE OR DELETE ON "pmsync"."source_health"
-  FOR EACH ROW EXECUTE FUNCTION "pmsync"."touch_source_change"();
+CREATE FUNCTION "pmsync"."touch_key_scope"() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO "pmsync"."source_changes" ("scope", "version")
+    SELECT 'key:' || k, nextval('"pmsync"."source_change_seq"') FROM (SELECT DISTINCT "key_id" AS k FROM changed_rows) d
+    ON CONFLICT ("scope") DO UPDATE SET "version" = excluded."version";
+  RETURN NULL;
+END;
+$$;
+
+CREATE FUNCTION "pmsync"."touch_model_scope"() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO "pmsync"."source_changes" ("scope", "version")
+    SELECT 'model:' || s || '/' || r, nextval('"pmsync"."source_change_seq"')
+    FROM (SELECT DISTINCT "source" AS s, "resource" AS r FROM changed_rows) d
+    ON CONFLICT ("scope") DO UPDATE SET "version" = excluded."version";
+  RETURN NULL;
+END;
+$$;
+
+CREATE TRIGGER "source_changes_runs_insert" AFTER INSERT ON "pmsync"."runs"
+  REFERENCING NEW TABLE AS changed_rows FOR EACH STATEMENT EXECUTE FUNCTION "pmsync"."touch_source_scope"();
+CREATE TRIGGER "source_changes_runs_update" AFTER UPDATE ON "pmsync"."runs"
+  REFERENCING NEW TABLE AS changed_rows FOR EACH STATEMENT EXECUTE FUNCTION "pmsync"."touch_source_scope"();
+CREATE TRIGGER "source_changes_runs_delete" AFTER DELETE ON "pmsync"."runs"
+  REFERENCING OLD TABLE AS changed_rows FOR EACH STATEMENT EXECUTE FUNCTION "pmsync"."touch_source_scope"();
+CREATE TRIGGER "source_changes_sync_state_insert" AFTER INSERT ON "pmsync"."sync_state"
+  REFERENCING NEW TABLE AS changed_rows FOR EACH STATEMENT EXECUTE FUNCTION "pmsync"."touch_source_scope"();
+CREATE TRIGGER "source_changes_sync_state_update" AFTER UPDATE ON "pmsync"."sync_state"
+  REFERENCING NEW TABLE AS changed_rows FOR EACH STATEMENT EXECUTE FUNCTION "pmsync"."touch_source_scope"();
+CREATE TRIGGER "source_changes_sync_state_delete" AFTER DELETE ON "pmsync"."sync_state"
+  REFERENCING OLD TABLE AS changed_rows FOR EACH STATEMENT EXECUTE FUNCTION "pmsync"."touch_source_scope"();
+CREATE TRIGGER "source_changes_quota_usage_insert" AFTER INSERT ON "pmsync"."quota_usage"
+  REFERENCING NEW TABLE AS changed_rows FOR EACH STATEMENT EXECUTE FUNCTION "pmsync"."touch_key_scope"();
+CREATE TRIGGER "source_changes_quota_usage_update" AFTER UPDATE ON "pmsync"."quota_usage"
+  REFERENCING NEW TABLE AS changed_rows FOR EACH STATEMENT EXECUTE FUNCTION "pmsync"."touch_key_scope"();
+CREATE TRIGGER "source_changes_quota_usage_delete" AFTER DELETE ON "pmsync"."quota_usage"
+  REFERENCING OLD TABLE AS changed_rows FOR EACH STATEMENT EXECUTE FUNCTION "pmsync"."touch_key_scope"();
+CREATE TRIGGER "source_changes_webhook_events_insert" AFTER INSERT ON "pmsync"."webhook_events"
+  REFERENCING NEW TABLE AS changed_rows FOR EACH STATEMENT EXECUTE FUNCTION "pmsync"."touch_source_scope"();
+CREATE TRIGGER "source_changes_webhook_events_update" AFTER UPDATE ON "pmsync"."webhook_events"
+  REFERENCING NEW TABLE AS changed_rows FOR EACH STATEMENT EXECUTE FUNCTION "pmsync"."touch_source_scope"();
+CREATE TRIGGER "source_changes_webhook_events_delete" AFTER DELETE ON "pmsync"."webhook_events"
+  REFERENCING OLD TABLE AS changed_rows FOR EACH STATEMENT EXECUTE FUNCTION "pmsync"."touch_source_scope"();
+CREATE TRIGGER "source_changes_webhook_secrets_insert" AFTER INSERT ON "pmsync"."webhook_secrets"
+  REFERENCING NEW TABLE AS changed_rows FOR EACH STATEMENT EXECUTE FUNCTION "pmsync"."touch_source_scope"();
+CREATE TRIGGER "source_changes_webhook_secrets_update" AFTER UPDATE ON "pmsync"."webhook_secrets"
+  REFERENCING NEW TABLE AS changed_rows FOR EACH STATEMENT EXECUTE FUNCTION "pmsync"."touch_source_scope"();
+CREATE TRIGGER "source_changes_webhook_secrets_delete" AFTER DELETE ON "pmsync"."webhook_secrets"
+  REFERENCING OLD TABLE AS changed_rows FOR EACH STATEMENT EXECUTE FUNCTION "pmsync"."touch_source_scope"();
+CREATE TRIGGER "source_changes_stream_schedule_insert" AFTER INSERT ON "pmsync"."stream_schedule"
+  REFERENCING NEW TABLE AS changed_rows FOR EACH STATEMENT EXECUTE FUNCTION "pmsync"."touch_source_scope"();
+CREATE TRIGGER "source_changes_stream_schedule_update" AFTER UPDATE ON "pmsync"."stream_schedule"
+  REFERENCING NEW TABLE AS changed_rows FOR EACH STATEMENT EXECUTE FUNCTION "pmsync"."touch_source_scope"();
+CREATE TRIGGER "source_changes_stream_schedule_delete" AFTER DELETE ON "pmsync"."stream_schedule"
+  REFERENCING OLD TABLE AS changed_rows FOR EACH STATEMENT EXECUTE FUNCTION "pmsync"."touch_source_scope"();
+CREATE TRIGGER "source_changes_change_model_insert" AFTER INSERT ON "pmsync"."change_model"
+  REFERENCING NEW TABLE AS changed_rows FOR EACH STATEMENT EXECUTE FUNCTION "pmsync"."touch_model_scope"();
+CREATE TRIGGER "source_changes_change_model_update" AFTER UPDATE ON "pmsync"."change_model"
+  REFERENCING NEW TABLE AS changed_rows FOR EACH STATEMENT EXECUTE FUNCTION "pmsync"."touch_model_scope"();
+CREATE TRIGGER "source_changes_change_model_delete" AFTER DELETE ON "pmsync"."change_model"
+  REFERENCING OLD TABLE AS changed_rows FOR EACH STATEMENT EXECUTE FUNCTION "pmsync"."touch_model_scope"();
+CREATE TRIGGER "source_changes_source_health_insert" AFTER INSERT ON "pmsync"."source_health"
+  REFERENCING NEW TABLE AS changed_rows FOR EACH STATEMENT EXECUTE FUNCTION "pmsync"."touch_source_scope"();
+CREATE TRIGGER "source_changes_source_health_update" AFTER UPDATE ON "pmsync"."source_health"
+  REFERENCING NEW TABLE AS changed_rows FOR EACH STATEMENT EXECUTE FUNCTION "pmsync"."touch_source_scope"();
+CREATE TRIGGER "source_changes_source_health_delete" AFTER DELETE ON "pmsync"."source_health"
+  REFERENCING OLD TABLE AS changed_rows FOR EACH STATEMENT EXECUTE FUNCTION "pmsync"."touch_source_scope"();
