@@ -83,7 +83,7 @@ interface DayResult {
     restartSeconds: number;
     /** From the kill until no run was left in the fleet. */
     resumeSeconds: number;
-    leaderKilled: boolean;
+    decidingKilled: boolean;
   } | null;
   compare: { records: number; lost: number; duplicated: number; examples: string[] };
   settleExit: number | null;
@@ -193,10 +193,10 @@ async function playDay(server: BenchServer, practices: number, replicas: number,
   }
 }
 
-/** Kills a replica that is running work right now, preferring one that does not lead; null if none runs anything. */
+/** Kills a replica that is running work right now; null if none runs anything. Every replica decides some shards. */
 async function killOneBusy(rig: FleetRig, t: number): Promise<DayResult['kill']> {
   const probes = await Promise.all(rig.live().map(async (r) => ({ r, p: await rig.probe(r) })));
-  const busy = probes.filter((x) => x.p.running.length > 0).sort((a, b) => Number(a.p.leading) - Number(b.p.leading));
+  const busy = probes.filter((x) => x.p.running.length > 0);
   const victim = busy[0];
   if (!victim) return null;
   await rig.kill(victim.r);
@@ -206,7 +206,7 @@ async function killOneBusy(rig: FleetRig, t: number): Promise<DayResult['kill']>
     runs: victim.p.running,
     restartSeconds: 0,
     resumeSeconds: 0,
-    leaderKilled: victim.p.leading,
+    decidingKilled: victim.p.deciding,
   };
 }
 
@@ -270,7 +270,7 @@ function report(single: DayResult, fleet: DayResult): string {
   });
   const k = fleet.kill;
   const killLine = k
-    ? `Replica ${k.replica}${k.leaderKilled ? ' (the scheduling leader)' : ''} was killed (SIGKILL) at ${k.atLocal} while it ran ${k.runs.length} run${k.runs.length === 1 ? '' : 's'} (${k.runs.slice(0, 4).join(', ')}${k.runs.length > 4 ? ', ...' : ''}); the last of them started again in another replica ${fmtNum(k.restartSeconds, 1)} s later, and every run of the fleet had ended ${fmtNum(k.resumeSeconds, 1)} s after the kill (real time; the bound with the default heartbeat of 30 s is 47 s to the restart).`
+    ? `Replica ${k.replica}${k.decidingKilled ? ' (deciding its share of the scheduling shards)' : ''} was killed (SIGKILL) at ${k.atLocal} while it ran ${k.runs.length} run${k.runs.length === 1 ? '' : 's'} (${k.runs.slice(0, 4).join(', ')}${k.runs.length > 4 ? ', ...' : ''}); the last of them started again in another replica ${fmtNum(k.restartSeconds, 1)} s later, and every run of the fleet had ended ${fmtNum(k.resumeSeconds, 1)} s after the kill (real time; the bound with the default heartbeat of 30 s is 47 s to the restart).`
     : 'No replica was killed.';
   return [
     table(
@@ -281,7 +281,7 @@ function report(single: DayResult, fleet: DayResult): string {
         'staleness p50 / p95 / max (min)',
         'requests per source on the day (mean, range)',
         `sources over budget (${BUDGET})`,
-        'scheduling CPU over the day (leader)',
+        'scheduling CPU over the day (every replica deciding)',
         'peak RSS per replica',
         'after the day (pmsync sync, then compared)',
         'wall time',

@@ -238,13 +238,13 @@ export class FleetRig {
     return this.replicas.filter((r) => r.alive);
   }
 
-  /** One tick of every live replica's scheduler at the current clock (only the leader decides); resolves once dispatched. */
+  /** One tick of every live replica's scheduler at the current clock (each decides its shards' sources); resolves once dispatched. */
   async tickAll(): Promise<number> {
     const replies = await Promise.all(this.live().map((r) => this.ask<TickReply>(r, 'tick').then((reply) => ({ r, reply }))));
     let dispatched = 0;
     for (const { r, reply } of replies) {
       if (reply.error) throw new Error(`replica ${r.index}: tick failed: ${reply.error}`);
-      if (reply.leading)
+      if (reply.deciding)
         this.ticks.push({
           at: this.clock.ms,
           replica: r.index,

@@ -19,9 +19,10 @@ type Message = { type: 'clock'; ms: number } | { type: 'tick'; id: number } | { 
 export interface TickReply {
   type: 'ticked';
   id: number;
-  /** Runs this replica dispatched (0 when it does not lead). */
+  /** Runs this replica dispatched (0 when it holds no scheduling shard). */
   dispatched: number;
-  leading: boolean;
+  /** It decides the sources of some scheduling shards. */
+  deciding: boolean;
   /** CPU time (user + system, µs) and wall time (ms) this process spent during the tick. */
   cpuMicros: number;
   wallMs: number;
@@ -35,7 +36,8 @@ export interface ProbeReply {
   running: string[];
   /** A worker here holds a job of the run queue, from pg-boss's fetch until pg-boss records its end. */
   busy: boolean;
-  leading: boolean;
+  /** It decides the sources of some scheduling shards. */
+  deciding: boolean;
 }
 
 export interface TestControl {
@@ -61,17 +63,17 @@ export function ipcTestControl(env: NodeJS.ProcessEnv = process.env): TestContro
         id: m.id,
         running: serve?.running() ?? [],
         busy: serve?.queue.busy(RUN_QUEUE) ?? false,
-        leading: serve?.scheduler.deciding ?? false,
+        deciding: serve?.scheduler.deciding ?? false,
       });
   };
   const tick = async (id: number) => {
     const cpu = process.cpuUsage();
     const started = performance.now();
-    const reply: TickReply = { type: 'ticked', id, dispatched: 0, leading: false, cpuMicros: 0, wallMs: 0 };
+    const reply: TickReply = { type: 'ticked', id, dispatched: 0, deciding: false, cpuMicros: 0, wallMs: 0 };
     try {
       if (!serve) throw new Error('serve has not started');
       reply.dispatched = (await serve.scheduler.tick()).length;
-      reply.leading = serve.scheduler.deciding;
+      reply.deciding = serve.scheduler.deciding;
     } catch (err) {
       reply.error = (err as Error).message;
     }
