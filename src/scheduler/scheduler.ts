@@ -62,6 +62,16 @@ const SOURCES_AT_ONCE = 2;
 /** What shardsHeld says of a scheduler that decides every source (no shards: tests, benchmarks). */
 const SHARDS_WITHOUT_LEASES = 1;
 
+/** A configured source as a tick uses it. */
+interface Entry {
+  source: SourceConfig;
+  streams: ScheduledStream[];
+  shard: number;
+  zone: string;
+  /** Its gateway key's quota ledger in the change log. */
+  keyScope: string;
+}
+
 /** What the decider holds of a source between ticks. */
 interface Known {
   readings: SourceReadings;
@@ -120,8 +130,17 @@ export class Scheduler {
   private lastInFlight = new Set<string>();
   /** The configuration changed since the last tick: every source is read and planned again. */
   private reconfigured = true;
-  /** Each source's quota ledger scope in the change log (its gateway key's). */
-  private keyScopes = new Map<string, string>();
+  /** Per source, what a tick needs of it without recomputing: built with each configuration. */
+  private index = new Map<string, Entry>();
+  /** Change-log scopes to the sources they concern (a gateway key may serve several). */
+  private byScope = new Map<string, string[]>();
+  /** The sources of the shards held at the last tick, and which shards those were. */
+  private mine: { shards: string; entries: Entry[]; streams: ScheduledStream[]; keys: string[] } = {
+    shards: '',
+    entries: [],
+    streams: [],
+    keys: [],
+  };
   private timer: NodeJS.Timeout | undefined;
   private ticking: Promise<RunJob[]> | null = null;
   private stopped = false;
@@ -162,7 +181,20 @@ export class Scheduler {
   private plan(config: Config): ScheduledStream[] {
     const planned = planStreams(config.schedules, config.sources, this.deps.catalog);
     if (planned.problems.length > 0) throw new ConfigError(planned.problems);
-    this.keyScopes = new Map(config.sources.map((s) => [s.name, keyScope(this.deps.ledgerFor(s).settings.keyId)]));
+    const index = new Map<string, Entry>();
+    const byScope = new Map<string, string[]>();
+    const scoped = (scope: string, name: string) => byScope.set(scope, [...(byScope.get(scope) ?? []), name]);
+    for (const source of config.sources) {
+      const streams = planned.streams.filter((x) => x.source === source.name);
+      const key = keyScope(this.deps.ledgerFor(source).settings.keyId);
+      index.set(source.name, { source, streams, shard: shardOf(source.name), zone: sourceTimeZone(source), keyScope: key });
+      scoped(source.name, source.name);
+      scoped(key, source.name);
+      for (const x of streams) scoped(modelScope(source.name, x.resource), source.name);
+    }
+    this.index = index;
+    this.byScope = byScope;
+    this.mine = { shards: '', entries: [], streams: [], keys: [] };
     return planned.streams;
   }
 
@@ -237,7 +269,7 @@ export class Scheduler {
 
   /** Whether this replica decides `source` (it held the source's shard at its last tick). */
   decides(source: string): boolean {
-    return this.decidesShard(shardOf(source));
+    return this.decidesShard(this.index.get(source)?.shard ?? shardOf(source));
   }
 
   /** Whether this replica decides the sources of `shard` (every shard without shard leases). */
@@ -261,56 +293,62 @@ export class Scheduler {
       return [];
     }
     // A source whose shard passed to another replica is forgotten: if it comes back, what was read of it is stale.
-    if (held) for (const name of this.known.keys()) if (!held.has(shardOf(name))) this.known.delete(name);
+    if (held) for (const name of this.known.keys()) if (!held.has(this.index.get(name)?.shard ?? -1)) this.known.delete(name);
     const started = performance.now();
     const now = this.deps.now();
     const t = now.getTime();
-    const sources = held ? this.config.sources.filter((s) => held.has(shardOf(s.name))) : this.config.sources;
-    const names = new Set(sources.map((s) => s.name));
-    const streams = held ? this.streams.filter((s) => names.has(s.source)) : this.streams;
-    const [inFlight, changed] = await Promise.all([
-      this.deps.dispatcher.inFlight(
-        this.deps.pool,
-        streams.map((s) => s.key),
-      ),
-      this.changes.poll(this.deps.pool),
-    ]);
+    const shardKey = held ? [...held].sort((a, b) => a - b).join(',') : '*';
+    if (this.mine.shards !== shardKey) {
+      const entries = [...this.index.values()].filter((e) => !held || held.has(e.shard));
+      const streams = entries.flatMap((e) => e.streams);
+      this.mine = { shards: shardKey, entries, streams, keys: streams.map((x) => x.key) };
+    }
+    const { entries: mine, streams, keys } = this.mine;
+    const [inFlight, changed] = await Promise.all([this.deps.dispatcher.inFlight(this.deps.pool, keys), this.changes.poll(this.deps.pool)]);
     const reconfigured = this.reconfigured;
     this.reconfigured = false;
-    const bySource = new Map<string, ScheduledStream[]>(sources.map((s) => [s.name, []]));
-    for (const s of streams) bySource.get(s.source)?.push(s);
 
-    // What to read again: sources whose rows changed (their key's quota ledger included), whose quota day turned,
-    // or read too long ago; streams whose model changed or whose practice's weekday turned.
+    // Which sources to look at: those the change log names, those a run started or ended for, those whose plan can
+    // dispatch now, and those not read yet. Every other source costs nothing at this tick.
+    const candidates = new Set<string>();
+    for (const scope of changed) for (const name of this.byScope.get(scope) ?? []) candidates.add(name);
+    for (const key of inFlight) if (!this.lastInFlight.has(key)) candidates.add(key.slice(0, key.indexOf('/')));
+    for (const key of this.lastInFlight) if (!inFlight.has(key)) candidates.add(key.slice(0, key.indexOf('/')));
+    this.lastInFlight = inFlight;
+    for (const e of mine) {
+      const k = this.known.get(e.source.name);
+      if (reconfigured || this.deps.planEveryTick || !k || k.wakeAt <= t) candidates.add(e.source.name);
+    }
+
+    // What to read again of them: sources whose rows changed (their key's quota ledger included), whose quota day
+    // turned, or read too long ago; streams whose model changed or whose practice's weekday turned.
     const reread: SourceConfig[] = [];
     const remodel: ScheduledStream[] = [];
     const replan = new Set<string>();
-    for (const source of sources) {
-      const k = this.known.get(source.name);
-      const own = bySource.get(source.name) ?? [];
+    for (const name of candidates) {
+      const e = this.index.get(name);
+      if (!e || (held && !held.has(e.shard))) continue;
+      replan.add(name);
+      const k = this.known.get(name);
       if (
         !k ||
         reconfigured ||
-        changed.has(source.name) ||
-        changed.has(this.keyScopes.get(source.name)!) ||
+        changed.has(name) ||
+        changed.has(e.keyScope) ||
         t >= k.readings.quota.resetsAt.getTime() ||
         t - k.readings.at.getTime() >= REREAD_MS
       )
-        reread.push(source);
-      const weekday = localWeekday(now, sourceTimeZone(source));
-      for (const s of own) {
-        const m = k?.models.get(s.resource);
-        if (!k || m === undefined || changed.has(modelScope(source.name, s.resource)) || (m !== null && m.today !== weekday))
-          remodel.push(s);
+        reread.push(e.source);
+      const weekday = localWeekday(now, e.zone);
+      for (const x of e.streams) {
+        const m = k?.models.get(x.resource);
+        if (!k || m === undefined || changed.has(modelScope(name, x.resource)) || (m !== null && m.today !== weekday)) remodel.push(x);
       }
-      for (const s of own) if (inFlight.has(s.key) !== this.lastInFlight.has(s.key)) replan.add(source.name);
     }
-    this.lastInFlight = inFlight;
-    const zones = new Map(sources.map((s) => [s.name, sourceTimeZone(s)]));
     const [readings, models] = await Promise.all([
       reread.length > 0 ? readSources(this.deps, reread, streams, now) : new Map<string, SourceReadings>(),
       remodel.length > 0
-        ? readModels(this.deps.pool, remodel, now, (name) => zones.get(name) ?? 'UTC')
+        ? readModels(this.deps.pool, remodel, now, (name) => this.index.get(name)?.zone ?? 'UTC')
         : new Map<string, Map<string, ModelReading>>(),
     ]);
     for (const source of reread) {
@@ -321,16 +359,14 @@ export class Scheduler {
         modelled: prev?.modelled ?? null,
         wakeAt: t,
       });
-      replan.add(source.name);
     }
-    for (const s of remodel) {
-      const k = this.known.get(s.source)!;
-      k.models.set(s.resource, models.get(s.source)?.get(s.resource) ?? null);
+    for (const x of remodel) {
+      const k = this.known.get(x.source)!;
+      k.models.set(x.resource, models.get(x.source)?.get(x.resource) ?? null);
       k.modelled = null;
-      replan.add(s.source);
     }
 
-    const planned = sources.filter((s) => this.deps.planEveryTick || replan.has(s.name) || this.known.get(s.name)!.wakeAt <= t);
+    const planned = [...replan].map((name) => this.index.get(name)!.source);
     const probes = { count: 0 };
     const limit = pLimit(SOURCES_AT_ONCE);
     const bySourceJobs = await Promise.all(
@@ -338,13 +374,13 @@ export class Scheduler {
         limit(async () => {
           if (this.stopped) return [];
           // A reload during this tick may have changed or removed it; a lost shard connection took its shard.
-          const source = this.config.sources === sources ? listed : this.config.sources.find((s) => s.name === listed.name);
-          if (!source || !this.decides(source.name)) return [];
+          const entry = this.index.get(listed.name);
+          if (!entry || !this.decides(listed.name)) return [];
           try {
-            return await this.decideSource(source, bySource.get(source.name) ?? [], now, inFlight, probes);
+            return await this.decideSource(entry.source, entry.streams, now, inFlight, probes);
           } catch (err) {
-            this.known.delete(source.name);
-            this.deps.logger.error({ err, source: source.name }, 'could not schedule this source at this tick; the next tick tries again');
+            this.known.delete(listed.name);
+            this.deps.logger.error({ err, source: listed.name }, 'could not schedule this source at this tick; the next tick tries again');
             return [];
           }
         }),
@@ -352,7 +388,7 @@ export class Scheduler {
     );
     const jobs = bySourceJobs.flat();
     this.onDecide?.({
-      sources: sources.length,
+      sources: mine.length,
       read: reread.length,
       planned: planned.length,
       probes: probes.count,
