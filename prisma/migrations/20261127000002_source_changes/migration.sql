@@ -14,7 +14,7 @@ CREATE TABLE "pmsync"."source_changes" (
     CONSTRAINT "source_changes_pkey" PRIMARY KEY ("scope")
 );
 CREATE INDEX "source_changes_version_idx" ON "pmsync"."source_changes"("version");
-COMMENT ON TABLE "pmsync"."source_changes" IS 'Per source (or "key:" and a gateway key fingerprint, or "model:" and a stream): the sequence number of the last write to what the scheduler decides from.';
+COMMENT ON TABLE "pmsync"."source_changes" IS 'Per source (or "key:" and a gateway key fingerprint, or "model:" and a stream): the sequence number of the last write to what the scheduler decides from. Bumped by triggers on those tables; a deciding replica reads again only the sources whose number moved (src/state/source-changes.ts).';
 
 -- Statement-level triggers with transition tables: a statement writing many rows of
 -- one source (a purge of old runs, a model's first fill) bumps its scope once.
