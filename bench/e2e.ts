@@ -11,22 +11,27 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DEMO_CORE } from '../simulator/index.ts';
 import { createBenchDatabase, type BenchServer } from './support/db.ts';
-import { cliEnv, runCliMeasured, startSimulatorProcess, type MemorySample } from './support/proc.ts';
+import { cliEnv, runCliMeasured, startSimulatorProcess, STARTS, type MemorySample, type StartName } from './support/proc.ts';
 import { fmtInt, fmtMb, fmtNum, median, spread, table } from './support/stats.ts';
 
 export interface EndToEndOptions {
   sizes: number[];
   reps: (rows: number) => number;
-  /** NODE_OPTIONS of the pmsync process to compare, side by side; '' is Node's defaults. */
-  nodeOptions: string[];
+  /** How the pmsync process is started and its NODE_OPTIONS ('' is Node's defaults), compared side by side. */
+  variants: Variant[];
   log: (line: string) => void;
 }
 
 /** The budget the memory target sets for the pmsync process. */
 export const RSS_TARGET_BYTES = 256 * 1024 * 1024;
 
-interface Trial {
+export interface Variant {
+  start: StartName;
   nodeOptions: string;
+}
+
+interface Trial {
+  variant: Variant;
   /** With --trace-gc: the largest heap left after a full (mark-compact) collection, and how many there were. */
   liveAfterFullGcMb?: number;
   fullGcs?: number;
@@ -49,7 +54,8 @@ function quarters(samples: MemorySample[], wallMs: number): number[] {
   return out;
 }
 
-async function trial(server: BenchServer, simUrl: string, rows: number, nodeOptions: string, traceGc = false): Promise<Trial> {
+async function trial(server: BenchServer, simUrl: string, rows: number, variant: Variant, traceGc = false): Promise<Trial> {
+  const { nodeOptions } = variant;
   const db = await createBenchDatabase(server);
   const dir = mkdtempSync(join(tmpdir(), 'pmsync-bench-e2e-'));
   try {
@@ -73,6 +79,7 @@ async function trial(server: BenchServer, simUrl: string, rows: number, nodeOpti
     const env = cliEnv({ DATABASE_URL: db.url, PMSYNC_DATA_DIR: dir, ...(nodeOptions ? { NODE_OPTIONS: nodeOptions } : {}) });
     const result = await runCliMeasured(['--config', configFile, 'sync', '--resource', 'customers'], env, {
       nodeArgs: traceGc ? ['--trace-gc'] : [],
+      start: variant.start,
     });
     if (result.code !== 0) throw new Error(`pmsync sync exited with ${result.code ?? result.signal}: ${result.stderr.slice(-2000)}`);
     const run = await db.pool.query<{ seconds: number; inserted: number; stored: number }>(
@@ -89,7 +96,7 @@ async function trial(server: BenchServer, simUrl: string, rows: number, nodeOpti
     }
     const afterFullGc = [...byIsolate.values()].reduce((a, b) => (b.length > a.length ? b : a), []);
     return {
-      nodeOptions,
+      variant,
       ...(traceGc ? { liveAfterFullGcMb: Math.max(0, ...afterFullGc), fullGcs: afterFullGc.length } : {}),
       rows,
       runSeconds: r.seconds,
@@ -106,26 +113,26 @@ async function trial(server: BenchServer, simUrl: string, rows: number, nodeOpti
 }
 
 export async function runEndToEnd(server: BenchServer, options: EndToEndOptions): Promise<{ markdown: string; data: unknown }> {
-  const groups: Array<{ rows: number; nodeOptions: string; trials: Trial[] }> = [];
+  const groups: Array<{ rows: number; variant: Variant; trials: Trial[] }> = [];
   const gcRuns: Trial[] = [];
   for (const rows of options.sizes) {
     options.log(`e2e: starting the simulator with ${fmtInt(rows)} customers`);
     const sim = await startSimulatorProcess(['--customers', String(rows), '--quota', '0']);
     try {
-      const mine = options.nodeOptions.map((nodeOptions) => ({ rows, nodeOptions, trials: [] as Trial[] }));
+      const mine = options.variants.map((variant) => ({ rows, variant, trials: [] as Trial[] }));
       groups.push(...mine);
       // Settings alternate within each repetition, so a noisy neighbour slows them alike.
       for (let rep = 0; rep < options.reps(rows); rep++) {
         for (const group of mine) {
-          const t = await trial(server, sim.url, rows, group.nodeOptions);
+          const t = await trial(server, sim.url, rows, group.variant);
           group.trials.push(t);
           options.log(
-            `e2e ${fmtInt(rows)} ${label(group.nodeOptions)} rep ${rep + 1}: ${fmtInt(t.runRowsPerSecond)} rows/s (run), ${fmtInt(t.wallRowsPerSecond)} rows/s (process), peak RSS ${fmtMb(t.peakRssBytes)}, RSS by quarter ${t.quarterRss.map(fmtMb).join(' / ')}`,
+            `e2e ${fmtInt(rows)} ${label(group.variant)} rep ${rep + 1}: ${fmtInt(t.runRowsPerSecond)} rows/s (run), ${fmtInt(t.wallRowsPerSecond)} rows/s (process), peak RSS ${fmtMb(t.peakRssBytes)}, RSS by quarter ${t.quarterRss.map(fmtMb).join(' / ')}`,
           );
         }
       }
       // One more run with --trace-gc (not in the medians): what the heap holds once garbage is gone.
-      const traced = await trial(server, sim.url, rows, '', true);
+      const traced = await trial(server, sim.url, rows, { start: 'thread', nodeOptions: '' }, true);
       gcRuns.push(traced);
       options.log(
         `e2e ${fmtInt(rows)} --trace-gc: largest heap after a full GC ${fmtNum(traced.liveAfterFullGcMb ?? Number.NaN)} MB over ${traced.fullGcs} full GCs`,
@@ -134,12 +141,12 @@ export async function runEndToEnd(server: BenchServer, options: EndToEndOptions)
       await sim.stop();
     }
   }
-  const rowsOut = groups.map(({ rows, nodeOptions, trials }) => {
+  const rowsOut = groups.map(({ rows, variant, trials }) => {
     const peak = Math.max(...trials.map((t) => t.peakRssBytes));
     const last = trials.at(-1)!;
     return [
       fmtInt(rows),
-      label(nodeOptions),
+      label(variant),
       String(trials.length),
       fmtInt(median(trials.map((t) => t.runRowsPerSecond))),
       fmtInt(median(trials.map((t) => t.wallRowsPerSecond))),
@@ -149,14 +156,14 @@ export async function runEndToEnd(server: BenchServer, options: EndToEndOptions)
       peak < RSS_TARGET_BYTES ? 'yes' : 'NO',
     ];
   });
-  const flat = options.nodeOptions
-    .map((nodeOptions) => {
-      const mine = groups.filter((g) => g.nodeOptions === nodeOptions);
+  const flat = options.variants
+    .map((variant) => {
+      const mine = groups.filter((g) => g.variant === variant);
       const small = mine[0];
       const big = mine.at(-1);
       if (!small || !big || small === big) return '';
       const ratio = median(big.trials.map((t) => t.peakRssBytes)) / median(small.trials.map((t) => t.peakRssBytes));
-      return `- ${label(nodeOptions)}: peak RSS at ${fmtInt(big.rows)} rows is ${fmtNum(ratio, 2)}x the peak at ${fmtInt(small.rows)} rows.`;
+      return `- ${label(variant)}: peak RSS at ${fmtInt(big.rows)} rows is ${fmtNum(ratio, 2)}x the peak at ${fmtInt(small.rows)} rows.`;
     })
     .filter(Boolean);
   const markdown = [
@@ -165,7 +172,7 @@ export async function runEndToEnd(server: BenchServer, options: EndToEndOptions)
     table(
       [
         'customers',
-        'NODE_OPTIONS',
+        'started as',
         'runs',
         'rows/s (run, median)',
         'rows/s (process, median)',
@@ -180,11 +187,11 @@ export async function runEndToEnd(server: BenchServer, options: EndToEndOptions)
     ...(flat.length > 0 ? ['Growth of the peak with 10x the rows:', '', ...flat, ''] : []),
     `What the heap holds once garbage is collected (one more run per size with Node's defaults and \`--trace-gc\`, not in the medians above): ${gcRuns.map((t) => `${fmtInt(t.rows)} rows: at most ${fmtNum(t.liveAfterFullGcMb ?? Number.NaN)} MB after each of ${t.fullGcs} full collections`).join('; ')}.`,
     '',
-    `Each run (rows/s): ${groups.map(({ rows, nodeOptions, trials }) => `${fmtInt(rows)} ${label(nodeOptions)}: ${spread(trials.map((t) => t.runRowsPerSecond))}`).join('; ')}.`,
+    `Each run (rows/s): ${groups.map(({ rows, variant, trials }) => `${fmtInt(rows)} ${label(variant)}: ${spread(trials.map((t) => t.runRowsPerSecond))}`).join('; ')}.`,
   ].join('\n');
   return { markdown, data: { groups, gcRuns } };
 }
 
-function label(nodeOptions: string): string {
-  return nodeOptions ? `\`${nodeOptions}\`` : 'Node defaults';
+function label({ start, nodeOptions }: Variant): string {
+  return `${STARTS[start].label}${nodeOptions ? `, NODE_OPTIONS \`${nodeOptions}\`` : ''}`;
 }

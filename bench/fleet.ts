@@ -11,6 +11,7 @@
  *
  *   npm run bench:fleet                           500 practices, 3 replicas, a tick every 5 simulated minutes
  *   npm run bench:fleet -- --practices 50 --tick-minutes 10
+ *   npm run bench:fleet -- --practices 100 --start flags   replicas in the main thread with start-up flags
  *
  * BENCH_DATABASE_URL points it at a PostgreSQL; the embedded one otherwise.
  * The report goes to stdout and bench/out/fleet-<timestamp>.md.
@@ -24,7 +25,7 @@ import type { CoreResource } from '../simulator/index.ts';
 import { createBenchDatabase, startBenchServer, type BenchServer } from './support/db.ts';
 import { DAY, HOUR, MINUTE } from './support/day-rig.ts';
 import { FleetRig, type Replica, type TrackedChange } from './support/fleet-rig.ts';
-import { ROOT } from './support/proc.ts';
+import { parseStarts, ROOT, STARTS } from './support/proc.ts';
 import { fmtInt, fmtMb, fmtNum, percentile, table } from './support/stats.ts';
 
 const { values } = parseArgs({
@@ -34,12 +35,16 @@ const { values } = parseArgs({
     'tick-minutes': { type: 'string', default: '5' },
     'kill-at': { type: 'string', default: '10' },
     'no-kill': { type: 'boolean', default: false },
+    // How the replicas are started: thread (the bin as shipped), flags or flags-1g (bench/support/proc.ts).
+    start: { type: 'string', default: 'thread' },
   },
 });
 const PRACTICES = Number(values.practices);
 const REPLICAS = Number(values.replicas);
 const TICK = Number(values['tick-minutes']) * MINUTE;
 const KILL_HOUR = Number(values['kill-at']);
+const [START = 'thread', ...moreStarts] = parseStarts(values.start);
+if (moreStarts.length > 0) throw new Error('--start: one start per run');
 
 /** A small practice: a first pass of about 25 requests, so that 500 of them fit a bench. */
 const SIZES: Partial<Record<CoreResource, number>> = {
@@ -106,6 +111,7 @@ async function playDay(server: BenchServer, practices: number, replicas: number,
     historyPattern: REFERENCE_DAY,
     source: { budget: BUDGET },
     schedules: { overrides: BUSY.map((resource) => ({ resource, maxStalenessMinutes: TARGET_MINUTES })) },
+    start: START,
   });
   try {
     log(`${practices} practices: playing ${HISTORY_DAYS} days of history at the simulator`);
@@ -325,6 +331,7 @@ try {
       .map((l) => fmtNum(l, 1))
       .join(' ')}`,
     `- PostgreSQL: ${server.label}`,
+    `- pmsync started as ${STARTS[START].label}`,
     `- Wall time: ${fmtNum((performance.now() - started) / 60_000, 1)} min`,
     '',
     report(single, fleet),

@@ -6,6 +6,8 @@
  *   node bench/run.ts --full             every part at full size
  *   node bench/run.ts --full --only write,e2e
  *   node bench/run.ts --quick --only e2e --e2e-rows 1000000   one end-to-end size, once per setting
+ *   node bench/run.ts --only e2e --e2e-rows 1000000 --e2e-start thread,flags,flags-1g --e2e-reps 3
+ *                                        the worker-thread bin against start-up flags, alternated
  *
  * The report goes to stdout and to bench/out/<mode>-<timestamp>.md, with the
  * raw figures beside it as .json. Everything talks to loopback only.
@@ -16,6 +18,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { startBenchServer } from './support/db.ts';
+import { parseStarts, type StartName } from './support/proc.ts';
 
 const PARTS = ['economy', 'write', 'e2e', 'webhooks', 'schedule', 'privacy'] as const;
 type Part = (typeof PARTS)[number];
@@ -27,6 +30,10 @@ const { values } = parseArgs({
     only: { type: 'string' },
     // The end-to-end sizes, instead of the mode's (comma-separated row counts).
     'e2e-rows': { type: 'string' },
+    // How the pmsync process is started, compared (comma-separated: thread, flags, flags-1g; bench/support/proc.ts).
+    'e2e-start': { type: 'string' },
+    // Repetitions of each end-to-end size and start, instead of the mode's.
+    'e2e-reps': { type: 'string' },
   },
 });
 const full = values.full === true;
@@ -45,11 +52,31 @@ if (e2eRows?.some((n) => !Number.isInteger(n) || n <= 0)) {
   process.exit(2);
 }
 
+const e2eReps = values['e2e-reps'] === undefined ? undefined : Number(values['e2e-reps']);
+if (e2eReps !== undefined && (!Number.isInteger(e2eReps) || e2eReps <= 0)) {
+  process.stderr.write(`--e2e-reps: "${values['e2e-reps']}" is not a positive whole number\n`);
+  process.exit(2);
+}
+let e2eStarts: StartName[] | undefined;
+try {
+  e2eStarts = values['e2e-start'] ? parseStarts(values['e2e-start']) : undefined;
+} catch (err) {
+  process.stderr.write(`--e2e-start: ${(err as Error).message}\n`);
+  process.exit(2);
+}
+
 const log = (line: string) => process.stderr.write(`[bench ${((performance.now() - started) / 1000).toFixed(0)}s] ${line}\n`);
 const started = performance.now();
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const extra = [values.only ? `--only ${values.only}` : '', e2eRows ? `--e2e-rows ${values['e2e-rows']}` : ''].filter(Boolean).join(' ');
+const extra = [
+  values.only ? `--only ${values.only}` : '',
+  e2eRows ? `--e2e-rows ${values['e2e-rows']}` : '',
+  e2eStarts ? `--e2e-start ${e2eStarts.join(',')}` : '',
+  e2eReps ? `--e2e-reps ${e2eReps}` : '',
+]
+  .filter(Boolean)
+  .join(' ');
 const command = `npm run ${full ? 'bench:full' : 'bench'}${extra ? ` -- ${extra}` : ''}`;
 
 const server = await startBenchServer();
@@ -80,8 +107,12 @@ try {
     const { runEndToEnd } = await import('./e2e.ts');
     const r = await runEndToEnd(server, {
       sizes: e2eRows ?? (full ? [100_000, 1_000_000] : [100_000]),
-      reps: (rows) => (!full ? 1 : rows >= 1_000_000 ? 2 : 3),
-      nodeOptions: ['', '--max-semi-space-size=8'],
+      reps: (rows) => e2eReps ?? (!full ? 1 : rows >= 1_000_000 ? 2 : 3),
+      // By default the bin as shipped, with Node's defaults and with a smaller young generation asked for.
+      variants: e2eStarts?.map((start) => ({ start, nodeOptions: '' })) ?? [
+        { start: 'thread', nodeOptions: '' },
+        { start: 'thread', nodeOptions: '--max-semi-space-size=8' },
+      ],
       log,
     });
     sections.push(`## 3. End to end\n\n${r.markdown}`);

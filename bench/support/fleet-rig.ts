@@ -23,7 +23,7 @@ import { applyChange, planDay, type DayChange, type DayPattern } from '../../sim
 import { startSimulator, type CoreResource, type Simulator, type TenantHandle } from '../../simulator/index.ts';
 import { TenantClock } from '../../simulator/time.ts';
 import { DAY, HOUR, localMidnight, RigClock } from './day-rig.ts';
-import { CLI, ROOT, readMemory } from './proc.ts';
+import { ROOT, STARTS, readMemory, type StartName } from './proc.ts';
 
 export interface FleetOptions {
   databaseUrl: string;
@@ -48,6 +48,8 @@ export interface FleetOptions {
   seed?: number;
   /** Sent to the replicas' log (stderr is collected); warn by default. */
   logLevel?: string;
+  /** How the pmsync processes are started (bench/support/proc.ts); the bin as shipped by default. */
+  start?: StartName;
 }
 
 export interface Replica {
@@ -157,7 +159,7 @@ export class FleetRig {
 
   /** Runs a pmsync command to completion at the current clock; resolves with its exit code and output. */
   async cli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-    const child = spawn(process.execPath, [CLI, '--config', this.configFile, ...args], {
+    const child = spawn(process.execPath, [...STARTS[this.o.start ?? 'thread'].args, '--config', this.configFile, ...args], {
       cwd: ROOT,
       env: this.env({ PMSYNC_TEST_NOW: this.clock.now().toISOString() }),
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -184,11 +186,15 @@ export class FleetRig {
   }
 
   private async spawnReplica(index: number): Promise<Replica> {
-    const child = spawn(process.execPath, [CLI, '--config', this.configFile, 'serve', '--no-webhooks'], {
-      cwd: ROOT,
-      env: this.env({ PMSYNC_TEST_CLOCK: 'ipc', PMSYNC_TEST_NOW: this.clock.now().toISOString() }),
-      stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
-    });
+    const child = spawn(
+      process.execPath,
+      [...STARTS[this.o.start ?? 'thread'].args, '--config', this.configFile, 'serve', '--no-webhooks'],
+      {
+        cwd: ROOT,
+        env: this.env({ PMSYNC_TEST_CLOCK: 'ipc', PMSYNC_TEST_NOW: this.clock.now().toISOString() }),
+        stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+      },
+    );
     const replica: Replica = { index, child, pid: child.pid!, url: '', stderr: [], peakRss: 0, alive: true };
     child.stderr!.on('data', (d) => {
       replica.stderr.push(...String(d).split('\n').filter(Boolean));

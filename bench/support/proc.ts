@@ -9,6 +9,32 @@ import { fileURLToPath } from 'node:url';
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 export const CLI = `${ROOT}bin/pmsync.js`;
 export const SIMULATOR = `${ROOT}simulator/main.ts`;
+/** The command line's module, run by the worker thread that bin/pmsync.js starts, or directly. */
+export const MAIN = `${ROOT}src/cli/main.ts`;
+
+/**
+ * The ways the pmsync process can be started, compared by `bench/run.ts --e2e-start` and
+ * `bench/fleet.ts --start`: the bin as shipped (a worker thread with its own heap limits,
+ * src/cli/launch.ts), or the command line's module in the main thread with start-up flags.
+ */
+export const STARTS = {
+  thread: { label: '`node bin/pmsync.js` (worker thread)', args: [CLI] },
+  flags: { label: '`node --max-semi-space-size=8 src/cli/main.ts`', args: ['--max-semi-space-size=8', MAIN] },
+  'flags-1g': {
+    label: '`node --max-semi-space-size=8 --max-old-space-size=1024 src/cli/main.ts`',
+    args: ['--max-semi-space-size=8', '--max-old-space-size=1024', MAIN],
+  },
+} as const;
+export type StartName = keyof typeof STARTS;
+
+/** Parses a comma-separated list of start names, or says which exist. */
+export function parseStarts(text: string): StartName[] {
+  const names = text.split(',').map((s) => s.trim());
+  for (const n of names) {
+    if (!(n in STARTS)) throw new Error(`unknown start "${n}"; starts: ${Object.keys(STARTS).join(', ')}`);
+  }
+  return names as StartName[];
+}
 
 export interface MemorySample {
   /** Milliseconds since the child started. */
@@ -46,10 +72,14 @@ export function cliEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
 export function runCliMeasured(
   args: string[],
   env: NodeJS.ProcessEnv,
-  options: { sampleMs?: number; nodeArgs?: string[] } = {},
+  options: { sampleMs?: number; nodeArgs?: string[]; start?: StartName } = {},
 ): Promise<ChildResult> {
   const started = performance.now();
-  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), CLI, ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), ...STARTS[options.start ?? 'thread'].args, ...args], {
+    cwd: ROOT,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (d) => (stdout += String(d)));
