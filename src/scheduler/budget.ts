@@ -447,6 +447,79 @@ function streamSpend(s: Bounded, input: SourceInput, horizon: Horizon, mu: numbe
   return out;
 }
 
+/**
+ * A stream's spend as a function of the exchange rate and the common interval, for the searches that evaluate
+ * the same stream many times (findMu, commonInterval): what depends on neither is computed once, and each
+ * evaluation does the rest of streamSpend's arithmetic piece by piece, in the same order, to the same result.
+ */
+interface SpendCurve {
+  /** The stream's spend at exchange rate `mu`, its busy hours held to the common interval `interval`. */
+  at(mu: number, interval: number | null): Spend;
+}
+
+const NO_SPEND: Spend = { polled: 0, notified: 0, safety: 0, requests: 0 };
+
+function spendCurve(s: Bounded, input: SourceInput, horizon: Horizon): SpendCurve {
+  if (s.backfill || horizon.length === 0) return { at: () => ({ ...NO_SPEND }) };
+  const { settings } = input;
+  const nowSlot = horizon[0]![0];
+  const n = horizon.length;
+  const minutes: number[] = [];
+  const perMinute: number[] = [];
+  // Polled: the freshness target in each piece (NaN: none), the exploration bound there, the busy rate.
+  const target: number[] = [];
+  const explore: number[] = [];
+  const busyNow: number[] = [];
+  let safety = 0;
+  let busyAhead = false;
+  for (let i = 0; i < n; i++) {
+    const [slot, m] = horizon[i]!;
+    const perHour = s.rates[slot]!;
+    minutes[i] = m;
+    perMinute[i] = perHour / 60;
+    if (s.webhookFed) {
+      // Hours with less than one change per safety-net interval get the safety net instead.
+      if (perMinute[i]! * settings.safetyNetMinutes < 1) safety += m / settings.safetyNetMinutes;
+    } else {
+      target[i] = s.target !== null && activeHour(perHour) ? s.target : Number.NaN;
+      explore[i] = s.explore !== null && input.activeSlots?.[slot] ? s.explore : Number.POSITIVE_INFINITY;
+      busyNow[i] = busyRate(s, slot, nowSlot);
+      if (explorable(s) && busyNow[i]! >= CLOSING_MIN_PER_HOUR) busyAhead = true;
+    }
+  }
+  // The closing check (decide): one more as its busy hours end today.
+  const closing = busyAhead && !busyHour(busyRate(s, horizon[n - 1]![0], nowSlot));
+  const floorDue = (s.lastCheckAt?.getTime() ?? input.now.getTime()) + settings.floorHours * 3_600_000 <= input.resetsAt.getTime();
+  const tickMinutes = settings.tickSeconds / 60;
+  return {
+    at(mu, interval) {
+      let polled = 0;
+      let notified = 0;
+      for (let i = 0; i < n; i++) {
+        const pm = perMinute[i]!;
+        if (s.webhookFed) {
+          const wait = Math.min(Math.max(notifiedDelay(mu, pm, s.cost), settings.debounceSeconds / 60), s.maxWait);
+          if (pm > 0 && Number.isFinite(wait)) notified += (minutes[i]! * pm) / (1 + pm * wait);
+        } else {
+          const t = target[i]!;
+          let x = pollInterval(mu, pm, s.cost, Number.isNaN(t) ? null : t);
+          // Counted a tick short: the interval runs from the start of the last check, which the tick that dispatched
+          // it may have preceded, and a plan that expects too few checks runs short in the evening, when the widest
+          // gaps would be left.
+          x = Math.min(x, Math.max(1, intervalAt(interval, busyNow[i]!, s.cost) - tickMinutes), explore[i]!);
+          if (Number.isFinite(x)) polled += minutes[i]! / x;
+        }
+      }
+      if (woken(s)) polled += 1;
+      if (closing) polled += 1;
+      // Notifications already waiting are a check to come, whatever the rates say of the rest of the day.
+      if (s.webhookFed && s.notified.count > 0) notified += 1;
+      if (floorDue && polled + notified + safety < 1) polled += 1;
+      return { polled, notified, safety, requests: (polled + notified + safety) * s.cost };
+    },
+  };
+}
+
 function totalSpend(input: SourceInput, horizon: Horizon, streams: Bounded[], mu: number): number {
   return (
     input.pinned.reduce((n, p) => n + p.firesLeft * p.cost, 0) +
@@ -461,7 +534,10 @@ function totalSpend(input: SourceInput, horizon: Horizon, streams: Bounded[], mu
 const MU_PRECISION = 1e-3;
 
 function findMu(input: SourceInput, horizon: Horizon, streams: Bounded[], available: number): number {
-  const spend = (mu: number) => totalSpend(input, horizon, streams, mu);
+  const pinned = input.pinned.reduce((n, p) => n + p.firesLeft * p.cost, 0);
+  const curvesOf = streams.map((s) => spendCurve(s, input, horizon));
+  // totalSpend's sum, each stream's spend from its curve.
+  const spend = (mu: number) => pinned + curvesOf.reduce((n, c, i) => n + c.at(mu, streams[i]!.interval).requests, 0);
   if (spend(0) <= available) return 0;
   let lo = 0;
   let hi = 1;
@@ -726,8 +802,8 @@ function commonInterval(input: SourceInput, horizon: Horizon, streams: Bounded[]
   // Streams whose spend does not depend on the exchange rate (catalogs on their floor) need no search for it.
   const mu = restSpend(0) === restSpend(Number.POSITIVE_INFINITY) ? 0 : findMu(input, horizon, streams, budget);
   const others = input.pinned.reduce((n, p) => n + p.firesLeft * p.cost, 0) + restSpend(mu);
-  const spend = (interval: number) =>
-    others + polled.reduce((n, s) => n + streamSpend({ ...s, interval }, input, horizon, Number.POSITIVE_INFINITY).requests, 0);
+  const curvesOf = polled.map((s) => spendCurve(s, input, horizon));
+  const spend = (interval: number) => others + curvesOf.reduce((n, c) => n + c.at(Number.POSITIVE_INFINITY, interval).requests, 0);
   let lo = Math.max(1, input.settings.tickSeconds / 60, intervalFloor(input, polled));
   let hi = Math.max(lo, input.settings.floorHours * 60);
   if (spend(hi) > budget) return null;

@@ -51,6 +51,11 @@ import type { ScheduleSettings } from '../config/schedules.ts';
 
 /** A stream fed by webhooks is one that received a notification within this long. */
 export const WEBHOOK_LOOKBACK_MS = 24 * 3_600_000;
+/**
+ * The rates of a stream with no model yet: the prior alone, the same at every instant (slotRates of nothing
+ * stored never reads the clock). Made once; nothing writes into rates arrays (each derivation copies).
+ */
+const NO_MODEL_RATES = slotRates([], new Date(0));
 /** Recent windows of a stream that today's evidence is read from. */
 const EVIDENCE_RUNS = 8;
 
@@ -287,7 +292,7 @@ export function viewAt(
   const quota = quotaAt(readings.quota, now);
   const pausedUntil = health?.pausedUntil && health.pausedUntil > now ? health.pausedUntil : null;
   const timeZone = sourceTimeZone(source);
-  const rateOf = (resource: string) => models.get(resource)?.rates ?? slotRates([], now);
+  const rateOf = (resource: string) => models.get(resource)?.rates ?? NO_MODEL_RATES;
   // A stream is fed by webhooks while a notification of the last WEBHOOK_LOOKBACK_MS came for it.
   const fed = (resource: string) => {
     const latest = readings.notified.get(resource)?.latestReceived?.getTime();
