@@ -33,9 +33,9 @@ CMD ["--host", "0.0.0.0", "--port", "4010"]
 # ---- runtime: pmsync's source files and production dependencies, run as the unprivileged "node" user ----
 # The last stage, so a plain `docker build` gives this image; it copies only what pmsync runs.
 FROM ${NODE_IMAGE} AS runtime
-# No NODE_OPTIONS: bin/pmsync.js runs the command line in a worker thread with its own heap limits,
-# which keep a 1,000,000-row sync under 256 MB of RSS (src/cli/launch.ts; bench/RESULTS.md,
-# "Memory: what a command loads").
+# The entrypoint gives Node pmsync's heap flags, as bin/pmsync.js's shebang and `npm run pmsync` do
+# (src/cli/process.ts): a 1,000,000-row sync stays under 256 MB of RSS, and the heap keeps Node's own
+# limit, sized from the container's memory (bench/RESULTS.md, "The launcher: start-up flags against a worker thread").
 ENV NODE_ENV=production \
     PMSYNC_DATA_DIR=/home/node/.pmsync \
     PMSYNC_HOST=0.0.0.0 \
@@ -52,5 +52,5 @@ EXPOSE 8080
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PMSYNC_PORT || 8080) + '/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 # Node is PID 1 and passes SIGTERM to the command: in-flight pages commit, then it exits (serve.shutdownTimeoutSeconds).
-ENTRYPOINT ["node", "bin/pmsync.js"]
+ENTRYPOINT ["node", "--max-semi-space-size=8", "--heap-growing-percent=100", "bin/pmsync.js"]
 CMD ["serve"]

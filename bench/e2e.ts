@@ -89,7 +89,7 @@ async function trial(server: BenchServer, simUrl: string, rows: number, variant:
     const r = run.rows[0];
     if (!r || r.stored !== rows) throw new Error(`expected ${rows} customers stored, found ${r?.stored ?? 0}`);
     // V8 prints "[pid:0xisolate] 1234 ms: Mark-Compact 113.4 (232.7) -> 29.5 (182.2) MB": used (committed) before -> after.
-    // Both threads print; the command's is the one that collects most.
+    // One isolate per thread: the command's is the one that collects most.
     const byIsolate = new Map<string, number[]>();
     for (const m of result.stdout.matchAll(/\[\d+:(\w+)\]\s+[\d.]+ ms: Mark-Compact(?: \(reduce\))? [\d.]+ \([\d.]+\) -> ([\d.]+) \(/g)) {
       byIsolate.set(m[1]!, [...(byIsolate.get(m[1]!) ?? []), Number(m[2])]);
@@ -132,7 +132,7 @@ export async function runEndToEnd(server: BenchServer, options: EndToEndOptions)
         }
       }
       // One more run with --trace-gc (not in the medians): what the heap holds once garbage is gone.
-      const traced = await trial(server, sim.url, rows, { start: 'thread', nodeOptions: '' }, true);
+      const traced = await trial(server, sim.url, rows, { start: 'bin', nodeOptions: '' }, true);
       gcRuns.push(traced);
       options.log(
         `e2e ${fmtInt(rows)} --trace-gc: largest heap after a full GC ${fmtNum(traced.liveAfterFullGcMb ?? Number.NaN)} MB over ${traced.fullGcs} full GCs`,
@@ -167,7 +167,7 @@ export async function runEndToEnd(server: BenchServer, options: EndToEndOptions)
     })
     .filter(Boolean);
   const markdown = [
-    `\`pmsync sync --resource customers\` in its own process, started as the \`pmsync\` bin, \`npm run pmsync\` and the image start it (\`node bin/pmsync.js\`: the command line in a worker thread with pmsync's heap limits, src/cli/launch.ts; DATABASE_URL points at the bench PostgreSQL) against the simulator (\`npm run simulator -- --customers N --quota 0\`) in another, source dailyQuota 1,000,000,000. "run" rows/s is measured from the run's own start and end in pmsync.runs; "process" includes Node start-up and the migration check. Peak RSS is the kernel's VmHWM of the pmsync process; RSS by quarter is the largest RSS sampled (every 50 ms) in each quarter of the process's life.`,
+    `\`pmsync sync --resource customers\` in its own process, started as the table's second column says (as shipped: the \`pmsync\` bin's shebang, \`npm run pmsync\` and the image give Node pmsync's heap flags, src/cli/process.ts; DATABASE_URL points at the bench PostgreSQL) against the simulator (\`npm run simulator -- --customers N --quota 0\`) in another, source dailyQuota 1,000,000,000. "run" rows/s is measured from the run's own start and end in pmsync.runs; "process" includes Node start-up and the migration check. Peak RSS is the kernel's VmHWM of the pmsync process; RSS by quarter is the largest RSS sampled (every 50 ms) in each quarter of the process's life.`,
     '',
     table(
       [
@@ -185,7 +185,7 @@ export async function runEndToEnd(server: BenchServer, options: EndToEndOptions)
     ),
     '',
     ...(flat.length > 0 ? ['Growth of the peak with 10x the rows:', '', ...flat, ''] : []),
-    `What the heap holds once garbage is collected (one more run per size with Node's defaults and \`--trace-gc\`, not in the medians above): ${gcRuns.map((t) => `${fmtInt(t.rows)} rows: at most ${fmtNum(t.liveAfterFullGcMb ?? Number.NaN)} MB after each of ${t.fullGcs} full collections`).join('; ')}.`,
+    `What the heap holds once garbage is collected (one more run per size as shipped, with \`--trace-gc\`, not in the medians above): ${gcRuns.map((t) => `${fmtInt(t.rows)} rows: at most ${fmtNum(t.liveAfterFullGcMb ?? Number.NaN)} MB after each of ${t.fullGcs} full collections`).join('; ')}.`,
     '',
     `Each run (rows/s): ${groups.map(({ rows, variant, trials }) => `${fmtInt(rows)} ${label(variant)}: ${spread(trials.map((t) => t.runRowsPerSecond))}`).join('; ')}.`,
   ].join('\n');

@@ -11,7 +11,7 @@
  *
  *   npm run bench:fleet                           500 practices, 3 replicas, a tick every 5 simulated minutes
  *   npm run bench:fleet -- --practices 50 --tick-minutes 10
- *   npm run bench:fleet -- --practices 100 --start flags   replicas in the main thread with start-up flags
+ *   npm run bench:fleet -- --practices 100 --start defaults   replicas with Node's default heap sizing
  *
  * BENCH_DATABASE_URL points it at a PostgreSQL; the embedded one otherwise.
  * The report goes to stdout and bench/out/fleet-<timestamp>.md.
@@ -35,15 +35,15 @@ const { values } = parseArgs({
     'tick-minutes': { type: 'string', default: '5' },
     'kill-at': { type: 'string', default: '10' },
     'no-kill': { type: 'boolean', default: false },
-    // How the replicas are started: thread (the bin as shipped), flags or flags-1g (bench/support/proc.ts).
-    start: { type: 'string', default: 'thread' },
+    // How the replicas are started: bin (as shipped), defaults or old-1g (bench/support/proc.ts).
+    start: { type: 'string', default: 'bin' },
   },
 });
 const PRACTICES = Number(values.practices);
 const REPLICAS = Number(values.replicas);
 const TICK = Number(values['tick-minutes']) * MINUTE;
 const KILL_HOUR = Number(values['kill-at']);
-const [START = 'thread', ...moreStarts] = parseStarts(values.start);
+const [START = 'bin', ...moreStarts] = parseStarts(values.start);
 if (moreStarts.length > 0) throw new Error('--start: one start per run');
 
 /** A small practice: a first pass of about 25 requests, so that 500 of them fit a bench. */

@@ -6,8 +6,8 @@
  *   node bench/run.ts --full             every part at full size
  *   node bench/run.ts --full --only write,e2e
  *   node bench/run.ts --quick --only e2e --e2e-rows 1000000   one end-to-end size, once per setting
- *   node bench/run.ts --only e2e --e2e-rows 1000000 --e2e-start thread,flags,flags-1g --e2e-reps 3
- *                                        the worker-thread bin against start-up flags, alternated
+ *   node bench/run.ts --only e2e --e2e-rows 1000000 --e2e-start bin,defaults,old-1g --e2e-reps 3
+ *                                        heap flags side by side, alternated
  *
  * The report goes to stdout and to bench/out/<mode>-<timestamp>.md, with the
  * raw figures beside it as .json. Everything talks to loopback only.
@@ -30,7 +30,7 @@ const { values } = parseArgs({
     only: { type: 'string' },
     // The end-to-end sizes, instead of the mode's (comma-separated row counts).
     'e2e-rows': { type: 'string' },
-    // How the pmsync process is started, compared (comma-separated: thread, flags, flags-1g; bench/support/proc.ts).
+    // How the pmsync process is started, compared (comma-separated: bin, defaults, old-1g; bench/support/proc.ts).
     'e2e-start': { type: 'string' },
     // Repetitions of each end-to-end size and start, instead of the mode's.
     'e2e-reps': { type: 'string' },
@@ -108,11 +108,8 @@ try {
     const r = await runEndToEnd(server, {
       sizes: e2eRows ?? (full ? [100_000, 1_000_000] : [100_000]),
       reps: (rows) => e2eReps ?? (!full ? 1 : rows >= 1_000_000 ? 2 : 3),
-      // By default the bin as shipped, with Node's defaults and with a smaller young generation asked for.
-      variants: e2eStarts?.map((start) => ({ start, nodeOptions: '' })) ?? [
-        { start: 'thread', nodeOptions: '' },
-        { start: 'thread', nodeOptions: '--max-semi-space-size=8' },
-      ],
+      // By default pmsync as shipped beside Node's defaults.
+      variants: (e2eStarts ?? (['bin', 'defaults'] as const)).map((start) => ({ start, nodeOptions: '' })),
       log,
     });
     sections.push(`## 3. End to end\n\n${r.markdown}`);

@@ -21,9 +21,7 @@
  * SHA-256 hash in pmsync.webhook_secrets), without registering at the
  * simulator, so the simulator sends no deliveries of its own.
  * BENCH_RECEIVER_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") is
- * passed to the receiver processes, to profile them (--cpu-prof writes one
- * profile per thread: the receiver runs in the process's worker thread,
- * src/cli/launch.ts).
+ * passed to the receiver processes, to profile them.
  */
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';

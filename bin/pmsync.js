@@ -1,6 +1,4 @@
-#!/usr/bin/env node
-// Runs the TypeScript entry point directly: Node 24 strips types natively. The command line runs
-// in a worker thread with pmsync's own heap limits (src/cli/launch.ts).
-import { launch } from '../src/cli/launch.ts';
-
-launch(new URL('../src/cli/main.ts', import.meta.url));
+#!/usr/bin/env -S node --max-semi-space-size=8 --heap-growing-percent=100
+// pmsync's command line (src/cli/main.ts), started with pmsync's heap flags (src/cli/process.ts explains them).
+// Node 24 runs the TypeScript directly: it strips the types.
+import '../src/cli/main.ts';

@@ -159,7 +159,7 @@ export class FleetRig {
 
   /** Runs a pmsync command to completion at the current clock; resolves with its exit code and output. */
   async cli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-    const child = spawn(process.execPath, [...STARTS[this.o.start ?? 'thread'].args, '--config', this.configFile, ...args], {
+    const child = spawn(process.execPath, [...STARTS[this.o.start ?? 'bin'].args, '--config', this.configFile, ...args], {
       cwd: ROOT,
       env: this.env({ PMSYNC_TEST_NOW: this.clock.now().toISOString() }),
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -186,15 +186,11 @@ export class FleetRig {
   }
 
   private async spawnReplica(index: number): Promise<Replica> {
-    const child = spawn(
-      process.execPath,
-      [...STARTS[this.o.start ?? 'thread'].args, '--config', this.configFile, 'serve', '--no-webhooks'],
-      {
-        cwd: ROOT,
-        env: this.env({ PMSYNC_TEST_CLOCK: 'ipc', PMSYNC_TEST_NOW: this.clock.now().toISOString() }),
-        stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
-      },
-    );
+    const child = spawn(process.execPath, [...STARTS[this.o.start ?? 'bin'].args, '--config', this.configFile, 'serve', '--no-webhooks'], {
+      cwd: ROOT,
+      env: this.env({ PMSYNC_TEST_CLOCK: 'ipc', PMSYNC_TEST_NOW: this.clock.now().toISOString() }),
+      stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+    });
     const replica: Replica = { index, child, pid: child.pid!, url: '', stderr: [], peakRss: 0, alive: true };
     child.stderr!.on('data', (d) => {
       replica.stderr.push(...String(d).split('\n').filter(Boolean));

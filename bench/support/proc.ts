@@ -5,24 +5,23 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { START_FLAGS } from '../../src/cli/process.ts';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 export const CLI = `${ROOT}bin/pmsync.js`;
 export const SIMULATOR = `${ROOT}simulator/main.ts`;
-/** The command line's module, run by the worker thread that bin/pmsync.js starts, or directly. */
-export const MAIN = `${ROOT}src/cli/main.ts`;
-
 /**
  * The ways the pmsync process can be started, compared by `bench/run.ts --e2e-start` and
- * `bench/fleet.ts --start`: the bin as shipped (a worker thread with its own heap limits,
- * src/cli/launch.ts), or the command line's module in the main thread with start-up flags.
+ * `bench/fleet.ts --start`: as shipped (the bin with pmsync's heap flags, as its shebang, `npm run
+ * pmsync` and the image start it; src/cli/process.ts), with Node's defaults, or with the old
+ * generation capped at 1 GB instead of grown by a fixed factor.
  */
 export const STARTS = {
-  thread: { label: '`node bin/pmsync.js` (worker thread)', args: [CLI] },
-  flags: { label: '`node --max-semi-space-size=8 src/cli/main.ts`', args: ['--max-semi-space-size=8', MAIN] },
-  'flags-1g': {
-    label: '`node --max-semi-space-size=8 --max-old-space-size=1024 src/cli/main.ts`',
-    args: ['--max-semi-space-size=8', '--max-old-space-size=1024', MAIN],
+  bin: { label: `\`node ${START_FLAGS.join(' ')} bin/pmsync.js\` (as shipped)`, args: [...START_FLAGS, CLI] },
+  defaults: { label: "`node bin/pmsync.js` (Node's defaults)", args: [CLI] },
+  'old-1g': {
+    label: '`node --max-semi-space-size=8 --max-old-space-size=1024 bin/pmsync.js`',
+    args: ['--max-semi-space-size=8', '--max-old-space-size=1024', CLI],
   },
 } as const;
 export type StartName = keyof typeof STARTS;
@@ -75,7 +74,7 @@ export function runCliMeasured(
   options: { sampleMs?: number; nodeArgs?: string[]; start?: StartName } = {},
 ): Promise<ChildResult> {
   const started = performance.now();
-  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), ...STARTS[options.start ?? 'thread'].args, ...args], {
+  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), ...STARTS[options.start ?? 'bin'].args, ...args], {
     cwd: ROOT,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -22,6 +22,9 @@ import { serveCommand } from './commands/serve.ts';
 import { statusCommand } from './commands/status.ts';
 import { syncCommand } from './commands/sync.ts';
 import { webhooksCommand } from './commands/webhooks.ts';
+import { setUpProcess } from './process.ts';
+
+setUpProcess();
 
 const program = new Command('pmsync')
   .description('Keeps PostgreSQL in sync with the practice-management Core, Subset and Pro APIs')

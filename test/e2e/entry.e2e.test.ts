@@ -1,19 +1,20 @@
 /**
- * bin/pmsync.js runs the command line in a worker thread with pmsync's heap
- * limits (src/cli/launch.ts). Seen from outside it must be the same program:
- * the same output and exit codes as src/cli/main.ts run alone (all of it, also
- * when the command ends with process.exit()), signals the command does not
- * handle end the process as Node would, an escaped error is printed and exits
- * 1, a closed stdout ends it quietly, and a terminal is still a terminal, for
- * output and for input. Signals the command handles: shutdown.e2e.test.ts,
- * which runs through this entry like every end-to-end test.
+ * bin/pmsync.js: the command line (src/cli/main.ts) as a program, started
+ * with pmsync's heap flags when run by its shebang (src/cli/process.ts). The
+ * same output and exit codes as src/cli/main.ts run alone, all of a long
+ * output written before process.exit() delivered, signals the command does
+ * not handle end the process as Node would (and as PID 1 of a container,
+ * exit with 128 plus the signal's number), an escaped error is printed and
+ * exits 1, a closed stdout ends it quietly, and a terminal's answer is read.
+ * Signals the command handles: shutdown.e2e.test.ts, which runs through this
+ * entry like every end-to-end test.
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { createServer, type Server, type Socket } from 'node:net';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../../simulator/index.ts';
-import { OLD_GENERATION_MB, YOUNG_GENERATION_MB } from '../../src/cli/launch.ts';
+import { START_FLAGS } from '../../src/cli/process.ts';
 import { CLI, cliEnv, ROOT, writeConfig, type CliResult } from '../support/cli.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 
@@ -54,10 +55,9 @@ function waitingSync(): NodeJS.ProcessEnv {
   });
 }
 
-/** A module preloaded in every thread (`node --import`) that runs `code` in the command's thread only. */
-function inCommandThread(code: string): string[] {
-  const source = `import { isMainThread } from 'node:worker_threads'; if (!isMainThread) { ${code} }`;
-  return ['--import', `data:text/javascript,${encodeURIComponent(source)}`];
+/** A module preloaded before the command line (`node --import`) that runs `code`. */
+function preloaded(code: string): string {
+  return `--import=data:text/javascript,${encodeURIComponent(code)}`;
 }
 
 function run(
@@ -97,15 +97,18 @@ describe('bin/pmsync.js', () => {
   it('delivers all of a long output written just before process.exit()', async () => {
     // 3,000 sources refused, four problems each: about 1 MB on stderr, then process.exit(3). Run alone,
     // Node drops what the pipe has not taken yet when process.exit() comes (seen: all but the first 128 kB).
+    // pmsync's output streams block on a pipe (src/cli/process.ts).
     const broken = writeConfig({ sources: Array.from({ length: 3000 }, (_, i) => ({ kind: 'core', name: `s${i}` })) });
-    const res = await run(CLI, ['--config', broken, 'status'], cliEnv());
-    expect(res.code).toBe(3);
-    const lines = res.stderr.trimEnd().split('\n');
-    expect(lines[0]).toBe('Invalid configuration:');
-    expect(lines).toHaveLength(1 + 4 * 3000);
-    expect(lines.at(-1)).toMatch(
-      /sources\[2999\]\.password: write the value, \{ "env": "VARIABLE" \} or \{ "file": "\/path\/of\/a\/file" \}$/,
-    );
+    for (const [name, entry] of ENTRIES) {
+      const res = await run(entry, ['--config', broken, 'status'], cliEnv());
+      expect(res.code, name).toBe(3);
+      const lines = res.stderr.trimEnd().split('\n');
+      expect(lines[0], name).toBe('Invalid configuration:');
+      expect(lines, name).toHaveLength(1 + 4 * 3000);
+      expect(lines.at(-1), name).toMatch(
+        /sources\[2999\]\.password: write the value, \{ "env": "VARIABLE" \} or \{ "file": "\/path\/of\/a\/file" \}$/,
+      );
+    }
   });
 
   it('a signal the running command does not handle ends the process by that signal', async () => {
@@ -128,7 +131,7 @@ describe('bin/pmsync.js', () => {
   });
 
   it('an error that escapes the command is printed on stderr and exits 1', async () => {
-    const nodeArgs = inCommandThread(`setTimeout(() => { throw new Error('escaped from the command'); }, 100);`);
+    const nodeArgs = [preloaded(`setTimeout(() => { throw new Error('escaped from the command'); }, 100);`)];
     const res = await run(CLI, ['sync'], waitingSync(), { nodeArgs });
     expect(res.code).toBe(1);
     expect(res.stderr).toMatch(/^Error: escaped from the command\n {4}at /m);
@@ -183,18 +186,53 @@ describe('bin/pmsync.js', () => {
     expect(sim.tenant(TENANT.apikey).webhooks().length).toBeGreaterThan(0);
   });
 
-  it(`runs the command with a ${YOUNG_GENERATION_MB} MB young generation and at most ${OLD_GENERATION_MB} MB of old generation; flags given to node win`, async () => {
-    const report = inCommandThread(
-      `process.stderr.write('heap limit ' + (await import('node:v8')).getHeapStatistics().heap_size_limit / 1048576 + ' MB\\n');`,
-    );
-    const limit = async (nodeArgs: string[]) => {
-      const res = await run(CLI, ['--help'], cliEnv(), { nodeArgs: [...report, ...nodeArgs] });
-      expect(res.code).toBe(0);
-      return Number(/heap limit (\d+) MB/.exec(res.stderr)?.[1]);
-    };
-    // The limit is the old generation plus the young one.
-    expect(await limit(['--max-old-space-size=1500'])).toBe(1500 + YOUNG_GENERATION_MB);
-    expect(await limit(['--max-old-space-size=1500', '--max-semi-space-size=16'])).toBe(1500 + 3 * 16);
-    expect(await limit([])).toBeLessThanOrEqual(OLD_GENERATION_MB + YOUNG_GENERATION_MB);
+  it("run by its shebang, starts Node with pmsync's heap flags", async () => {
+    // As `npx pmsync` or a global install runs it: the file itself, with Node 24 first on PATH.
+    const report = preloaded(`process.stderr.write('execArgv ' + JSON.stringify(process.execArgv) + '\\n');`);
+    const child = spawn(CLI, ['--help'], {
+      cwd: ROOT,
+      env: { ...cliEnv(), PATH: `${dirname(process.execPath)}:${process.env.PATH}`, NODE_OPTIONS: report },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += String(d)));
+    child.stderr.on('data', (d) => (stderr += String(d)));
+    const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+    expect({ code, stderr: stderr.replace(/^execArgv .*\n/m, '') }).toEqual({ code: 0, stderr: '' });
+    expect(stdout).toMatch(/^Usage: pmsync /);
+    expect(JSON.parse(/^execArgv (.*)$/m.exec(stderr)?.[1] ?? 'null')).toEqual([...START_FLAGS]);
+  });
+
+  it('as PID 1 of a container, exits with 128 plus the number of a signal the running command does not handle', async () => {
+    // A new PID namespace (util-linux unshare, as root) makes pmsync its PID 1: the kernel ignores a signal
+    // that PID 1 has no handler for, so without its own it would wait for a SIGKILL.
+    try {
+      execFileSync('unshare', ['--pid', '--fork', 'true'], { stdio: 'ignore' });
+    } catch {
+      throw new Error('unshare(1) from util-linux, run as root, is needed to run pmsync as PID 1 of a PID namespace');
+    }
+    const before = connections.length;
+    const child = spawn('unshare', ['--pid', '--fork', '--kill-child', process.execPath, CLI, 'sync'], {
+      cwd: ROOT,
+      env: waitingSync(),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.on('data', (d) => (stderr += String(d)));
+    const poll = setInterval(() => {
+      if (connections.length <= before) return;
+      clearInterval(poll);
+      // unshare's child, the node process, is PID 1 of the namespace: signal it from outside.
+      const pid = Number(
+        execFileSync('pgrep', ['-P', String(child.pid)])
+          .toString()
+          .trim(),
+      );
+      process.kill(pid, 'SIGTERM');
+    }, 20);
+    const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+    clearInterval(poll);
+    expect({ code, stderr }).toEqual({ code: 143, stderr: '' });
   });
 });

@@ -7,6 +7,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+import { START_FLAGS } from '../../src/cli/process.ts';
 import { loadConfig } from '../../src/config/load.ts';
 import { STREAM_REGISTRY } from '../../src/sync/stream-registry.ts';
 import { ROOT } from '../support/cli.ts';
@@ -52,7 +53,7 @@ describe('Dockerfile', () => {
 
   it('runs as a non-root user, serve by default, with a health check on /healthz', () => {
     expect(last.find((s) => s.op === 'USER')?.args).toBe('node');
-    expect(JSON.parse(last.find((s) => s.op === 'ENTRYPOINT')!.args)).toEqual(['node', 'bin/pmsync.js']);
+    expect(JSON.parse(last.find((s) => s.op === 'ENTRYPOINT')!.args)).toEqual(['node', ...START_FLAGS, 'bin/pmsync.js']);
     expect(JSON.parse(last.find((s) => s.op === 'CMD')!.args)).toEqual(['serve']);
     expect(last.find((s) => s.op === 'HEALTHCHECK')!.args).toMatch(/CMD \[.*\/healthz/);
   });
