@@ -343,7 +343,12 @@ export function viewAt(
     const activity = activityToday(model, timeZone, quota.startsAt, now, Math.max(n?.today ?? 0, found.get(s.resource) ?? 0));
     // Hours the practice moved into are new: a day whose remembered hours stayed empty says nothing against them.
     const moved = models.get(s.resource)?.movedIn;
-    const forecast = activity === 1 ? model : model.map((r, i) => r * (moved?.[i] && activity < 1 ? 1 : activity));
+    let forecast = model;
+    if (activity !== 1) {
+      // A loop, not Float64Array.prototype.map: with a callback that costs several times as much, at every plan.
+      forecast = new Float64Array(model.length);
+      for (let i = 0; i < model.length; i++) forecast[i] = model[i]! * (moved?.[i] && activity < 1 ? 1 : activity);
+    }
     const evidence = evidenceOf(forecast, timeZone, windowsOf(s.resource), now.getTime());
     forecasts.set(s.resource, { model, forecast, activity, evidence });
   }
