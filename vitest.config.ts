@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { configDefaults, defineConfig } from 'vitest/config';
 import { scaled } from './test/support/time-scale.ts';
 
@@ -16,6 +17,9 @@ export default defineConfig({
     testTimeout: scaled(60_000),
     hookTimeout: scaled(120_000),
     pool: 'forks',
+    // Vitest's default is one file fewer than the cores: one at a time on a 2-core CI machine, where most files wait
+    // on PostgreSQL, a child process or the injected clock's next tick rather than compute. Two at a time there.
+    maxWorkers: Math.max(2, availableParallelism() - 1),
     projects: [
       {
         test: {

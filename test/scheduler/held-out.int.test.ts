@@ -2,70 +2,18 @@
  * The budget scheduler on days unlike the ones it learned from, on the
  * injected clock against the real simulator, PostgreSQL, run queue and
  * webhook receiver: a rush moved to the evening, with and without webhooks,
- * and a burst on a stream the model calls quiet. Requests are the simulator's
- * own count; the history (28 ordinary days) and the played day are apart.
+ * a burst on a stream the model calls quiet, and one stream's surprise.
+ * Requests are the simulator's own count; the history (28 ordinary days) and
+ * the played day are apart. Whole days and hours that move:
+ * held-out-days.int.test.ts.
  */
-import { afterEach, describe, expect, it } from 'vitest';
-import { DayRig, DAY, HOUR, MINUTE, stalenessMinutes, type RigOptions } from '../../bench/support/day-rig.ts';
+import { describe, expect, it } from 'vitest';
+import { DAY, HOUR, MINUTE, stalenessMinutes } from '../../bench/support/day-rig.ts';
 import { collectStatus } from '../../src/status/detail.ts';
 import { planDay, REFERENCE_DAY, type DayChange, type DayPattern } from '../../simulator/day.ts';
-import { slotRatesWithMoved } from '../../src/scheduler/rates.ts';
-import { loadChangeModels } from '../../src/state/change-model.ts';
-import { slotOf } from '../../src/time.ts';
-import { createTestDatabase, type TestDatabase } from '../support/db.ts';
+import { DATE, DAY_TIMEOUT, EVENING, heldOutRigs, windows, ZONE } from './support/held-out.ts';
 
-// Hours of simulated time, each tick a real scheduling decision on PostgreSQL. The tests check what happened, never how long it took.
-const DAY_TIMEOUT = { timeout: 600_000 };
-const DATE = '2026-11-19';
-const ZONE = 'America/New_York';
-const SIZES = {
-  customers: 400,
-  appointments: 900,
-  orders: 500,
-  memberships: 80,
-  giftcertificates: 40,
-  products: 20,
-  services: 10,
-  employees: 8,
-};
-/** The reference day's appointment rush, at 18:00-21:00 instead of 8:00-19:00. */
-const EVENING: DayPattern = { openHour: 18, closeHour: 21, shape: [1, 1, 1], changes: { appointments: { total: 150, created: 10 } } };
-
-let db: TestDatabase | null = null;
-let rig: DayRig | null = null;
-afterEach(async () => {
-  await rig?.close();
-  await db?.drop();
-  rig = null;
-  db = null;
-});
-
-async function startRig(options: Partial<RigOptions>): Promise<DayRig> {
-  db = await createTestDatabase({ migrate: false });
-  rig = await DayRig.start({
-    databaseUrl: db.url,
-    date: DATE,
-    timeZone: ZONE,
-    sizes: SIZES,
-    historyDays: 28,
-    historyPattern: REFERENCE_DAY,
-    tickSeconds: 60,
-    webhooks: false,
-    ...options,
-  });
-  await rig.prepare();
-  return rig;
-}
-
-/** The windows a stream's checks completed in [from, to) (pmsync's clock), and the rows each changed. */
-async function windows(r: DayRig, resource: string, from: number, to: number): Promise<Array<{ end: number; found: number }>> {
-  const res = await r.app.pool.query<{ window_end: Date; n: number }>(
-    `SELECT window_end, inserted + updated AS n FROM pmsync.runs
-     WHERE source = 'clinic' AND resource = $1 AND status = 'succeeded' AND window_end >= $2 AND window_end < $3 ORDER BY window_end`,
-    [resource, new Date(from), new Date(to)],
-  );
-  return res.rows.map((x) => ({ end: x.window_end.getTime(), found: x.n }));
-}
+const startRig = heldOutRigs();
 
 describe('a rush moved to the evening, without webhooks', () => {
   it('brings the next check forward as soon as a check finds it, and reads every change before midnight', DAY_TIMEOUT, async () => {
@@ -128,91 +76,6 @@ describe('a check that reads quiet hours and the first minutes of a rush', () =>
       expect(Date.parse(first!.firedAt) - operatorAt, resource).toBeLessThanOrEqual(2 * MINUTE);
     }
   });
-});
-
-describe('the tail rule, on an ordinary day without webhooks', () => {
-  it('spaces the busy streams evenly at the interval status states, not by the square root of their rates', DAY_TIMEOUT, async () => {
-    const r = await startRig({ budget: 150 });
-    r.clock.set(r.dayStart + 8 * HOUR);
-    const [status] = await collectStatus(r.app, r.config);
-    const interval = status!.budget.busyIntervalMinutes;
-    expect(interval).not.toBeNull();
-    // Three busy streams for 11 hours in 150 requests, less the floors, exploration and the reserve for chance.
-    expect(interval!).toBeGreaterThan(10);
-    expect(interval!).toBeLessThan(25);
-
-    const played = await r.playDay(REFERENCE_DAY);
-    const checksOf = (resource: string) =>
-      played.dispatches
-        .filter(
-          (d) =>
-            d.resource === resource && Date.parse(d.firedAt) >= r.dayStart + 9 * HOUR && Date.parse(d.firedAt) < r.dayStart + 18 * HOUR,
-        )
-        .map((d) => Date.parse(d.firedAt));
-    const appointments = checksOf('appointments');
-    const customers = checksOf('customers');
-    // About as many checks of customers (80 changes a day) as of appointments (300): the square-root rule alone
-    // gives appointments about twice as many.
-    expect(appointments.length / customers.length).toBeLessThan(1.4);
-    expect(appointments.filter((_, i) => i > 0 && appointments[i]! - appointments[i - 1]! > 2 * interval! * MINUTE)).toEqual([]);
-    expect(customers.filter((_, i) => i > 0 && customers[i]! - customers[i - 1]! > 2 * interval! * MINUTE)).toEqual([]);
-    expect(played.dispatches.some((d) => d.reason === 'interval')).toBe(true);
-    expect(played.requests).toBeLessThanOrEqual(150);
-    const busy = new Set(['appointments', 'customers', 'orders']);
-    expect(played.changes.filter((c) => busy.has(c.resource) && c.visibleAt === null)).toEqual([]);
-  });
-});
-
-describe('hours that moved and stayed', () => {
-  it(
-    'serves the fourth evening in a row from what the first three taught it: checks come with the rush, not after it',
-    DAY_TIMEOUT,
-    async () => {
-      // A Monday: four evening days (Monday to Thursday) after 28 ordinary days. The first and the fourth are
-      // scored alike (a decision a minute); the two between are only learned from (a decision every 5 minutes).
-      const r = await startRig({ budget: 150, date: '2026-11-16' });
-      const days: Array<Awaited<ReturnType<DayRig['play']>> & { start: number }> = [];
-      for (let d = 0; d < 4; d++) {
-        const start = r.dayStart + d * DAY;
-        const tick = d === 0 || d === 3 ? 60 : 300;
-        const played = await r.play(planDay(EVENING, r.localDate(start + 12 * HOUR), ZONE, 11 + d), start, start + DAY, undefined, tick);
-        days.push({ ...played, start });
-      }
-      const [first, , , fourth] = days as [(typeof days)[0], unknown, unknown, (typeof days)[0]];
-      // When the rush's changes were read: the first check after 18:00 that found some, as minutes into the rush.
-      const firstFind = async (day: (typeof days)[0]) => {
-        const found = await windows(r, 'appointments', day.start + 18 * HOUR, day.start + DAY);
-        return (found.find((w) => w.found > 0)!.end - (day.start + 18 * HOUR)) / MINUTE;
-      };
-      const p95 = (day: (typeof days)[0]) => {
-        const stale = stalenessMinutes(day.changes).sort((a, b) => a - b);
-        return stale[Math.floor(0.95 * (stale.length - 1))]!;
-      };
-      // The first evening is found by a check the model did not plan for the rush; by the fourth, the forecast has
-      // the evening (the recent profile) and the rush is read from its start.
-      expect(await firstFind(fourth)).toBeLessThan(await firstFind(first));
-      expect(await firstFind(fourth)).toBeLessThanOrEqual(30);
-      expect(p95(fourth)).toBeLessThan(p95(first));
-      expect(p95(fourth)).toBeLessThanOrEqual(20);
-      // The mornings it no longer has are not checked as if busy: fewer appointment checks before 17:00 than in the rush.
-      const between = (from: number, to: number) =>
-        fourth.dispatches.filter(
-          (d) =>
-            d.resource === 'appointments' &&
-            Date.parse(d.firedAt) >= fourth.start + from * HOUR &&
-            Date.parse(d.firedAt) < fourth.start + to * HOUR,
-        );
-      expect(between(0, 17).length).toBeLessThan(between(18, 21).length);
-      for (const day of days) expect(day.changes.filter((c) => c.visibleAt === null)).toEqual([]);
-      // The model has the evening: on the fourth day the 19:00 hour is forecast at half its rush or more (50 an hour),
-      // from the three evenings before it (the recent profile), where the long memory alone still says a few.
-      const stored = (await loadChangeModels(r.app.pool, 'clinic')).get('appointments')!;
-      const evening = fourth.start + 19 * HOUR + 30 * MINUTE;
-      const today = Math.floor(slotOf(evening, ZONE) / 24);
-      expect(slotRatesWithMoved(stored, new Date(evening), today).rates[slotOf(evening, ZONE)]!).toBeGreaterThanOrEqual(25);
-      expect(r.requestsOn(fourth.start, fourth.start + DAY).requests).toBeLessThanOrEqual(150);
-    },
-  );
 });
 
 describe('a rush moved to the evening, on the busy streams and on a slower one', () => {

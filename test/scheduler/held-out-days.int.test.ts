@@ -1,0 +1,102 @@
+/**
+ * The budget scheduler over whole days, after 28 ordinary days learned: the
+ * tail rule on an ordinary day, and a practice whose hours moved to the
+ * evening and stayed, learned within a few days. On the injected clock
+ * against the real simulator and PostgreSQL; requests are the simulator's own
+ * count. Days unlike the past within one day: held-out.int.test.ts.
+ */
+import { describe, expect, it } from 'vitest';
+import { DAY, HOUR, MINUTE, stalenessMinutes, type DayRig } from '../../bench/support/day-rig.ts';
+import { collectStatus } from '../../src/status/detail.ts';
+import { planDay, REFERENCE_DAY } from '../../simulator/day.ts';
+import { slotRatesWithMoved } from '../../src/scheduler/rates.ts';
+import { loadChangeModels } from '../../src/state/change-model.ts';
+import { slotOf } from '../../src/time.ts';
+import { DAY_TIMEOUT, EVENING, heldOutRigs, windows, ZONE } from './support/held-out.ts';
+
+const startRig = heldOutRigs();
+
+describe('the tail rule, on an ordinary day without webhooks', () => {
+  it('spaces the busy streams evenly at the interval status states, not by the square root of their rates', DAY_TIMEOUT, async () => {
+    const r = await startRig({ budget: 150 });
+    r.clock.set(r.dayStart + 8 * HOUR);
+    const [status] = await collectStatus(r.app, r.config);
+    const interval = status!.budget.busyIntervalMinutes;
+    expect(interval).not.toBeNull();
+    // Three busy streams for 11 hours in 150 requests, less the floors, exploration and the reserve for chance.
+    expect(interval!).toBeGreaterThan(10);
+    expect(interval!).toBeLessThan(25);
+
+    const played = await r.playDay(REFERENCE_DAY);
+    const checksOf = (resource: string) =>
+      played.dispatches
+        .filter(
+          (d) =>
+            d.resource === resource && Date.parse(d.firedAt) >= r.dayStart + 9 * HOUR && Date.parse(d.firedAt) < r.dayStart + 18 * HOUR,
+        )
+        .map((d) => Date.parse(d.firedAt));
+    const appointments = checksOf('appointments');
+    const customers = checksOf('customers');
+    // About as many checks of customers (80 changes a day) as of appointments (300): the square-root rule alone
+    // gives appointments about twice as many.
+    expect(appointments.length / customers.length).toBeLessThan(1.4);
+    expect(appointments.filter((_, i) => i > 0 && appointments[i]! - appointments[i - 1]! > 2 * interval! * MINUTE)).toEqual([]);
+    expect(customers.filter((_, i) => i > 0 && customers[i]! - customers[i - 1]! > 2 * interval! * MINUTE)).toEqual([]);
+    expect(played.dispatches.some((d) => d.reason === 'interval')).toBe(true);
+    expect(played.requests).toBeLessThanOrEqual(150);
+    const busy = new Set(['appointments', 'customers', 'orders']);
+    expect(played.changes.filter((c) => busy.has(c.resource) && c.visibleAt === null)).toEqual([]);
+  });
+});
+
+describe('hours that moved and stayed', () => {
+  it(
+    'serves the fourth evening in a row from what the first three taught it: checks come with the rush, not after it',
+    DAY_TIMEOUT,
+    async () => {
+      // A Monday: four evening days (Monday to Thursday) after 28 ordinary days. The first and the fourth are
+      // scored alike (a decision a minute); the two between are only learned from (a decision every 5 minutes).
+      const r = await startRig({ budget: 150, date: '2026-11-16' });
+      const days: Array<Awaited<ReturnType<DayRig['play']>> & { start: number }> = [];
+      for (let d = 0; d < 4; d++) {
+        const start = r.dayStart + d * DAY;
+        const tick = d === 0 || d === 3 ? 60 : 300;
+        const played = await r.play(planDay(EVENING, r.localDate(start + 12 * HOUR), ZONE, 11 + d), start, start + DAY, undefined, tick);
+        days.push({ ...played, start });
+      }
+      const [first, , , fourth] = days as [(typeof days)[0], unknown, unknown, (typeof days)[0]];
+      // When the rush's changes were read: the first check after 18:00 that found some, as minutes into the rush.
+      const firstFind = async (day: (typeof days)[0]) => {
+        const found = await windows(r, 'appointments', day.start + 18 * HOUR, day.start + DAY);
+        return (found.find((w) => w.found > 0)!.end - (day.start + 18 * HOUR)) / MINUTE;
+      };
+      const p95 = (day: (typeof days)[0]) => {
+        const stale = stalenessMinutes(day.changes).sort((a, b) => a - b);
+        return stale[Math.floor(0.95 * (stale.length - 1))]!;
+      };
+      // The first evening is found by a check the model did not plan for the rush; by the fourth, the forecast has
+      // the evening (the recent profile) and the rush is read from its start.
+      expect(await firstFind(fourth)).toBeLessThan(await firstFind(first));
+      expect(await firstFind(fourth)).toBeLessThanOrEqual(30);
+      expect(p95(fourth)).toBeLessThan(p95(first));
+      expect(p95(fourth)).toBeLessThanOrEqual(20);
+      // The mornings it no longer has are not checked as if busy: fewer appointment checks before 17:00 than in the rush.
+      const between = (from: number, to: number) =>
+        fourth.dispatches.filter(
+          (d) =>
+            d.resource === 'appointments' &&
+            Date.parse(d.firedAt) >= fourth.start + from * HOUR &&
+            Date.parse(d.firedAt) < fourth.start + to * HOUR,
+        );
+      expect(between(0, 17).length).toBeLessThan(between(18, 21).length);
+      for (const day of days) expect(day.changes.filter((c) => c.visibleAt === null)).toEqual([]);
+      // The model has the evening: on the fourth day the 19:00 hour is forecast at half its rush or more (50 an hour),
+      // from the three evenings before it (the recent profile), where the long memory alone still says a few.
+      const stored = (await loadChangeModels(r.app.pool, 'clinic')).get('appointments')!;
+      const evening = fourth.start + 19 * HOUR + 30 * MINUTE;
+      const today = Math.floor(slotOf(evening, ZONE) / 24);
+      expect(slotRatesWithMoved(stored, new Date(evening), today).rates[slotOf(evening, ZONE)]!).toBeGreaterThanOrEqual(25);
+      expect(r.requestsOn(fourth.start, fourth.start + DAY).requests).toBeLessThanOrEqual(150);
+    },
+  );
+});
