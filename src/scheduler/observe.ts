@@ -340,7 +340,11 @@ export function viewAt(
     if (s.schedule.mode !== 'budget') continue;
     const n = readings.notified.get(s.resource);
     const model = rateOf(s.resource);
-    const activity = activityToday(model, timeZone, quota.startsAt, now, Math.max(n?.today ?? 0, found.get(s.resource) ?? 0));
+    // A polled stream no check has read today has seen nothing of the day yet: counted as a quiet day, its unread hours
+    // would lower its forecast hour by hour and keep it unread. Its activity waits for its first check of the day.
+    const cursor = states.get(s.resource)?.cursor?.getTime() ?? Number.NEGATIVE_INFINITY;
+    const seenUntil = fed(s.resource) || cursor > quota.startsAt.getTime() ? now : quota.startsAt;
+    const activity = activityToday(model, timeZone, quota.startsAt, seenUntil, Math.max(n?.today ?? 0, found.get(s.resource) ?? 0));
     // Hours the practice moved into are new: a day whose remembered hours stayed empty says nothing against them.
     const moved = models.get(s.resource)?.movedIn;
     let forecast = model;
@@ -458,13 +462,13 @@ const ACTIVITY_PRIOR = 3;
 /**
  * Today's activity factor of a stream: the changes seen since the quota day
  * began (notified, or found by its checks) against those its model expected
- * by now, as a Poisson rate ratio with a prior of ACTIVITY_PRIOR changes each
- * way. A busy day makes the rest of it planned busier; a day the model expects
+ * by `until` (now, or as far as its checks have read), as a Poisson rate ratio
+ * with a prior of ACTIVITY_PRIOR changes each way. A busy day makes the rest of it planned busier; a day the model expects
  * to be busy but that stays quiet (a holiday, a closure) soon stops paying for
  * checks that find nothing.
  */
-export function activityToday(rates: Float64Array, timeZone: string, dayStart: Date, now: Date, seen: number): number {
-  const expected = expectedSince(rates, timeZone, dayStart.getTime(), now.getTime()).changes;
+export function activityToday(rates: Float64Array, timeZone: string, dayStart: Date, until: Date, seen: number): number {
+  const expected = until > dayStart ? expectedSince(rates, timeZone, dayStart.getTime(), until.getTime()).changes : 0;
   const factor = (seen + ACTIVITY_PRIOR) / (expected + ACTIVITY_PRIOR);
   return Math.min(ACTIVITY_RANGE[1], Math.max(ACTIVITY_RANGE[0], factor));
 }
