@@ -195,3 +195,25 @@ describe("one stream's surprise", () => {
     }
   });
 });
+
+describe('a stream no check has read yet today', () => {
+  it(
+    "keeps its usual forecast: the morning's changes are read within the hour, not after a quiet morning assumed",
+    DAY_TIMEOUT,
+    async () => {
+      // A week of history (a practice new to pmsync), no webhooks: nothing has read the day's first hours when they pass.
+      const r = await startRig({ budget: 150, historyDays: 7 });
+      const from = r.dayStart + 7 * HOUR;
+      const played = await r.play(planDay(REFERENCE_DAY, DATE, ZONE, 5), from, r.dayStart + 11 * HOUR);
+      for (const resource of ['appointments', 'customers', 'orders'] as const) {
+        const morning = played.changes.filter((c) => c.resource === resource && c.at < r.dayStart + 10 * HOUR);
+        expect(morning.length, resource).toBeGreaterThan(0);
+        // Each of the day's first changes is read within the hour: the busy streams are checked from the opening on.
+        expect(
+          Math.max(...morning.map((c) => (c.visibleAt === null ? Number.POSITIVE_INFINITY : c.visibleAt - c.at))),
+          resource,
+        ).toBeLessThanOrEqual(HOUR);
+      }
+    },
+  );
+});
