@@ -87,6 +87,8 @@ export interface SourceView {
   health: SourceHealth | null;
   /** Nothing of the source is dispatched before this (its failure backoff); null when not paused at `at`. */
   pausedUntil: Date | null;
+  /** Some budget stream has not been read yet today: its activity is held at its usual forecast until it is. */
+  unreadToday: boolean;
 }
 
 export interface ObserveDeps {
@@ -336,6 +338,7 @@ export function viewAt(
   // Each budget stream's forecast (its model scaled by today's activity) and its own evidence first:
   // the practice-wide excess is read from all of them.
   const forecasts = new Map<string, { model: Float64Array; forecast: Float64Array; activity: number; evidence: Evidence | null }>();
+  let unreadToday = false;
   for (const s of streams) {
     if (s.schedule.mode !== 'budget') continue;
     const n = readings.notified.get(s.resource);
@@ -343,7 +346,9 @@ export function viewAt(
     // A polled stream no check has read today has seen nothing of the day yet: counted as a quiet day, its unread hours
     // would lower its forecast hour by hour and keep it unread. Its activity waits for its first check of the day.
     const cursor = states.get(s.resource)?.cursor?.getTime() ?? Number.NEGATIVE_INFINITY;
-    const seenUntil = fed(s.resource) || cursor > quota.startsAt.getTime() ? now : quota.startsAt;
+    const readToday = fed(s.resource) || cursor > quota.startsAt.getTime();
+    if (!readToday) unreadToday = true;
+    const seenUntil = readToday ? now : quota.startsAt;
     const activity = activityToday(model, timeZone, quota.startsAt, seenUntil, Math.max(n?.today ?? 0, found.get(s.resource) ?? 0));
     // Hours the practice moved into are new: a day whose remembered hours stayed empty says nothing against them.
     const moved = models.get(s.resource)?.movedIn;
@@ -423,7 +428,7 @@ export function viewAt(
     settings,
   };
   const plan = planSource(input);
-  return { source: source.name, at: now, quota, plan, input, streams, inputs, rows, cronFires, nextFires, health, pausedUntil };
+  return { source: source.name, at: now, quota, plan, input, streams, inputs, rows, cronFires, nextFires, health, pausedUntil, unreadToday };
 }
 
 /** The practice's active hours from its streams' models, kept with the models (they change only when the models do). */

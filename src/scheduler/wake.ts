@@ -57,10 +57,13 @@ export function dispatches(view: SourceView): boolean {
  * above, as budget.ts's earliestDue needs: today's activity and evidence only
  * fall as a segment goes on, but the practice's shared excess is carried
  * forward from each instant it is read at (rates.ts, withExcess), so a stream
- * given some has higher rates ahead later in the segment than now.
+ * given some has higher rates ahead later in the segment than now. Nor while
+ * a stream has not been read yet today: its activity is held while the
+ * others' fall, and replaying days both ways showed the bound then skipping
+ * the first tick that dispatches; those sources are bisected plan by plan.
  */
 function boundable(view: SourceView): boolean {
-  return view.input.streams.every((s) => s.practiceExcessPerHour === undefined);
+  return !view.unreadToday && view.input.streams.every((s) => s.practiceExcessPerHour === undefined);
 }
 
 /** The end of the segment that starts at `now`: the first instant an input derived from time may jump. */

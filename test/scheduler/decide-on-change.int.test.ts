@@ -81,7 +81,9 @@ describe('deciding when a plan can change', () => {
       // Planning every tick plans the one source once a tick; on change, fewer times, probes for the next one included.
       expect(every.plans).toBe(every.ticks);
       expect(onChange.plans).toBeLessThan(every.plans * share);
-      expect(onChange.read).toBe(every.read);
+      // Sources are read again when they changed, and at least hourly: planned every tick, the hourly read comes on the
+      // hour; on change, at the next tick the source is looked at. Never more reads than planning every tick.
+      expect(onChange.read).toBeLessThanOrEqual(every.read);
     });
   }
 });
