@@ -428,7 +428,21 @@ export function viewAt(
     settings,
   };
   const plan = planSource(input);
-  return { source: source.name, at: now, quota, plan, input, streams, inputs, rows, cronFires, nextFires, health, pausedUntil, unreadToday };
+  return {
+    source: source.name,
+    at: now,
+    quota,
+    plan,
+    input,
+    streams,
+    inputs,
+    rows,
+    cronFires,
+    nextFires,
+    health,
+    pausedUntil,
+    unreadToday,
+  };
 }
 
 /** The practice's active hours from its streams' models, kept with the models (they change only when the models do). */
