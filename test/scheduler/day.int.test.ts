@@ -11,22 +11,13 @@ import { slotRates } from '../../src/scheduler/rates.ts';
 import { slotOf } from '../../src/time.ts';
 import { planDay, REFERENCE_DAY, type DayChange } from '../../simulator/day.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
+import { PRACTICE_SIZES } from './support/held-out.ts';
 import { scaled } from '../support/time-scale.ts';
 
 // A simulated day (hundreds of ticks, each a real scheduling decision on PostgreSQL): seconds on a quiet
 // machine, a minute or more on a loaded CI runner. The test checks what happened, never how long it took.
 const DAY_TIMEOUT = { timeout: scaled(300_000) };
 
-const SIZES = {
-  customers: 400,
-  appointments: 900,
-  orders: 500,
-  memberships: 80,
-  giftcertificates: 40,
-  products: 20,
-  services: 10,
-  employees: 8,
-};
 const ZONE = 'America/New_York';
 
 let db: TestDatabase | null = null;
@@ -45,7 +36,7 @@ async function startRig(options: Partial<RigOptions> = {}): Promise<DayRig> {
     date: '2026-11-19',
     timeZone: ZONE,
     webhooks: true,
-    sizes: SIZES,
+    sizes: PRACTICE_SIZES,
     tickSeconds: 60,
     ...options,
   });

@@ -11,20 +11,12 @@ import { DayRig, type RigOptions } from '../../bench/support/day-rig.ts';
 import { EVENING_DAY, REFERENCE_DAY, type DayPattern } from '../../simulator/day.ts';
 import type { DecideStats } from '../../src/scheduler/scheduler.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
+import { scaled } from '../support/time-scale.ts';
+import { PRACTICE_SIZES } from './support/held-out.ts';
 
-const DAY_TIMEOUT = { timeout: 900_000 };
+const DAY_TIMEOUT = { timeout: scaled(900_000) };
 const DATE = '2026-11-19';
 const ZONE = 'America/New_York';
-const SIZES = {
-  customers: 400,
-  appointments: 900,
-  orders: 500,
-  memberships: 80,
-  giftcertificates: 40,
-  products: 20,
-  services: 10,
-  employees: 8,
-};
 
 const cleanups: Array<() => Promise<void>> = [];
 afterEach(async () => {
@@ -47,7 +39,7 @@ async function play(day: DayPattern, options: Partial<RigOptions>): Promise<Play
     databaseUrl: db.url,
     date: DATE,
     timeZone: ZONE,
-    sizes: SIZES,
+    sizes: PRACTICE_SIZES,
     historyDays: 14,
     historyPattern: REFERENCE_DAY,
     tickSeconds: 60,

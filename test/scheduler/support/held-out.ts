@@ -8,12 +8,14 @@ import { afterEach } from 'vitest';
 import { DayRig, type RigOptions } from '../../../bench/support/day-rig.ts';
 import { REFERENCE_DAY, type DayPattern } from '../../../simulator/day.ts';
 import { createTestDatabase, type TestDatabase } from '../../support/db.ts';
+import { scaled } from '../../support/time-scale.ts';
 
 // Hours of simulated time, each tick a real scheduling decision on PostgreSQL. The tests check what happened, never how long it took.
-export const DAY_TIMEOUT = { timeout: 600_000 };
+export const DAY_TIMEOUT = { timeout: scaled(600_000) };
 export const DATE = '2026-11-19';
 export const ZONE = 'America/New_York';
-const SIZES = {
+/** The practice the scheduler's day tests play: its records by resource (day.int, decide-on-change.int and held-out*.int). */
+export const PRACTICE_SIZES = {
   customers: 400,
   appointments: 900,
   orders: 500,
@@ -47,7 +49,7 @@ export function heldOutRigs(): (options: Partial<RigOptions>) => Promise<DayRig>
       databaseUrl: db.url,
       date: DATE,
       timeZone: ZONE,
-      sizes: SIZES,
+      sizes: PRACTICE_SIZES,
       historyDays: 28,
       historyPattern: REFERENCE_DAY,
       tickSeconds: 60,
