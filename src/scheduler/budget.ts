@@ -819,17 +819,23 @@ function commonInterval(input: SourceInput, horizon: Horizon, streams: Bounded[]
 export const SWEEP_MINUTES = 30;
 /**
  * Expected unread changes (per request of a check) that make a stream worth a
- * check of the sweep: about a one-in-five chance of one. Budget the sweep does
- * not spend is lost at the reset, so a small chance is worth it; a stream the
- * model calls quiet (a catalog) still stays below it.
+ * check of the sweep: about a one-in-twenty chance of one. Budget the sweep
+ * does not spend is lost at the reset, so a small chance is worth it: a slow
+ * stream's last change of the afternoon, after its last check, is such a
+ * chance, and at one in five it waited for the next morning while the budget
+ * that would have read it was lost. A stream that has not changed for weeks
+ * (a catalog) stays below it.
  */
-const SWEEP_MIN_CHANGES = 0.2;
+export const SWEEP_MIN_CHANGES = 0.05;
 
 /**
  * Budget left unspent at the reset while changes wait unread is freshness
  * thrown away: in the last SWEEP_MINUTES, what the plan will not spend buys
  * one more check of each stream expected to have changes waiting, most
  * expected first, however few (but at least SWEEP_MIN_CHANGES a request).
+ * What a stream fed by webhooks has waiting is what was notified: its rates
+ * say nothing its notifications did not (the safety net is for the rest), and
+ * a check of it with none waiting would buy nothing.
  */
 function sweep(input: SourceInput, streams: Bounded[], plans: StreamPlan[], spare: number): void {
   const now = input.now.getTime();
@@ -839,7 +845,9 @@ function sweep(input: SourceInput, streams: Bounded[], plans: StreamPlan[], spar
   streams.forEach((s, i) => {
     const plan = plans[i]!;
     if (plan.due || plan.waiting || s.backfill || s.lastCheckAt === null || s.lastCheckAt.getTime() >= start) return;
-    const expected = expectedSince(s.rates, input.timeZone, s.lastCheckAt.getTime(), now).changes + s.notified.count;
+    const expected = s.webhookFed
+      ? s.notified.count
+      : expectedSince(s.rates, input.timeZone, s.lastCheckAt.getTime(), now).changes + s.notified.count;
     if (expected >= SWEEP_MIN_CHANGES * s.cost) candidates.push({ plan, s, expected });
   });
   candidates.sort((a, b) => b.expected - a.expected);

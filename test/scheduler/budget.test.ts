@@ -445,6 +445,27 @@ describe('pacing', () => {
     expect(due(source(streams, { now: at(20), budgetUsed: 140 }))).toEqual({ orders: null, customers: null, products: null });
     expect(due(source(streams, { now: late, budgetUsed: 149 }))).toEqual({ orders: null, customers: 'check/pacing', products: null });
   });
+
+  it('sweeps a slow stream with a small chance of a change waiting, and a stream fed by webhooks only for what was notified', () => {
+    const late = new Date('2026-11-23T23:40:00Z');
+    const at = (minutesAgo: number) => new Date(late.getTime() - minutesAgo * MIN);
+    // Busy until 19:00; checked at 18:30, so the last half hour of its day (0.15 an hour) is unread: 0.075 expected.
+    const slow = openHours(0.15);
+    const busy = openHours(20);
+    // Notified half a minute ago: still within the debounce, so only the sweep makes it due now.
+    const notified = { count: 2, oldest: at(0.5), ageMinutes: 1, latestEvent: null };
+    const streams = [
+      stream('memberships', { rates: slow, lastCheckAt: new Date('2026-11-23T18:30:00Z') }),
+      // Fed by webhooks, last checked at 18:50 with rates that say busy until 19:00: nothing was notified since.
+      stream('appointments', { rates: busy, webhookFed: true, lastCheckAt: new Date('2026-11-23T18:50:00Z') }),
+      stream('orders', { rates: busy, webhookFed: true, lastCheckAt: new Date('2026-11-23T18:50:00Z'), notified }),
+    ];
+    expect(due(source(streams, { now: late, budgetUsed: 140 }))).toEqual({
+      memberships: 'check/pacing',
+      appointments: null,
+      orders: 'webhook/pacing',
+    });
+  });
 });
 
 describe('exploration', () => {
