@@ -53,7 +53,7 @@
  * and the stretch is reported once per change.
  */
 import type { Purpose } from '../api/http.ts';
-import { forEachSlotPiece, slotOf } from '../time.ts';
+import { forEachSlotPiece, nextSlotEdge, slotOf } from '../time.ts';
 import { expectedSince, type Evidence } from './rates.ts';
 
 export interface Notified {
@@ -380,7 +380,20 @@ function busyRate(s: StreamInput, slot: number, nowSlot: number): number {
 
 /** A rush the forecast did not expect at all is on: its hours to come are planned by today's rates. */
 function unforeseen(s: StreamInput, nowSlot: number): boolean {
-  return s.forecastRates !== undefined && busyHour(s.rates[nowSlot]!) && !busyHour(s.forecastRates[nowSlot]!);
+  if (s.forecastRates === undefined || !busyHour(s.rates[nowSlot]!) || activeHour(s.forecastRates[nowSlot]!)) return false;
+  return !s.evidence || !activeHour(s.evidence.forecastPerHour);
+}
+
+/**
+ * The forecast calls this hour closed and today's busy rate now is only the afternoon's evidence fading (not a rush
+ * of unknown end), and the stream has not been checked since the hour began: its closing check is due, once. Read
+ * by today's rates alone the hour still looks busy, and on a tight day no other rule reads the last minutes of the
+ * afternoon before midnight.
+ */
+function afterClosing(s: StreamInput, input: SourceInput, slot: number, now: number): boolean {
+  const f = s.forecastRates;
+  if (!f || activeHour(f[slot]!) || unforeseen(s, slot)) return false;
+  return s.lastCheckAt !== null && s.lastCheckAt.getTime() < nextSlotEdge(now - 3_600_000, input.timeZone);
 }
 
 /** Another stream's surprise is news to this polled stream: it has not been checked since it was found. */
@@ -911,7 +924,7 @@ function decide(s: Bounded, input: SourceInput, mu: number, available: number): 
     // otherwise wait for the end-of-day sweep. Once, when about one is expected.
     if (
       explorable(s) &&
-      !busyHour(busyRate(s, slot, slot)) &&
+      (!busyHour(busyRate(s, slot, slot)) || afterClosing(s, input, slot, now)) &&
       busyRate(s, slotOf(now - 3_600_000, input.timeZone), slot) >= CLOSING_MIN_PER_HOUR &&
       expectedSince(s.rates, input.timeZone, last, now).changes >= CLOSING_MIN_CHANGES * s.cost &&
       !busyLater(s, input, slot)

@@ -405,6 +405,52 @@ describe('the tail rule', () => {
     expect(plan.streams[0]!.expectedChecks).toBeGreaterThan(10);
   });
 
+  it('plans a slow stream a little above its forecast by the forecast, not as a rush of unknown end', () => {
+    const at = new Date('2026-11-23T17:00:00Z');
+    // Memberships on a surge day: forecast 1.4 an hour at 17:00 (open, below busy), today's evidence 2.1.
+    const forecast = openHours(1.4);
+    const today = forecast.map((r) => r * 1.5);
+    const streams = [
+      ...busy().map((s) => ({ ...s, lastCheckAt: new Date(at.getTime() - 5 * MIN) })),
+      stream('memberships', { rates: today, forecastRates: forecast, modelRates: forecast, lastCheckAt: new Date(at.getTime() - 5 * MIN) }),
+    ];
+    const plan = planSource(source(streams, { now: at, budgetUsed: 116 }));
+    const memberships = plan.streams.find((s) => s.resource === 'memberships')!;
+    // Two hours of 2.1 changes: a few checks, not one every interval until midnight.
+    expect(memberships.expectedChecks).toBeLessThan(5);
+    const without = planSource(source(streams.slice(0, -1), { now: at, budgetUsed: 116 }));
+    expect(plan.intervalMinutes!).toBeLessThan(without.intervalMinutes! * 1.25);
+  });
+
+  it("reads a busy afternoon's evidence fading into the closed evening as the day's end: one closing check, not a rush", () => {
+    const at = new Date('2026-11-23T19:10:00Z');
+    // A surge: the forecast (busy 8-19) was beaten all afternoon, and the evidence of the 18:00 hour fades after 19:00.
+    const forecast = openHours(30);
+    const fading = forecast.map((r, slot) => (slot % 24 >= 19 ? 12 * 0.7 ** ((slot % 24) - 19) : r));
+    const evidence = { at: new Date('2026-11-23T18:56:00Z').getTime(), observedPerHour: 60, forecastPerHour: 30 };
+    const lastAt = new Date('2026-11-23T18:56:00Z');
+    const appointments = stream('appointments', {
+      rates: fading,
+      forecastRates: forecast,
+      modelRates: forecast,
+      evidence,
+      lastCheckAt: lastAt,
+    });
+    // Budget for its closing check and the nightly refreshes, not for an evening of checks.
+    const pinned = [{ resource: 'companies', purpose: 'full' as const, cost: 2, firesLeft: 3 }];
+    expect(due(source([appointments], { now: at, budgetUsed: 142, pinned }))).toEqual({ appointments: 'check/interval' });
+    // Once: checked since 19:00, it is not due again while its fading rates still call the hour busy.
+    const checked = { ...appointments, lastCheckAt: new Date('2026-11-23T19:12:00Z') };
+    expect(due(source([checked], { now: new Date('2026-11-23T19:40:00Z'), budgetUsed: 143, pinned }))).toEqual({ appointments: null });
+    // A rush found in hours the forecast calls closed (the evidence's own hour closed) is still one of unknown end.
+    const evening = openHours(0.001);
+    const rush = evening.map((r, slot) => (slot % 24 >= 19 ? 40 : r));
+    const found = { at: new Date('2026-11-23T19:05:00Z').getTime(), observedPerHour: 40, forecastPerHour: 0.001 };
+    const rushing = stream('appointments', { rates: rush, forecastRates: evening, modelRates: forecast, evidence: found, lastCheckAt: at });
+    const plan = planSource(source([rushing], { now: at, budgetUsed: 100 }));
+    expect(plan.streams[0]!.expectedChecks).toBeGreaterThan(10);
+  });
+
   it('leaves streams fed by webhooks to their notified bound, and steps aside when the bounds stretch', () => {
     const fed = busy().map((s) => ({ ...s, webhookFed: true }));
     expect(planSource(source(fed, { now: new Date('2026-11-23T08:00:00Z') })).intervalMinutes).toBeNull();
