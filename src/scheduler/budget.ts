@@ -378,7 +378,14 @@ function busyRate(s: StreamInput, slot: number, nowSlot: number): number {
   return forecast[slot]!;
 }
 
-/** A rush the forecast did not expect at all is on: its hours to come are planned by today's rates. */
+/**
+ * A rush the forecast did not expect at all is on: its hours to come are planned by today's rates. "At all": the
+ * forecast calls the hour closed (less than a change in it), and today's evidence was found in hours it calls closed
+ * too. A slow stream a little above its forecast in an open hour (memberships at 2.1 changes an hour against 1.4 on a
+ * surge day) has no rush of unknown end: planned as busy until midnight, it took a third of the evening's budget from
+ * the busy streams. Nor has a busy afternoon's evidence fading into the closed evening (afterClosing gives that
+ * stream its closing check).
+ */
 function unforeseen(s: StreamInput, nowSlot: number): boolean {
   if (s.forecastRates === undefined || !busyHour(s.rates[nowSlot]!) || activeHour(s.forecastRates[nowSlot]!)) return false;
   return !s.evidence || !activeHour(s.evidence.forecastPerHour);
@@ -839,7 +846,7 @@ export const SWEEP_MINUTES = 30;
  * that would have read it was lost. A stream that has not changed for weeks
  * (a catalog) stays below it.
  */
-export const SWEEP_MIN_CHANGES = 0.05;
+const SWEEP_MIN_CHANGES = 0.05;
 
 /**
  * Budget left unspent at the reset while changes wait unread is freshness
