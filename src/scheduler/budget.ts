@@ -379,6 +379,57 @@ function busyRate(s: StreamInput, slot: number, nowSlot: number): number {
 }
 
 /**
+ * The safety-net checks a stream fed by webhooks will get before the reset:
+ * one `safetyNetMinutes` after its last check, and every `safetyNetMinutes`
+ * after that, through the hours too quiet for a notification to be expected
+ * in that time (a notified check in a busier hour starts the count again).
+ * Counted at their instants, not as a share of the quiet minutes: a stream
+ * read at 19:20 gets none before midnight, where the share priced the
+ * evening at a check or so a stream, held back from the afternoon.
+ */
+function safetyChecks(s: StreamInput, input: SourceInput, horizon: Horizon): number {
+  const net = input.settings.safetyNetMinutes * MINUTE;
+  const nowSlot = horizon[0]![0];
+  let t = input.now.getTime();
+  let next = (s.lastCheckAt?.getTime() ?? t) + net;
+  let n = 0;
+  for (const [slot, minutes] of horizon) {
+    const end = t + minutes * MINUTE;
+    if ((notifiedRate(s, slot, nowSlot) / 60) * input.settings.safetyNetMinutes >= 1) next = end + net;
+    else
+      while (next < end) {
+        n++;
+        next += net;
+      }
+    t = end;
+  }
+  return n;
+}
+
+/** Today's rate against the forecast's above which a stream is in a rush whose end nobody knows (notifiedRate). */
+const RUSH_OVER_FORECAST = 2;
+
+/**
+ * The rate that prices a stream fed by webhooks in an hour of the rest of
+ * the day: today's, but the forecast's in an hour the forecast calls closed
+ * unless a rush is on now. Its notifications say when changes come, so the
+ * evidence of a busy afternoon fading into the closed evening would book
+ * checks for changes nobody expects, and the afternoon's bounds would
+ * stretch to keep budget for them (on a day of three times the usual
+ * changes, 20 minutes from 16:30, with requests left at midnight). A rush is
+ * on when the forecast did not expect the hour's changes at all (unforeseen)
+ * or today's rate is more than RUSH_OVER_FORECAST times the forecast's (the
+ * evening of a practice whose hours moved): then the hours after it are
+ * priced by today's rates, as before.
+ */
+function notifiedRate(s: StreamInput, slot: number, nowSlot: number): number {
+  const f = s.forecastRates;
+  if (!f || slot === nowSlot || activeHour(f[slot]!) || unforeseen(s, nowSlot)) return s.rates[slot]!;
+  if (s.rates[nowSlot]! > RUSH_OVER_FORECAST * Math.max(f[nowSlot]!, 1)) return s.rates[slot]!;
+  return f[slot]!;
+}
+
+/**
  * A rush the forecast did not expect at all is on: its hours to come are planned by today's rates. "At all": the
  * forecast calls the hour closed (less than a change in it), and today's evidence was found in hours it calls closed
  * too. A slow stream a little above its forecast in an open hour (memberships at 2.1 changes an hour against 1.4 on a
@@ -437,13 +488,11 @@ function streamSpend(s: Bounded, input: SourceInput, horizon: Horizon, mu: numbe
   const nowSlot = horizon[0]![0];
   let busyAhead = false;
   for (const [slot, minutes] of horizon) {
-    const perHour = s.rates[slot]!;
+    const perHour = s.webhookFed ? notifiedRate(s, slot, nowSlot) : s.rates[slot]!;
     const perMinute = perHour / 60;
     if (s.webhookFed) {
       const wait = Math.min(Math.max(notifiedDelay(mu, perMinute, s.cost), settings.debounceSeconds / 60), s.maxWait);
       if (perMinute > 0 && Number.isFinite(wait)) out.notified += (minutes * perMinute) / (1 + perMinute * wait);
-      // Hours with less than one change per safety-net interval get the safety net instead.
-      if (perMinute * settings.safetyNetMinutes < 1) out.safety += minutes / settings.safetyNetMinutes;
     } else {
       let x = pollInterval(mu, perMinute, s.cost, s.target !== null && activeHour(perHour) ? s.target : null);
       // Counted a tick short: the interval runs from the start of the last check, which the tick that dispatched
@@ -456,6 +505,7 @@ function streamSpend(s: Bounded, input: SourceInput, horizon: Horizon, mu: numbe
       if (explorable(s) && busyNow >= CLOSING_MIN_PER_HOUR) busyAhead = true;
     }
   }
+  if (s.webhookFed) out.safety = safetyChecks(s, input, horizon);
   if (woken(s)) out.polled += 1;
   // The closing check (decide): one more as its busy hours end today.
   if (busyAhead && !busyHour(busyRate(s, horizon[horizon.length - 1]![0], nowSlot))) out.polled += 1;
@@ -490,23 +540,20 @@ function spendCurve(s: Bounded, input: SourceInput, horizon: Horizon): SpendCurv
   const target: number[] = [];
   const explore: number[] = [];
   const busyNow: number[] = [];
-  let safety = 0;
   let busyAhead = false;
   for (let i = 0; i < n; i++) {
     const [slot, m] = horizon[i]!;
-    const perHour = s.rates[slot]!;
+    const perHour = s.webhookFed ? notifiedRate(s, slot, nowSlot) : s.rates[slot]!;
     minutes[i] = m;
     perMinute[i] = perHour / 60;
-    if (s.webhookFed) {
-      // Hours with less than one change per safety-net interval get the safety net instead.
-      if (perMinute[i]! * settings.safetyNetMinutes < 1) safety += m / settings.safetyNetMinutes;
-    } else {
+    if (!s.webhookFed) {
       target[i] = s.target !== null && activeHour(perHour) ? s.target : Number.NaN;
       explore[i] = s.explore !== null && input.activeSlots?.[slot] ? s.explore : Number.POSITIVE_INFINITY;
       busyNow[i] = busyRate(s, slot, nowSlot);
       if (explorable(s) && busyNow[i]! >= CLOSING_MIN_PER_HOUR) busyAhead = true;
     }
   }
+  const safety = s.webhookFed ? safetyChecks(s, input, horizon) : 0;
   // The closing check (decide): one more as its busy hours end today.
   const closing = busyAhead && !busyHour(busyRate(s, horizon[n - 1]![0], nowSlot));
   const floorDue = (s.lastCheckAt?.getTime() ?? input.now.getTime()) + settings.floorHours * 3_600_000 <= input.resetsAt.getTime();
@@ -638,7 +685,14 @@ export function planSource(input: SourceInput): SourcePlan {
   // When the bounds do not all fit what is left of the budget, they stretch
   // together, by the least step that fits, rather than one stream losing its
   // bound altogether: the day degrades gracefully and every stream keeps one.
-  const stretch = STRETCHES.find((f) => cheapest(f, explore) <= available) ?? loosest;
+  // Stretching buys nothing where the floors, the checks already waiting and
+  // the notified changes expected at the loosest bounds overrun the budget by
+  // themselves: by a fraction of a request (an expectation, not a count), that
+  // would set the bounds to a day and hold notified changes past midnight
+  // while requests were left to read them. The bounds stretch only as far as
+  // it saves a request.
+  const fits = Math.max(available, cheapest(loosest, explore) + 1);
+  const stretch = STRETCHES.find((f) => cheapest(f, explore) <= fits) ?? loosest;
   if (stretch > 1) {
     const within = (m: number) => (m * stretch >= 120 ? `${Math.round((m * stretch) / 6) / 10} h` : `${Math.round(m * stretch)} min`);
     const reason = `the budget of ${input.budget} requests a day cannot carry more today`;

@@ -465,6 +465,61 @@ describe('the tail rule', () => {
   });
 });
 
+describe('pacing a stream fed by webhooks', () => {
+  const at = (iso: string) => new Date(`2026-11-23T${iso}:00Z`);
+  const fed = (now: Date, over: Partial<StreamInput>) =>
+    stream('appointments', {
+      webhookFed: true,
+      forecastRates: openHours(30),
+      rates: openHours(30),
+      lastCheckAt: new Date(now.getTime() - 5 * MIN),
+      ...over,
+    });
+  const expected = (now: Date, over: Partial<StreamInput>) =>
+    planSource(source([fed(now, over)], { now, budgetUsed: 60 })).streams[0]!.expectedChecks;
+
+  it('does not book checks for an afternoon fading into the closed evening, but does for a rush of unknown end', () => {
+    const now = at('17:00');
+    // Today's evidence carries into the evening as an excess that fades, an hour the forecast calls closed.
+    const fading = (rates: Float64Array) => rates.map((r, slot) => (slot % 24 >= 19 ? r + [8, 6, 4, 3, 2][(slot % 24) - 19]! : r));
+    const plain = expected(now, {});
+    expect(expected(now, { rates: fading(openHours(30)) })).toBeCloseTo(plain, 6);
+    // Three times the forecast now: a rush whose end nobody knows, so the evening it fades into is priced.
+    const rush = openHours(30).map((r, slot) => (slot % 24 === 17 ? 90 : r));
+    expect(expected(now, { rates: fading(rush) })).toBeGreaterThan(expected(now, { rates: rush }) + 1);
+  });
+
+  it('counts safety nets at their instants: none before the reset for a stream read this evening', () => {
+    const now = at('19:30');
+    expect(expected(now, { lastCheckAt: at('19:20') })).toBeLessThan(0.05);
+    // Read at 14:00 and quiet since: one at 20:00, the next after midnight.
+    const quiet = { rates: flat(0.001), forecastRates: flat(0.001), lastCheckAt: at('14:00') };
+    expect(expected(now, quiet)).toBeGreaterThan(0.99);
+    expect(expected(now, quiet)).toBeLessThan(1.05);
+  });
+
+  it('reads notified changes within their bound when the floors and the checks already waiting overrun the budget by a fraction', () => {
+    const now = at('19:00');
+    // A few changes an hour still expected this hour, a catalog at its floor, 13 changes notified 9.9 min ago.
+    const rates = openHours(30).map((r, slot) => (slot % 24 === 19 ? 0.5 : r));
+    const input = source(
+      [
+        fed(now, {
+          rates,
+          lastCheckAt: at('18:48'),
+          notified: { count: 13, oldest: new Date(now.getTime() - 9.9 * MIN), ageMinutes: 60, latestEvent: new Date(now.getTime() - MIN) },
+        }),
+        stream('giftcertificates', { kind: 'full', cost: 4, lastCheckAt: at('00:00') }),
+      ],
+      { now, budgetUsed: 145 },
+    );
+    const plan = planSource(input);
+    expect(plan.available).toBe(5);
+    expect(plan.stretch).toBe(1);
+    expect(plan.streams[0]!.due?.purpose).toBe('webhook');
+  });
+});
+
 describe('pacing', () => {
   it('releases the reserve over the last hours of the quota day', () => {
     const streams = [stream('appointments', { rates: flat(30) })];
