@@ -55,6 +55,7 @@
 import type { Purpose } from '../api/http.ts';
 import { forEachSlotPiece, nextSlotEdge, slotOf } from '../time.ts';
 import { expectedSince, type Evidence } from './rates.ts';
+import { SLOTS } from '../state/change-model.ts';
 
 export interface Notified {
   /** Notifications not yet covered by a check. */
@@ -406,7 +407,7 @@ function safetyChecks(s: StreamInput, input: SourceInput, horizon: Horizon): num
   return n;
 }
 
-/** Today's rate against the forecast's above which a stream is in a rush whose end nobody knows (notifiedRate). */
+/** Today's rate against the forecast's above which an open hour is a rush whose end nobody knows (notifiedRate). */
 const RUSH_OVER_FORECAST = 2;
 
 /**
@@ -417,16 +418,19 @@ const RUSH_OVER_FORECAST = 2;
  * checks for changes nobody expects, and the afternoon's bounds would
  * stretch to keep budget for them (on a day of three times the usual
  * changes, 20 minutes from 16:30, with requests left at midnight). A rush is
- * on when the forecast did not expect the hour's changes at all (unforeseen)
- * or today's rate is more than RUSH_OVER_FORECAST times the forecast's (the
- * evening of a practice whose hours moved): then the hours after it are
- * priced by today's rates, as before.
+ * on when the forecast did not expect the hour's changes at all
+ * (unforeseen); in an open hour, when today's rate is more than
+ * RUSH_OVER_FORECAST times the forecast's; in a closed one, when today's
+ * busy rate has not fallen below the forecast of the hour before (the
+ * evening of a practice whose hours moved, where a fading afternoon falls
+ * below it). Then the hours after it are priced by today's rates.
  */
 function notifiedRate(s: StreamInput, slot: number, nowSlot: number): number {
   const f = s.forecastRates;
   if (!f || slot === nowSlot || activeHour(f[slot]!) || unforeseen(s, nowSlot)) return s.rates[slot]!;
-  if (s.rates[nowSlot]! > RUSH_OVER_FORECAST * Math.max(f[nowSlot]!, 1)) return s.rates[slot]!;
-  return f[slot]!;
+  const now = s.rates[nowSlot]!;
+  const rush = activeHour(f[nowSlot]!) ? now > RUSH_OVER_FORECAST * f[nowSlot]! : busyHour(now) && now >= f[(nowSlot + SLOTS - 1) % SLOTS]!;
+  return rush ? s.rates[slot]! : f[slot]!;
 }
 
 /**

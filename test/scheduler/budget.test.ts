@@ -489,6 +489,20 @@ describe('pacing a stream fed by webhooks', () => {
     expect(expected(now, { rates: fading(rush) })).toBeGreaterThan(expected(now, { rates: rush }) + 1);
   });
 
+  it("reads a closed hour busier than the open hour before it as a rush, and one fading from it as the day's end", () => {
+    const now = at('19:00');
+    const forecast = openHours(10);
+    // Today's evidence, found in the afternoon's open hours, carries into the closed evening from `first` an hour.
+    const today = (first: number) => forecast.map((r, slot) => (slot % 24 >= 19 ? r + first * 0.7 ** ((slot % 24) - 19) : r));
+    const quietAfter = (rates: Float64Array) => rates.map((r, slot) => (slot % 24 >= 20 ? forecast[slot]! : r));
+    const evidence = { at: now.getTime(), observedPerHour: 14, forecastPerHour: 10 };
+    const priced = (rates: Float64Array) => expected(now, { forecastRates: forecast, rates, evidence });
+    // 3.6 an hour, under the 10 the forecast gave the hour before: the afternoon fading, its evening not priced.
+    expect(priced(today(3.6))).toBeCloseTo(priced(quietAfter(today(3.6))), 6);
+    // 14 an hour, above it: a rush going on past the usual hours, its evening priced.
+    expect(priced(today(14))).toBeGreaterThan(priced(quietAfter(today(14))) + 1);
+  });
+
   it('counts safety nets at their instants: none before the reset for a stream read this evening', () => {
     const now = at('19:30');
     expect(expected(now, { lastCheckAt: at('19:20') })).toBeLessThan(0.05);
