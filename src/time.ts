@@ -57,28 +57,30 @@ const QUARTER_MS = 900_000;
 /** 1970-01-01 was a Thursday. */
 const EPOCH_WEEKDAY = 4;
 
-/** Per zone: its formatter, and the offsets of the quarter hours already asked for (bucket -> ms). */
+const DAY_MS = 86_400_000;
+const QUARTERS_PER_DAY = DAY_MS / QUARTER_MS;
+
+/**
+ * Per zone: its formatter, the offsets of the quarter hours already asked for (bucket -> ms), and per UTC day
+ * already asked for its offset when it holds the whole day (NaN when it changes within it: asked by quarter then).
+ */
 interface ZoneOffsets {
   format: Intl.DateTimeFormat;
   byQuarter: Map<number, number>;
+  byDay: Map<number, number>;
+  /** The day asked for last, and its entry in byDay: most questions in a row are of the same day. */
+  lastDay: number;
+  lastDayOffset: number;
 }
 const zones = new Map<string, ZoneOffsets>();
 /** Quarter hours remembered per zone before its cache starts over (about five years of them). */
 const MAX_QUARTERS_PER_ZONE = 200_000;
+/** Days remembered per zone before its cache starts over. */
+const MAX_DAYS_PER_ZONE = 2_000;
 
-/**
- * Milliseconds to add to UTC for wall-clock time in `timeZone` at `ms` (zones move in whole quarter hours).
- * The scheduler asks this for every quarter hour of every plan it makes, so each zone's answers are kept by
- * quarter hour, keyed by number.
- */
-export function zoneOffsetMs(ms: number, timeZone: string): number {
-  if (timeZone === 'UTC' || timeZone === 'Etc/UTC') return 0;
-  const bucket = Math.floor(ms / QUARTER_MS);
+function zoneOf(timeZone: string): ZoneOffsets {
   let zone = zones.get(timeZone);
-  if (zone) {
-    const cached = zone.byQuarter.get(bucket);
-    if (cached !== undefined) return cached;
-  } else {
+  if (!zone) {
     zone = {
       format: new Intl.DateTimeFormat('en-US', {
         timeZone,
@@ -90,9 +92,19 @@ export function zoneOffsetMs(ms: number, timeZone: string): number {
         minute: 'numeric',
       }),
       byQuarter: new Map(),
+      byDay: new Map(),
+      lastDay: Number.NaN,
+      lastDayOffset: Number.NaN,
     };
     zones.set(timeZone, zone);
   }
+  return zone;
+}
+
+/** The offset of one quarter hour, from the zone's formatter once, then from its cache. */
+function quarterOffset(zone: ZoneOffsets, bucket: number): number {
+  const cached = zone.byQuarter.get(bucket);
+  if (cached !== undefined) return cached;
   const at = bucket * QUARTER_MS;
   const p: Record<string, number> = {};
   for (const part of zone.format.formatToParts(at)) if (part.type !== 'literal') p[part.type] = Number(part.value);
@@ -100,6 +112,40 @@ export function zoneOffsetMs(ms: number, timeZone: string): number {
   if (zone.byQuarter.size > MAX_QUARTERS_PER_ZONE) zone.byQuarter.clear();
   zone.byQuarter.set(bucket, offset);
   return offset;
+}
+
+/** The offset that holds for every quarter hour of a UTC day, or NaN when it changes within the day. */
+function dayOffset(zone: ZoneOffsets, day: number): number {
+  if (day === zone.lastDay) return zone.lastDayOffset;
+  let offset = zone.byDay.get(day);
+  if (offset === undefined) {
+    // Every quarter of the day asked once: the day's offset is the one they all have, if they do.
+    const first = day * QUARTERS_PER_DAY;
+    offset = quarterOffset(zone, first);
+    for (let q = 1; q < QUARTERS_PER_DAY; q++) {
+      if (quarterOffset(zone, first + q) !== offset) {
+        offset = Number.NaN;
+        break;
+      }
+    }
+    if (zone.byDay.size > MAX_DAYS_PER_ZONE) zone.byDay.clear();
+    zone.byDay.set(day, offset);
+  }
+  zone.lastDay = day;
+  zone.lastDayOffset = offset;
+  return offset;
+}
+
+/**
+ * Milliseconds to add to UTC for wall-clock time in `timeZone` at `ms` (zones move in whole quarter hours).
+ * The scheduler asks this for every hour of every plan it makes, so each zone's answers are kept: by UTC day
+ * when the offset holds all day (most days), by quarter hour on a day it changes.
+ */
+export function zoneOffsetMs(ms: number, timeZone: string): number {
+  if (timeZone === 'UTC' || timeZone === 'Etc/UTC') return 0;
+  const zone = zoneOf(timeZone);
+  const offset = dayOffset(zone, Math.floor(ms / DAY_MS));
+  return Number.isNaN(offset) ? quarterOffset(zone, Math.floor(ms / QUARTER_MS)) : offset;
 }
 
 /** Hour-of-week slot (weekday * 24 + hour, Sunday = 0) of an instant in a zone. */

@@ -25,7 +25,7 @@ import {
   withExcess,
   withRecentHours,
 } from '../../src/scheduler/rates.ts';
-import { slotOf, wallSlot, wallToInstant } from '../../src/time.ts';
+import { slotOf, wallSlot, wallToInstant, zoneOffsetMs } from '../../src/time.ts';
 
 const at = (iso: string) => new Date(iso);
 const MON_10 = 1 * 24 + 10;
@@ -39,6 +39,37 @@ describe('hour-of-week slots', () => {
     expect(slotOf(at('2026-10-31T14:30:00Z').getTime(), 'America/New_York')).toBe(6 * 24 + 10);
     expect(slotOf(at('2026-11-23T04:45:00Z').getTime(), 'Asia/Kolkata')).toBe(1 * 24 + 10);
     expect(wallSlot('2026-11-23T10:59:59')).toBe(MON_10);
+  });
+
+  it('gives each instant the offset the zone has then, on the days it changes as on the others', () => {
+    // The offsets are kept by day when a day has one, by quarter hour when it changes within the day: each compared
+    // with the zone's own answer, over days that change (daylight saving, a half-hour shift) and days that do not.
+    const direct = (ms: number, timeZone: string) => {
+      const p: Record<string, number> = {};
+      const f = new Intl.DateTimeFormat('en-US', {
+        timeZone,
+        hourCycle: 'h23',
+        year: 'numeric',
+        month: 'numeric',
+        day: 'numeric',
+        hour: 'numeric',
+        minute: 'numeric',
+        second: 'numeric',
+      });
+      for (const part of f.formatToParts(ms)) if (part.type !== 'literal') p[part.type] = Number(part.value);
+      return Date.UTC(p.year!, p.month! - 1, p.day!, p.hour!, p.minute!, p.second!) - Math.floor(ms / 1000) * 1000;
+    };
+    let seed = 7;
+    const random = () => ((seed = (seed * 16807) % 2147483647) - 1) / 2147483646;
+    for (const zone of ['America/New_York', 'Europe/London', 'Australia/Lord_Howe', 'Asia/Kathmandu', 'America/St_Johns']) {
+      for (const day of ['2026-03-08', '2026-03-29', '2026-04-05', '2026-10-04', '2026-10-25', '2026-11-01', '2026-11-23']) {
+        const start = Date.parse(`${day}T00:00:00Z`) - 86_400_000;
+        for (let i = 0; i < 300; i++) {
+          const ms = start + Math.floor(random() * 3 * 86_400_000);
+          expect(zoneOffsetMs(ms, zone), `${zone} ${new Date(ms).toISOString()}`).toBe(direct(ms, zone));
+        }
+      }
+    }
   });
 
   it("spreads a window's hours over the slots it covers", () => {
