@@ -78,7 +78,11 @@ const MAX_QUARTERS_PER_ZONE = 200_000;
 /** Days remembered per zone before its cache starts over. */
 const MAX_DAYS_PER_ZONE = 2_000;
 
+/** The zone asked for last: a plan asks of one zone many times in a row. */
+let lastZone: { name: string; zone: ZoneOffsets } | null = null;
+
 function zoneOf(timeZone: string): ZoneOffsets {
+  if (lastZone !== null && lastZone.name === timeZone) return lastZone.zone;
   let zone = zones.get(timeZone);
   if (!zone) {
     zone = {
@@ -98,6 +102,7 @@ function zoneOf(timeZone: string): ZoneOffsets {
     };
     zones.set(timeZone, zone);
   }
+  lastZone = { name: timeZone, zone };
   return zone;
 }
 
@@ -150,9 +155,15 @@ export function zoneOffsetMs(ms: number, timeZone: string): number {
 
 /** Hour-of-week slot (weekday * 24 + hour, Sunday = 0) of an instant in a zone. */
 export function slotOf(ms: number, timeZone: string): number {
-  const localHour = Math.floor((ms + zoneOffsetMs(ms, timeZone)) / HOUR_MS);
-  const weekday = (((Math.floor(localHour / 24) + EPOCH_WEEKDAY) % 7) + 7) % 7;
-  return weekday * 24 + (((localHour % 24) + 24) % 24);
+  return slotOfLocalHour(Math.floor((ms + zoneOffsetMs(ms, timeZone)) / HOUR_MS));
+}
+
+/** The slot of a local hour counted from the epoch (whole hours of wall-clock time). */
+function slotOfLocalHour(localHour: number): number {
+  const day = Math.floor(localHour / 24);
+  let weekday = (day + EPOCH_WEEKDAY) % 7;
+  if (weekday < 0) weekday += 7;
+  return weekday * 24 + (localHour - day * 24);
 }
 
 /**
@@ -171,28 +182,32 @@ export function forEachSlotPiece(
 ): void {
   let slot = -1;
   let pieceStart = from;
-  const piece = (s: number, a: number) => {
-    if (s !== slot) {
-      if (slot >= 0) visit(slot, pieceStart, a);
-      slot = s;
-      pieceStart = a;
-    }
-  };
   let start = from;
   while (start < to) {
     const offset = zoneOffsetMs(start, timeZone);
-    const hourEnd = (Math.floor((start + offset) / HOUR_MS) + 1) * HOUR_MS - offset;
+    const localHour = Math.floor((start + offset) / HOUR_MS);
+    const hourEnd = (localHour + 1) * HOUR_MS - offset;
     if (zoneOffsetMs(hourEnd - 1, timeZone) === offset) {
-      const end = Math.min(to, hourEnd);
-      piece(slotOf(start, timeZone), start);
-      start = end;
+      // The slot of `start`, from the offset just read (slotOf would read it again).
+      const s = slotOfLocalHour(localHour);
+      if (s !== slot) {
+        if (slot >= 0) visit(slot, pieceStart, start);
+        slot = s;
+        pieceStart = start;
+      }
+      start = Math.min(to, hourEnd);
       continue;
     }
     // The offset changes within this hour: a quarter hour at a time until it ends.
     const stop = Math.min(to, hourEnd);
     while (start < stop) {
       const end = Math.min(stop, (Math.floor(start / QUARTER_MS) + 1) * QUARTER_MS);
-      piece(slotOf(start, timeZone), start);
+      const s = slotOf(start, timeZone);
+      if (s !== slot) {
+        if (slot >= 0) visit(slot, pieceStart, start);
+        slot = s;
+        pieceStart = start;
+      }
       start = end;
     }
   }

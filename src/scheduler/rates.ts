@@ -221,7 +221,6 @@ const HOUR_MS = 3_600_000;
 export function withEvidence(rates: Float64Array, timeZone: string, e: Evidence | null, until?: number): Float64Array {
   if (!e || e.observedPerHour === e.forecastPerHour) return rates;
   const out = Float64Array.from(rates);
-  const h = EVIDENCE_HALF_LIFE_HOURS * HOUR_MS;
   const apply = (slot: number, w: number) => {
     const base = rates[slot]!;
     out[slot] =
@@ -237,12 +236,40 @@ export function withEvidence(rates: Float64Array, timeZone: string, e: Evidence 
   }
   // Within a week of slots every slot of the next day is met once.
   const end = until === undefined ? e.at + 24 * HOUR_MS : Math.min(e.at + 24 * HOUR_MS, nextSlotEdge(Math.max(until, e.at), timeZone));
-  forEachSlotPiece(e.at, end, timeZone, (slot, a, b) => {
-    // Mean of 2^(-(t - at)/h) over [a, b].
-    const w = (h / Math.LN2 / (b - a)) * (2 ** (-(a - e.at) / h) - 2 ** (-(b - e.at) / h));
-    apply(slot, w);
-  });
+  const fading = fadingWeights(e.at, end, timeZone);
+  for (let i = 0; i < fading.slots.length; i++) apply(fading.slots[i]!, fading.weights[i]!);
   return out;
+}
+
+/** Each slot's mean weight of a correction fading from `at`, over [at, end), in the order the slots come. */
+interface Fading {
+  slots: number[];
+  weights: number[];
+}
+/**
+ * Weights already walked, by zone, start and end: a source's evidence fades from the end of its latest window,
+ * the same instant at every plan until its next check, while its rates (the forecast, scaled by today's activity)
+ * change from plan to plan. The walk and its powers were most of what applying the evidence cost.
+ */
+const fadingCache = new Map<string, Fading>();
+/** Entries kept before the cache starts over (a few days of a fleet's windows). */
+const FADING_CACHE_MAX = 100_000;
+
+function fadingWeights(at: number, end: number, timeZone: string): Fading {
+  const key = `${timeZone} ${at} ${end}`;
+  let f = fadingCache.get(key);
+  if (f) return f;
+  const h = EVIDENCE_HALF_LIFE_HOURS * HOUR_MS;
+  f = { slots: [], weights: [] };
+  const { slots, weights } = f;
+  forEachSlotPiece(at, end, timeZone, (slot, a, b) => {
+    // Mean of 2^(-(t - at)/h) over [a, b].
+    slots.push(slot);
+    weights.push((h / Math.LN2 / (b - a)) * (2 ** (-(a - at) / h) - 2 ** (-(b - at) / h)));
+  });
+  if (fadingCache.size >= FADING_CACHE_MAX) fadingCache.clear();
+  fadingCache.set(key, f);
+  return f;
 }
 
 /**
