@@ -96,16 +96,29 @@ export function segmentEnd(w: WakeInput): number {
 }
 
 /**
+ * The plan made at the instant nextWake returned, when that instant is a tick
+ * at which the plan dispatches: it was made there, from the same readings, so
+ * a decider that plans the source at that tick with nothing changed since can
+ * take it instead of making it again (viewAt is pure).
+ */
+export interface WokenView {
+  at: number;
+  view: SourceView;
+}
+
+/**
  * The instant the source should next be planned: the first tick (now plus a
  * whole number of ticks) at which its plan dispatches something, or the first
  * tick of the next segment. `nextFires` are the pinned streams' next cron
- * fires (each ends a segment too).
+ * fires (each ends a segment too). When that instant is a tick whose plan
+ * dispatches, `woken` is given the plan made there.
  */
 export function nextWake(
   w: WakeInput,
   nextFires: Iterable<Date | null>,
   probes: { count: number } = { count: 0 },
   planned?: SourceView,
+  woken?: (found: WokenView) => void,
 ): number {
   const now = w.now.getTime();
   const tick = w.settings.tickSeconds * 1000;
@@ -116,9 +129,13 @@ export function nextWake(
   // Ticks strictly inside the segment: now + k * tick for k = 1..last.
   const last = Number.isFinite(end) ? Math.ceil((end - now) / tick) - 1 : Math.ceil(HOUR_MS / tick);
   if (last < 1) return now + tick;
+  // The plans that dispatch, by tick: the one at the tick returned is handed to `woken`.
+  const dispatching = new Map<number, SourceView>();
   const viewOf = (k: number) => {
     probes.count++;
-    return viewAt(w.source, w.streams, w.readings, w.models, new Date(now + k * tick), w.inFlight, w.settings);
+    const view = viewAt(w.source, w.streams, w.readings, w.models, new Date(now + k * tick), w.inFlight, w.settings);
+    if (dispatches(view)) dispatching.set(k, view);
+    return view;
   };
   // The first tick that dispatches lies within the first span of ticks whose last tick dispatches. The plan made
   // there bounds the span (budget.ts, earliestDue): nothing can be due before the first tick the rules alone allow
@@ -153,6 +170,8 @@ export function nextWake(
       if (dispatches(viewOf(mid))) hi = mid;
       else lo = mid;
     }
+    const view = dispatching.get(hi);
+    if (view && woken) woken({ at: now + hi * tick, view });
     return now + hi * tick;
   }
   return now + (last + 1) * tick;
