@@ -327,8 +327,36 @@ export function evidenceOf(rates: Float64Array, timeZone: string, windows: Windo
   let e: Evidence | null = null;
   for (const w of recent) {
     const hours = (w.to - w.from) / HOUR_MS;
-    const prior: number = expectedSince(withEvidence(rates, timeZone, e, w.to), timeZone, w.from, w.to).changes / hours;
-    const forecast = expectedSince(rates, timeZone, w.from, w.to).changes / hours;
+    // The changes the window's hours expect under the rates with the evidence so far (withEvidence up to its end), and
+    // under the rates alone: one walk for both, each rate the one withEvidence would give its slot, without copying
+    // the week of rates for the few slots the window reads.
+    const prev: Evidence | null = e;
+    const fading =
+      prev && prev.observedPerHour !== prev.forecastPerHour
+        ? fadingWeights(prev.at, Math.min(prev.at + 24 * HOUR_MS, nextSlotEdge(Math.max(w.to, prev.at), timeZone)), timeZone)
+        : null;
+    let priorChanges = 0;
+    let forecastChanges = 0;
+    forEachSlotPiece(w.from, w.to, timeZone, (slot, a, b) => {
+      const minutes = (b - a) / 60_000;
+      const base = rates[slot]!;
+      let corrected = base;
+      if (fading && prev) {
+        // A slot met twice by the fading walk keeps the later weight, as withEvidence's second write does.
+        const i = fading.slots.lastIndexOf(slot);
+        if (i >= 0) {
+          const weight = fading.weights[i]!;
+          corrected =
+            prev.observedPerHour >= prev.forecastPerHour
+              ? base + (prev.observedPerHour - prev.forecastPerHour) * weight
+              : base * (1 - (1 - prev.observedPerHour / prev.forecastPerHour) * weight);
+        }
+      }
+      priorChanges += (corrected / 60) * minutes;
+      forecastChanges += (base / 60) * minutes;
+    });
+    const prior: number = priorChanges / hours;
+    const forecast = forecastChanges / hours;
     const observed: number = (w.changes + EVIDENCE_PRIOR_HOURS * prior) / (hours + EVIDENCE_PRIOR_HOURS);
     e = { at: w.to, observedPerHour: observed, forecastPerHour: forecast };
   }

@@ -13,6 +13,8 @@ import {
 } from '../../src/state/change-model.ts';
 import {
   disjoint,
+  EVIDENCE_LOOKBACK_HOURS,
+  EVIDENCE_PRIOR_HOURS,
   evidenceOf,
   expectedSince,
   poissonTail,
@@ -21,6 +23,8 @@ import {
   PRIOR_PER_HOUR,
   slotRates,
   splitAtFirstChange,
+  type Evidence,
+  type WindowFound,
   withEvidence,
   withExcess,
   withRecentHours,
@@ -170,6 +174,43 @@ describe('slotRates', () => {
 describe("today's evidence", () => {
   const HOUR = 3_600_000;
   const t = (iso: string) => at(iso).getTime();
+  it('reads each window against the rates withEvidence gives, without copying them: the same evidence to the last bit', () => {
+    // The evidence as first written: the whole week of rates corrected by the evidence so far, then walked over each
+    // window. evidenceOf now corrects only the slots a window reads; both must agree exactly, on random days.
+    const reference = (rates: Float64Array, zone: string, windows: WindowFound[], now: number): Evidence | null => {
+      const recent = splitAtFirstChange(disjoint(windows)).filter((w) => w.to <= now && now - w.to <= EVIDENCE_LOOKBACK_HOURS * HOUR);
+      let e: Evidence | null = null;
+      for (const w of recent) {
+        const hours = (w.to - w.from) / HOUR;
+        const prior: number = expectedSince(withEvidence(rates, zone, e, w.to), zone, w.from, w.to).changes / hours;
+        const forecast = expectedSince(rates, zone, w.from, w.to).changes / hours;
+        e = {
+          at: w.to,
+          observedPerHour: (w.changes + EVIDENCE_PRIOR_HOURS * prior) / (hours + EVIDENCE_PRIOR_HOURS),
+          forecastPerHour: forecast,
+        };
+      }
+      return e;
+    };
+    let seed = 5;
+    const random = () => ((seed = (seed * 16807) % 2147483647) - 1) / 2147483646;
+    for (let i = 0; i < 2_000; i++) {
+      const zone = i % 3 === 0 ? 'UTC' : i % 3 === 1 ? 'America/New_York' : 'Asia/Kathmandu';
+      const rates = Float64Array.from({ length: SLOTS }, () => (random() < 0.4 ? 0 : random() * 40));
+      // Around the autumn change in New York (2026-11-01) as often as on an ordinary day.
+      const now = t(i % 2 ? '2026-11-01T12:00:00Z' : '2026-11-19T18:00:00Z') + Math.floor(random() * 6 * HOUR);
+      const windows: WindowFound[] = [];
+      let to = now - Math.floor(random() * 30 * 60_000);
+      for (let k = 0; k < 1 + Math.floor(random() * 8); k++) {
+        const from = to - Math.floor(1 + random() * 90) * 60_000;
+        const changes = Math.floor(random() * 25);
+        windows.push({ from, to, changes, ...(random() < 0.3 ? { firstChangeAt: from + Math.floor(random() * (to - from)) } : {}) });
+        to = from - Math.floor(random() * 20 * 60_000);
+      }
+      expect(evidenceOf(rates, zone, windows, now)).toEqual(reference(rates, zone, windows, now));
+    }
+  });
+
   /** Open 8-19 UTC at `perHour`, next to nothing otherwise. */
   const openHours = (perHour: number) => Float64Array.from({ length: SLOTS }, (_, s) => (s % 24 >= 8 && s % 24 < 19 ? perHour : 0.001));
   const slot = (iso: string) => slotOf(t(iso), 'UTC');
