@@ -243,32 +243,38 @@ export function withEvidence(rates: Float64Array, timeZone: string, e: Evidence 
 
 /** Each slot's mean weight of a correction fading from `at`, over [at, end), in the order the slots come. */
 interface Fading {
+  timeZone: string;
+  end: number;
   slots: number[];
   weights: number[];
 }
 /**
- * Weights already walked, by zone, start and end: a source's evidence fades from the end of its latest window,
- * the same instant at every plan until its next check, while its rates (the forecast, scaled by today's activity)
- * change from plan to plan. The walk and its powers were most of what applying the evidence cost.
+ * Weights already walked, by start (then zone and end): a source's evidence fades from the end of its latest
+ * window, the same instant at every plan until its next check, while the rates it corrects change from plan to
+ * plan. The walk and its powers were most of what applying the evidence cost.
  */
-const fadingCache = new Map<string, Fading>();
-/** Entries kept before the cache starts over (a few days of a fleet's windows). */
+const fadingCache = new Map<number, Fading[]>();
+/** Starts kept before the cache starts over (a few days of a fleet's windows). */
 const FADING_CACHE_MAX = 100_000;
 
 function fadingWeights(at: number, end: number, timeZone: string): Fading {
-  const key = `${timeZone} ${at} ${end}`;
-  let f = fadingCache.get(key);
-  if (f) return f;
+  let list = fadingCache.get(at);
+  if (list) {
+    for (const f of list) if (f.end === end && f.timeZone === timeZone) return f;
+  } else {
+    if (fadingCache.size >= FADING_CACHE_MAX) fadingCache.clear();
+    list = [];
+    fadingCache.set(at, list);
+  }
   const h = EVIDENCE_HALF_LIFE_HOURS * HOUR_MS;
-  f = { slots: [], weights: [] };
+  const f: Fading = { timeZone, end, slots: [], weights: [] };
   const { slots, weights } = f;
   forEachSlotPiece(at, end, timeZone, (slot, a, b) => {
     // Mean of 2^(-(t - at)/h) over [a, b].
     slots.push(slot);
     weights.push((h / Math.LN2 / (b - a)) * (2 ** (-(a - at) / h) - 2 ** (-(b - at) / h)));
   });
-  if (fadingCache.size >= FADING_CACHE_MAX) fadingCache.clear();
-  fadingCache.set(key, f);
+  list.push(f);
   return f;
 }
 
