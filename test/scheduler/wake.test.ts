@@ -139,4 +139,36 @@ describe('the wake', () => {
     }
     expect(handed).toBeGreaterThan(10);
   });
+
+  it('wakes at the first tick whose plan dispatches, or at the next segment: planning every tick finds nothing earlier', () => {
+    // Windows of every size, a stream's last one and earlier ones: the segment ends only where a window leaving a
+    // lookback changes what the plan reads (segmentEnd), and no tick before the wake may dispatch.
+    let seed = 23;
+    const random = () => ((seed = (seed * 16807) % 2147483647) - 1) / 2147483646;
+    const tick = settings.tickSeconds * 1000;
+    let checked = 0;
+    for (let i = 0; i < 150; i++) {
+      const now = MIDNIGHT + 7 * HOUR + Math.floor(random() * 12 * 4 * 60) * 15_000;
+      const r = readings(
+        now,
+        STREAMS.map(() => 1 + Math.floor(random() * 8)),
+        STREAMS.map(([, perHour]) => Math.round(perHour * random() * 1.5)),
+      );
+      const m = models(now);
+      const inFlight = new Set<string>();
+      const view = viewAt(source, streams, r, m, new Date(now), inFlight, settings);
+      if (dispatches(view)) continue;
+      const at = nextWake(
+        { source, streams, readings: r, models: m, inFlight, settings, now: new Date(now) },
+        view.nextFires.values(),
+        undefined,
+        view,
+      );
+      for (let t = now + tick; t < at; t += tick) {
+        expect(dispatches(viewAt(source, streams, r, m, new Date(t), inFlight, settings)), new Date(t).toISOString()).toBe(false);
+      }
+      checked++;
+    }
+    expect(checked).toBeGreaterThan(20);
+  });
 });
