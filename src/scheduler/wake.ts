@@ -18,10 +18,12 @@
  * A segment ends where an input derived from time jumps: the practice's next
  * hour (a slot of the change model: busy hours, opening hours and
  * exploration start and stop there), the quota day's end and its last
- * minutes (the sweep, planned at every tick), a pause ending, a cron fire, a
- * stream's notifications or windows leaving the lookback the plan reads them
- * in, and webhooks expiring. The first tick of the next segment is planned in
- * any case.
+ * minutes (the sweep), a pause ending, a cron fire, a stream's notifications
+ * or windows leaving the lookback the plan reads them in, and webhooks
+ * expiring. The first tick of the next segment is planned in any case. The
+ * sweep's minutes are one segment like the others: a stream it would check
+ * has changes expected waiting, which only grow, and the budget the rest of
+ * the day's plan keeps back only falls, so what it spends only grows.
  */
 import type { SourceConfig } from '../config/schema.ts';
 import type { ScheduleSettings } from '../config/schedules.ts';
@@ -124,8 +126,6 @@ export function nextWake(
   const tick = w.settings.tickSeconds * 1000;
   let end = segmentEnd(w);
   for (const f of nextFires) if (f && f.getTime() > now && f.getTime() < end) end = f.getTime();
-  // In the sweep's minutes budget that would be lost is spent tick by tick: plan every tick.
-  if (now >= w.readings.quota.resetsAt.getTime() - SWEEP_MINUTES * 60_000) return now + tick;
   // Ticks strictly inside the segment: now + k * tick for k = 1..last.
   const last = Number.isFinite(end) ? Math.ceil((end - now) / tick) - 1 : Math.ceil(HOUR_MS / tick);
   if (last < 1) return now + tick;

@@ -171,4 +171,37 @@ describe('the wake', () => {
     }
     expect(checked).toBeGreaterThan(20);
   });
+
+  it("in the sweep's last minutes, wakes at the first tick whose plan dispatches: planning every tick finds nothing earlier", () => {
+    // Streams checked before the sweep started with few changes expected since, or since it started: the wake may skip
+    // to the reset only when no tick of the sweep would check one.
+    let seed = 29;
+    const random = () => ((seed = (seed * 16807) % 2147483647) - 1) / 2147483646;
+    const tick = settings.tickSeconds * 1000;
+    const resets = MIDNIGHT + 24 * HOUR;
+    let checked = 0;
+    for (let i = 0; i < 200; i++) {
+      const now = resets - 30 * MINUTE + Math.floor(random() * 28 * 4) * 15_000;
+      const r = readings(
+        now,
+        STREAMS.map(() => 1 + Math.floor(random() * 60)),
+        STREAMS.map(() => Math.floor(random() * 3)),
+      );
+      const m = models(now);
+      const inFlight = new Set<string>();
+      const view = viewAt(source, streams, r, m, new Date(now), inFlight, settings);
+      if (dispatches(view)) continue;
+      const at = nextWake(
+        { source, streams, readings: r, models: m, inFlight, settings, now: new Date(now) },
+        view.nextFires.values(),
+        undefined,
+        view,
+      );
+      for (let t = now + tick; t < at; t += tick) {
+        expect(dispatches(viewAt(source, streams, r, m, new Date(t), inFlight, settings)), new Date(t).toISOString()).toBe(false);
+      }
+      checked++;
+    }
+    expect(checked).toBeGreaterThan(10);
+  });
 });
