@@ -57,28 +57,34 @@ const QUARTER_MS = 900_000;
 /** 1970-01-01 was a Thursday. */
 const EPOCH_WEEKDAY = 4;
 
-/** Per zone: its formatter, and the offsets of the quarter hours already asked for (bucket -> ms). */
+const DAY_MS = 86_400_000;
+const QUARTERS_PER_DAY = DAY_MS / QUARTER_MS;
+
+/**
+ * Per zone: its formatter, the offsets of the quarter hours already asked for (bucket -> ms), and per UTC day
+ * already asked for its offset when it holds the whole day (NaN when it changes within it: asked by quarter then).
+ */
 interface ZoneOffsets {
   format: Intl.DateTimeFormat;
   byQuarter: Map<number, number>;
+  byDay: Map<number, number>;
+  /** The day asked for last, and its entry in byDay: most questions in a row are of the same day. */
+  lastDay: number;
+  lastDayOffset: number;
 }
 const zones = new Map<string, ZoneOffsets>();
 /** Quarter hours remembered per zone before its cache starts over (about five years of them). */
 const MAX_QUARTERS_PER_ZONE = 200_000;
+/** Days remembered per zone before its cache starts over. */
+const MAX_DAYS_PER_ZONE = 2_000;
 
-/**
- * Milliseconds to add to UTC for wall-clock time in `timeZone` at `ms` (zones move in whole quarter hours).
- * The scheduler asks this for every quarter hour of every plan it makes, so each zone's answers are kept by
- * quarter hour, keyed by number.
- */
-export function zoneOffsetMs(ms: number, timeZone: string): number {
-  if (timeZone === 'UTC' || timeZone === 'Etc/UTC') return 0;
-  const bucket = Math.floor(ms / QUARTER_MS);
+/** The zone asked for last: a plan asks of one zone many times in a row. */
+let lastZone: { name: string; zone: ZoneOffsets } | null = null;
+
+function zoneOf(timeZone: string): ZoneOffsets {
+  if (lastZone !== null && lastZone.name === timeZone) return lastZone.zone;
   let zone = zones.get(timeZone);
-  if (zone) {
-    const cached = zone.byQuarter.get(bucket);
-    if (cached !== undefined) return cached;
-  } else {
+  if (!zone) {
     zone = {
       format: new Intl.DateTimeFormat('en-US', {
         timeZone,
@@ -90,9 +96,20 @@ export function zoneOffsetMs(ms: number, timeZone: string): number {
         minute: 'numeric',
       }),
       byQuarter: new Map(),
+      byDay: new Map(),
+      lastDay: Number.NaN,
+      lastDayOffset: Number.NaN,
     };
     zones.set(timeZone, zone);
   }
+  lastZone = { name: timeZone, zone };
+  return zone;
+}
+
+/** The offset of one quarter hour, from the zone's formatter once, then from its cache. */
+function quarterOffset(zone: ZoneOffsets, bucket: number): number {
+  const cached = zone.byQuarter.get(bucket);
+  if (cached !== undefined) return cached;
   const at = bucket * QUARTER_MS;
   const p: Record<string, number> = {};
   for (const part of zone.format.formatToParts(at)) if (part.type !== 'literal') p[part.type] = Number(part.value);
@@ -102,11 +119,51 @@ export function zoneOffsetMs(ms: number, timeZone: string): number {
   return offset;
 }
 
+/** The offset that holds for every quarter hour of a UTC day, or NaN when it changes within the day. */
+function dayOffset(zone: ZoneOffsets, day: number): number {
+  if (day === zone.lastDay) return zone.lastDayOffset;
+  let offset = zone.byDay.get(day);
+  if (offset === undefined) {
+    // Every quarter of the day asked once: the day's offset is the one they all have, if they do.
+    const first = day * QUARTERS_PER_DAY;
+    offset = quarterOffset(zone, first);
+    for (let q = 1; q < QUARTERS_PER_DAY; q++) {
+      if (quarterOffset(zone, first + q) !== offset) {
+        offset = Number.NaN;
+        break;
+      }
+    }
+    if (zone.byDay.size > MAX_DAYS_PER_ZONE) zone.byDay.clear();
+    zone.byDay.set(day, offset);
+  }
+  zone.lastDay = day;
+  zone.lastDayOffset = offset;
+  return offset;
+}
+
+/**
+ * Milliseconds to add to UTC for wall-clock time in `timeZone` at `ms` (zones move in whole quarter hours).
+ * The scheduler asks this for every hour of every plan it makes, so each zone's answers are kept: by UTC day
+ * when the offset holds all day (most days), by quarter hour on a day it changes.
+ */
+export function zoneOffsetMs(ms: number, timeZone: string): number {
+  if (timeZone === 'UTC' || timeZone === 'Etc/UTC') return 0;
+  const zone = zoneOf(timeZone);
+  const offset = dayOffset(zone, Math.floor(ms / DAY_MS));
+  return Number.isNaN(offset) ? quarterOffset(zone, Math.floor(ms / QUARTER_MS)) : offset;
+}
+
 /** Hour-of-week slot (weekday * 24 + hour, Sunday = 0) of an instant in a zone. */
 export function slotOf(ms: number, timeZone: string): number {
-  const localHour = Math.floor((ms + zoneOffsetMs(ms, timeZone)) / HOUR_MS);
-  const weekday = (((Math.floor(localHour / 24) + EPOCH_WEEKDAY) % 7) + 7) % 7;
-  return weekday * 24 + (((localHour % 24) + 24) % 24);
+  return slotOfLocalHour(Math.floor((ms + zoneOffsetMs(ms, timeZone)) / HOUR_MS));
+}
+
+/** The slot of a local hour counted from the epoch (whole hours of wall-clock time). */
+function slotOfLocalHour(localHour: number): number {
+  const day = Math.floor(localHour / 24);
+  let weekday = (day + EPOCH_WEEKDAY) % 7;
+  if (weekday < 0) weekday += 7;
+  return weekday * 24 + (localHour - day * 24);
 }
 
 /**
@@ -125,28 +182,32 @@ export function forEachSlotPiece(
 ): void {
   let slot = -1;
   let pieceStart = from;
-  const piece = (s: number, a: number) => {
-    if (s !== slot) {
-      if (slot >= 0) visit(slot, pieceStart, a);
-      slot = s;
-      pieceStart = a;
-    }
-  };
   let start = from;
   while (start < to) {
     const offset = zoneOffsetMs(start, timeZone);
-    const hourEnd = (Math.floor((start + offset) / HOUR_MS) + 1) * HOUR_MS - offset;
+    const localHour = Math.floor((start + offset) / HOUR_MS);
+    const hourEnd = (localHour + 1) * HOUR_MS - offset;
     if (zoneOffsetMs(hourEnd - 1, timeZone) === offset) {
-      const end = Math.min(to, hourEnd);
-      piece(slotOf(start, timeZone), start);
-      start = end;
+      // The slot of `start`, from the offset just read (slotOf would read it again).
+      const s = slotOfLocalHour(localHour);
+      if (s !== slot) {
+        if (slot >= 0) visit(slot, pieceStart, start);
+        slot = s;
+        pieceStart = start;
+      }
+      start = Math.min(to, hourEnd);
       continue;
     }
     // The offset changes within this hour: a quarter hour at a time until it ends.
     const stop = Math.min(to, hourEnd);
     while (start < stop) {
       const end = Math.min(stop, (Math.floor(start / QUARTER_MS) + 1) * QUARTER_MS);
-      piece(slotOf(start, timeZone), start);
+      const s = slotOf(start, timeZone);
+      if (s !== slot) {
+        if (slot >= 0) visit(slot, pieceStart, start);
+        slot = s;
+        pieceStart = start;
+      }
       start = end;
     }
   }

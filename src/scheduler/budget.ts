@@ -609,10 +609,11 @@ function findMu(input: SourceInput, horizon: Horizon, streams: Bounded[], availa
   const curvesOf = streams.map((s) => spendCurve(s, input, horizon));
   // totalSpend's sum, each stream's spend from its curve.
   const spend = (mu: number) => pinned + curvesOf.reduce((n, c, i) => n + c.at(mu, streams[i]!.interval).requests, 0);
-  if (spend(0) <= available) return 0;
+  const atZero = spend(0);
+  if (atZero <= available) return 0;
   let lo = 0;
   let hi = 1;
-  let fLo = spend(0) - available;
+  let fLo = atZero - available;
   let fHi = spend(hi) - available;
   while (fHi > 0) {
     lo = hi;

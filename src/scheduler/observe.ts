@@ -356,7 +356,8 @@ export function viewAt(
     if (activity !== 1) {
       // A loop, not Float64Array.prototype.map: with a callback that costs several times as much, at every plan.
       forecast = new Float64Array(model.length);
-      for (let i = 0; i < model.length; i++) forecast[i] = model[i]! * (moved?.[i] && activity < 1 ? 1 : activity);
+      if (moved && activity < 1) for (let i = 0; i < model.length; i++) forecast[i] = model[i]! * (moved[i] ? 1 : activity);
+      else for (let i = 0; i < model.length; i++) forecast[i] = model[i]! * activity;
     }
     const evidence = evidenceOf(forecast, timeZone, windowsOf(s.resource), now.getTime());
     forecasts.set(s.resource, { model, forecast, activity, evidence });
@@ -369,7 +370,7 @@ export function viewAt(
         resource: s.resource,
         forecast: f.forecast,
         windows: windowsOf(s.resource),
-        usualPerWeek: f.model.reduce((a, b) => a + b, 0),
+        usualPerWeek: usualPerWeek(f.model),
       };
     });
   const shared = practiceExcess(practice, timeZone, now.getTime());
@@ -443,6 +444,17 @@ export function viewAt(
     pausedUntil,
     unreadToday,
   };
+}
+
+/** A model's changes in a usual week, kept with its rates (a model's rates are never written into, only read again). */
+const usualCache = new WeakMap<Float64Array, number>();
+function usualPerWeek(rates: Float64Array): number {
+  let sum = usualCache.get(rates);
+  if (sum === undefined) {
+    sum = rates.reduce((a, b) => a + b, 0);
+    usualCache.set(rates, sum);
+  }
+  return sum;
 }
 
 /** The practice's active hours from its streams' models, kept with the models (they change only when the models do). */

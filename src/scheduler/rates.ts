@@ -221,7 +221,6 @@ const HOUR_MS = 3_600_000;
 export function withEvidence(rates: Float64Array, timeZone: string, e: Evidence | null, until?: number): Float64Array {
   if (!e || e.observedPerHour === e.forecastPerHour) return rates;
   const out = Float64Array.from(rates);
-  const h = EVIDENCE_HALF_LIFE_HOURS * HOUR_MS;
   const apply = (slot: number, w: number) => {
     const base = rates[slot]!;
     out[slot] =
@@ -237,12 +236,46 @@ export function withEvidence(rates: Float64Array, timeZone: string, e: Evidence 
   }
   // Within a week of slots every slot of the next day is met once.
   const end = until === undefined ? e.at + 24 * HOUR_MS : Math.min(e.at + 24 * HOUR_MS, nextSlotEdge(Math.max(until, e.at), timeZone));
-  forEachSlotPiece(e.at, end, timeZone, (slot, a, b) => {
-    // Mean of 2^(-(t - at)/h) over [a, b].
-    const w = (h / Math.LN2 / (b - a)) * (2 ** (-(a - e.at) / h) - 2 ** (-(b - e.at) / h));
-    apply(slot, w);
-  });
+  const fading = fadingWeights(e.at, end, timeZone);
+  for (let i = 0; i < fading.slots.length; i++) apply(fading.slots[i]!, fading.weights[i]!);
   return out;
+}
+
+/** Each slot's mean weight of a correction fading from `at`, over [at, end), in the order the slots come. */
+interface Fading {
+  timeZone: string;
+  end: number;
+  slots: number[];
+  weights: number[];
+}
+/**
+ * Weights already walked, by start (then zone and end): a source's evidence fades from the end of its latest
+ * window, the same instant at every plan until its next check, while the rates it corrects change from plan to
+ * plan. The walk and its powers were most of what applying the evidence cost.
+ */
+const fadingCache = new Map<number, Fading[]>();
+/** Starts kept before the cache starts over (a few days of a fleet's windows). */
+const FADING_CACHE_MAX = 100_000;
+
+function fadingWeights(at: number, end: number, timeZone: string): Fading {
+  let list = fadingCache.get(at);
+  if (list) {
+    for (const f of list) if (f.end === end && f.timeZone === timeZone) return f;
+  } else {
+    if (fadingCache.size >= FADING_CACHE_MAX) fadingCache.clear();
+    list = [];
+    fadingCache.set(at, list);
+  }
+  const h = EVIDENCE_HALF_LIFE_HOURS * HOUR_MS;
+  const f: Fading = { timeZone, end, slots: [], weights: [] };
+  const { slots, weights } = f;
+  forEachSlotPiece(at, end, timeZone, (slot, a, b) => {
+    // Mean of 2^(-(t - at)/h) over [a, b].
+    slots.push(slot);
+    weights.push((h / Math.LN2 / (b - a)) * (2 ** (-(a - at) / h) - 2 ** (-(b - at) / h)));
+  });
+  list.push(f);
+  return f;
 }
 
 /**
@@ -300,8 +333,36 @@ export function evidenceOf(rates: Float64Array, timeZone: string, windows: Windo
   let e: Evidence | null = null;
   for (const w of recent) {
     const hours = (w.to - w.from) / HOUR_MS;
-    const prior: number = expectedSince(withEvidence(rates, timeZone, e, w.to), timeZone, w.from, w.to).changes / hours;
-    const forecast = expectedSince(rates, timeZone, w.from, w.to).changes / hours;
+    // The changes the window's hours expect under the rates with the evidence so far (withEvidence up to its end), and
+    // under the rates alone: one walk for both, each rate the one withEvidence would give its slot, without copying
+    // the week of rates for the few slots the window reads.
+    const prev: Evidence | null = e;
+    const fading =
+      prev && prev.observedPerHour !== prev.forecastPerHour
+        ? fadingWeights(prev.at, Math.min(prev.at + 24 * HOUR_MS, nextSlotEdge(Math.max(w.to, prev.at), timeZone)), timeZone)
+        : null;
+    let priorChanges = 0;
+    let forecastChanges = 0;
+    forEachSlotPiece(w.from, w.to, timeZone, (slot, a, b) => {
+      const minutes = (b - a) / 60_000;
+      const base = rates[slot]!;
+      let corrected = base;
+      if (fading && prev) {
+        // A slot met twice by the fading walk keeps the later weight, as withEvidence's second write does.
+        const i = fading.slots.lastIndexOf(slot);
+        if (i >= 0) {
+          const weight = fading.weights[i]!;
+          corrected =
+            prev.observedPerHour >= prev.forecastPerHour
+              ? base + (prev.observedPerHour - prev.forecastPerHour) * weight
+              : base * (1 - (1 - prev.observedPerHour / prev.forecastPerHour) * weight);
+        }
+      }
+      priorChanges += (corrected / 60) * minutes;
+      forecastChanges += (base / 60) * minutes;
+    });
+    const prior: number = priorChanges / hours;
+    const forecast = forecastChanges / hours;
     const observed: number = (w.changes + EVIDENCE_PRIOR_HOURS * prior) / (hours + EVIDENCE_PRIOR_HOURS);
     e = { at: w.to, observedPerHour: observed, forecastPerHour: forecast };
   }

@@ -44,7 +44,7 @@ import type { SourcePlan } from './budget.ts';
 import { planStreams, sourceTimeZone, type ScheduledStream, type StreamEntry } from './plan.ts';
 import type { ScheduleSettings } from '../config/schedules.ts';
 import { localWeekday, readModels, readSources, viewAt, type ModelReading, type SourceReadings, type SourceView } from './observe.ts';
-import { dispatches, nextWake } from './wake.ts';
+import { dispatches, nextWake, type WokenView } from './wake.ts';
 
 /**
  * A source is read again at least this often, whatever the change log says:
@@ -81,6 +81,11 @@ interface Known {
   modelled: Map<string, ModelReading> | null;
   /** Planned again at the first tick at or after this (epoch ms). */
   wakeAt: number;
+  /**
+   * The plan the wake made at wakeAt (it dispatches there), with what it was made from: taken instead of planning
+   * again when the source is planned at that tick from the same readings, models and streams in flight.
+   */
+  woken: (WokenView & { readings: SourceReadings; models: Map<string, ModelReading>; inFlight: string }) | null;
 }
 
 export interface SchedulerDeps {
@@ -116,6 +121,13 @@ export interface DecideStats {
   /** Plans made at later instants to find when each planned source can next dispatch (src/scheduler/wake.ts). */
   probes: number;
   dispatched: number;
+}
+
+/** Which of a source's streams are in flight, as one string: a plan depends on no other part of the set. */
+function inFlightOf(streams: ScheduledStream[], inFlight: Set<string>): string {
+  let out = '';
+  for (const s of streams) if (inFlight.has(s.key)) out += `${s.key}\n`;
+  return out;
 }
 
 export class Scheduler {
@@ -358,6 +370,7 @@ export class Scheduler {
         models: prev?.models ?? new Map(),
         modelled: prev?.modelled ?? null,
         wakeAt: t,
+        woken: null,
       });
     }
     for (const x of remodel) {
@@ -412,7 +425,18 @@ export class Scheduler {
       for (const [resource, m] of k.models) if (m) k.modelled.set(resource, m);
     }
     const models = k.modelled;
-    const view = viewAt(source, streams, k.readings, models, now, inFlight, this.settings);
+    const woken = k.woken;
+    k.woken = null;
+    const view =
+      woken &&
+      woken.at === now.getTime() &&
+      woken.readings === k.readings &&
+      woken.models === models &&
+      woken.view.streams === streams &&
+      woken.view.input.settings === this.settings &&
+      woken.inFlight === inFlightOf(streams, inFlight)
+        ? woken.view
+        : viewAt(source, streams, k.readings, models, now, inFlight, this.settings);
     this.views.set(source.name, view);
     await this.sayHealth(source.name, view.health);
     if (view.pausedUntil) {
@@ -469,6 +493,7 @@ export class Scheduler {
             view.nextFires.values(),
             probes,
             view,
+            (found) => (k.woken = { ...found, readings: k.readings, models, inFlight: inFlightOf(streams, inFlight) }),
           );
     return jobs;
   }

@@ -18,10 +18,12 @@
  * A segment ends where an input derived from time jumps: the practice's next
  * hour (a slot of the change model: busy hours, opening hours and
  * exploration start and stop there), the quota day's end and its last
- * minutes (the sweep, planned at every tick), a pause ending, a cron fire, a
- * stream's notifications or windows leaving the lookback the plan reads them
- * in, and webhooks expiring. The first tick of the next segment is planned in
- * any case.
+ * minutes (the sweep), a pause ending, a cron fire, a stream's notifications
+ * or windows leaving the lookback the plan reads them in, and webhooks
+ * expiring. The first tick of the next segment is planned in any case. The
+ * sweep's minutes are one segment like the others: a stream it would check
+ * has changes expected waiting, which only grow, and the budget the rest of
+ * the day's plan keeps back only falls, so what it spends only grows.
  */
 import type { SourceConfig } from '../config/schema.ts';
 import type { ScheduleSettings } from '../config/schedules.ts';
@@ -96,29 +98,44 @@ export function segmentEnd(w: WakeInput): number {
 }
 
 /**
+ * The plan made at the instant nextWake returned, when that instant is a tick
+ * at which the plan dispatches: it was made there, from the same readings, so
+ * a decider that plans the source at that tick with nothing changed since can
+ * take it instead of making it again (viewAt is pure).
+ */
+export interface WokenView {
+  at: number;
+  view: SourceView;
+}
+
+/**
  * The instant the source should next be planned: the first tick (now plus a
  * whole number of ticks) at which its plan dispatches something, or the first
  * tick of the next segment. `nextFires` are the pinned streams' next cron
- * fires (each ends a segment too).
+ * fires (each ends a segment too). When that instant is a tick whose plan
+ * dispatches, `woken` is given the plan made there.
  */
 export function nextWake(
   w: WakeInput,
   nextFires: Iterable<Date | null>,
   probes: { count: number } = { count: 0 },
   planned?: SourceView,
+  woken?: (found: WokenView) => void,
 ): number {
   const now = w.now.getTime();
   const tick = w.settings.tickSeconds * 1000;
   let end = segmentEnd(w);
   for (const f of nextFires) if (f && f.getTime() > now && f.getTime() < end) end = f.getTime();
-  // In the sweep's minutes budget that would be lost is spent tick by tick: plan every tick.
-  if (now >= w.readings.quota.resetsAt.getTime() - SWEEP_MINUTES * 60_000) return now + tick;
   // Ticks strictly inside the segment: now + k * tick for k = 1..last.
   const last = Number.isFinite(end) ? Math.ceil((end - now) / tick) - 1 : Math.ceil(HOUR_MS / tick);
   if (last < 1) return now + tick;
+  // The plans that dispatch, by tick: the one at the tick returned is handed to `woken`.
+  const dispatching = new Map<number, SourceView>();
   const viewOf = (k: number) => {
     probes.count++;
-    return viewAt(w.source, w.streams, w.readings, w.models, new Date(now + k * tick), w.inFlight, w.settings);
+    const view = viewAt(w.source, w.streams, w.readings, w.models, new Date(now + k * tick), w.inFlight, w.settings);
+    if (dispatches(view)) dispatching.set(k, view);
+    return view;
   };
   // The first tick that dispatches lies within the first span of ticks whose last tick dispatches. The plan made
   // there bounds the span (budget.ts, earliestDue): nothing can be due before the first tick the rules alone allow
@@ -153,6 +170,8 @@ export function nextWake(
       if (dispatches(viewOf(mid))) hi = mid;
       else lo = mid;
     }
+    const view = dispatching.get(hi);
+    if (view && woken) woken({ at: now + hi * tick, view });
     return now + hi * tick;
   }
   return now + (last + 1) * tick;

@@ -13,6 +13,8 @@ import {
 } from '../../src/state/change-model.ts';
 import {
   disjoint,
+  EVIDENCE_LOOKBACK_HOURS,
+  EVIDENCE_PRIOR_HOURS,
   evidenceOf,
   expectedSince,
   poissonTail,
@@ -21,11 +23,13 @@ import {
   PRIOR_PER_HOUR,
   slotRates,
   splitAtFirstChange,
+  type Evidence,
+  type WindowFound,
   withEvidence,
   withExcess,
   withRecentHours,
 } from '../../src/scheduler/rates.ts';
-import { slotOf, wallSlot, wallToInstant } from '../../src/time.ts';
+import { slotOf, wallSlot, wallToInstant, zoneOffsetMs } from '../../src/time.ts';
 
 const at = (iso: string) => new Date(iso);
 const MON_10 = 1 * 24 + 10;
@@ -39,6 +43,37 @@ describe('hour-of-week slots', () => {
     expect(slotOf(at('2026-10-31T14:30:00Z').getTime(), 'America/New_York')).toBe(6 * 24 + 10);
     expect(slotOf(at('2026-11-23T04:45:00Z').getTime(), 'Asia/Kolkata')).toBe(1 * 24 + 10);
     expect(wallSlot('2026-11-23T10:59:59')).toBe(MON_10);
+  });
+
+  it('gives each instant the offset the zone has then, on the days it changes as on the others', () => {
+    // The offsets are kept by day when a day has one, by quarter hour when it changes within the day: each compared
+    // with the zone's own answer, over days that change (daylight saving, a half-hour shift) and days that do not.
+    const direct = (ms: number, timeZone: string) => {
+      const p: Record<string, number> = {};
+      const f = new Intl.DateTimeFormat('en-US', {
+        timeZone,
+        hourCycle: 'h23',
+        year: 'numeric',
+        month: 'numeric',
+        day: 'numeric',
+        hour: 'numeric',
+        minute: 'numeric',
+        second: 'numeric',
+      });
+      for (const part of f.formatToParts(ms)) if (part.type !== 'literal') p[part.type] = Number(part.value);
+      return Date.UTC(p.year!, p.month! - 1, p.day!, p.hour!, p.minute!, p.second!) - Math.floor(ms / 1000) * 1000;
+    };
+    let seed = 7;
+    const random = () => ((seed = (seed * 16807) % 2147483647) - 1) / 2147483646;
+    for (const zone of ['America/New_York', 'Europe/London', 'Australia/Lord_Howe', 'Asia/Kathmandu', 'America/St_Johns']) {
+      for (const day of ['2026-03-08', '2026-03-29', '2026-04-05', '2026-10-04', '2026-10-25', '2026-11-01', '2026-11-23']) {
+        const start = Date.parse(`${day}T00:00:00Z`) - 86_400_000;
+        for (let i = 0; i < 300; i++) {
+          const ms = start + Math.floor(random() * 3 * 86_400_000);
+          expect(zoneOffsetMs(ms, zone), `${zone} ${new Date(ms).toISOString()}`).toBe(direct(ms, zone));
+        }
+      }
+    }
   });
 
   it("spreads a window's hours over the slots it covers", () => {
@@ -139,6 +174,43 @@ describe('slotRates', () => {
 describe("today's evidence", () => {
   const HOUR = 3_600_000;
   const t = (iso: string) => at(iso).getTime();
+  it('reads each window against the rates withEvidence gives, without copying them: the same evidence to the last bit', () => {
+    // The evidence as first written: the whole week of rates corrected by the evidence so far, then walked over each
+    // window. evidenceOf now corrects only the slots a window reads; both must agree exactly, on random days.
+    const reference = (rates: Float64Array, zone: string, windows: WindowFound[], now: number): Evidence | null => {
+      const recent = splitAtFirstChange(disjoint(windows)).filter((w) => w.to <= now && now - w.to <= EVIDENCE_LOOKBACK_HOURS * HOUR);
+      let e: Evidence | null = null;
+      for (const w of recent) {
+        const hours = (w.to - w.from) / HOUR;
+        const prior: number = expectedSince(withEvidence(rates, zone, e, w.to), zone, w.from, w.to).changes / hours;
+        const forecast = expectedSince(rates, zone, w.from, w.to).changes / hours;
+        e = {
+          at: w.to,
+          observedPerHour: (w.changes + EVIDENCE_PRIOR_HOURS * prior) / (hours + EVIDENCE_PRIOR_HOURS),
+          forecastPerHour: forecast,
+        };
+      }
+      return e;
+    };
+    let seed = 5;
+    const random = () => ((seed = (seed * 16807) % 2147483647) - 1) / 2147483646;
+    for (let i = 0; i < 2_000; i++) {
+      const zone = i % 3 === 0 ? 'UTC' : i % 3 === 1 ? 'America/New_York' : 'Asia/Kathmandu';
+      const rates = Float64Array.from({ length: SLOTS }, () => (random() < 0.4 ? 0 : random() * 40));
+      // Around the autumn change in New York (2026-11-01) as often as on an ordinary day.
+      const now = t(i % 2 ? '2026-11-01T12:00:00Z' : '2026-11-19T18:00:00Z') + Math.floor(random() * 6 * HOUR);
+      const windows: WindowFound[] = [];
+      let to = now - Math.floor(random() * 30 * 60_000);
+      for (let k = 0; k < 1 + Math.floor(random() * 8); k++) {
+        const from = to - Math.floor(1 + random() * 90) * 60_000;
+        const changes = Math.floor(random() * 25);
+        windows.push({ from, to, changes, ...(random() < 0.3 ? { firstChangeAt: from + Math.floor(random() * (to - from)) } : {}) });
+        to = from - Math.floor(random() * 20 * 60_000);
+      }
+      expect(evidenceOf(rates, zone, windows, now)).toEqual(reference(rates, zone, windows, now));
+    }
+  });
+
   /** Open 8-19 UTC at `perHour`, next to nothing otherwise. */
   const openHours = (perHour: number) => Float64Array.from({ length: SLOTS }, (_, s) => (s % 24 >= 8 && s % 24 < 19 ? perHour : 0.001));
   const slot = (iso: string) => slotOf(t(iso), 'UTC');

@@ -1,0 +1,207 @@
+/**
+ * When a source's plan can next dispatch (src/scheduler/wake.ts). The wake
+ * hands the decider the plan it made at the tick it returns, when that plan
+ * dispatches, and the decider takes it instead of planning again: it must be
+ * the plan viewAt makes there from the same readings.
+ */
+import { describe, expect, it } from 'vitest';
+import type { SourceConfig } from '../../src/config/schema.ts';
+import { schedulesSchema } from '../../src/config/schedules.ts';
+import { viewAt, type ModelReading, type SourceReadings, type SourceView } from '../../src/scheduler/observe.ts';
+import type { ScheduledStream } from '../../src/scheduler/plan.ts';
+import { dispatches, nextWake, type WokenView } from '../../src/scheduler/wake.ts';
+import type { WindowFound } from '../../src/scheduler/rates.ts';
+
+const ZONE = 'America/New_York';
+const MIDNIGHT = Date.parse('2026-11-19T05:00:00Z');
+const MINUTE = 60_000;
+const HOUR = 60 * MINUTE;
+const settings = schedulesSchema.parse({});
+const source = { kind: 'core', name: 'practice', timeZone: ZONE, lagSeconds: 120 } as unknown as SourceConfig;
+/** Changes an hour in each stream's busy hours (8-18 local, weekdays), and a little outside them. */
+const STREAMS: Array<[string, number]> = [
+  ['appointments', 30],
+  ['customers', 8],
+  ['orders', 3],
+  ['products', 0.2],
+];
+const streams: ScheduledStream[] = STREAMS.map(([resource], order) => ({
+  key: `practice/${resource}`,
+  source: 'practice',
+  resource,
+  kind: 'incremental',
+  schedule: { mode: 'budget' },
+  maxStalenessMinutes: null,
+  order,
+}));
+
+function models(at: number): Map<string, ModelReading> {
+  const out = new Map<string, ModelReading>();
+  for (const [resource, perHour] of STREAMS) {
+    const rates = new Float64Array(168);
+    for (let d = 1; d < 6; d++) for (let h = 0; h < 24; h++) rates[d * 24 + h] = h >= 8 && h < 18 ? perHour : perHour / 50;
+    out.set(resource, { at, today: 4, rates, movedIn: new Uint8Array(168) });
+  }
+  return out;
+}
+
+/** What the decider would have read of the practice at `at`, its streams last checked at the given minutes before it. */
+function readings(at: number, checkedAgo: number[], found: number[]): SourceReadings {
+  const rows = new Map();
+  const states = new Map();
+  const windows = new Map<string, WindowFound[]>();
+  STREAMS.forEach(([resource], i) => {
+    const last = new Date(at - checkedAgo[i]! * MINUTE);
+    rows.set(resource, {
+      resource,
+      lastFireAt: last,
+      lastFirePurpose: 'check',
+      lastFireReason: 'rate',
+      lastFireBy: 'test',
+      lastDoneAt: last,
+      lastCheckAt: last,
+      lastOutcome: 'succeeded',
+      notifiedUntil: null,
+      pausedUntil: null,
+      warning: null,
+    });
+    states.set(resource, { cursor: new Date(last.getTime() - 2 * MINUTE), open: false, pagesLeft: null });
+    windows.set(resource, [
+      { from: last.getTime() - 40 * MINUTE, to: last.getTime() - 2 * MINUTE, changes: found[i]! },
+      { from: last.getTime() - 90 * MINUTE, to: last.getTime() - 40 * MINUTE, changes: Math.round(found[i]! / 2) },
+    ]);
+  });
+  return {
+    at: new Date(at),
+    quota: {
+      day: '2026-11-19',
+      used: 40,
+      byPurpose: { check: 40, backfill: 0, webhook: 0, resync: 0, full: 0 },
+      dailyLimit: 1000,
+      allowance: 1000,
+      budget: 150,
+      budgetUsed: 40,
+      exhaustedUntil: null,
+      startsAt: new Date(MIDNIGHT),
+      resetsAt: new Date(MIDNIGHT + 24 * HOUR),
+    },
+    rows,
+    states,
+    notified: new Map(),
+    found: new Map(STREAMS.map(([resource], i) => [resource, found[i]! * 3])),
+    windows,
+    costs: new Map(),
+    webhooksUntil: null,
+    health: null,
+  };
+}
+
+const plain = (view: SourceView) =>
+  JSON.stringify({ plan: view.plan, input: view.input, cronFires: view.cronFires, pausedUntil: view.pausedUntil }, (_k, x: unknown) =>
+    x instanceof Float64Array || x instanceof Uint8Array ? Array.from(x) : x,
+  );
+
+describe('the wake', () => {
+  it('hands over the plan it made at the tick it returns, the one viewAt makes there', () => {
+    let handed = 0;
+    let seed = 11;
+    const random = () => ((seed = (seed * 16807) % 2147483647) - 1) / 2147483646;
+    for (let i = 0; i < 200; i++) {
+      const now = MIDNIGHT + 6 * HOUR + Math.floor(random() * 16 * 4 * 60) * 15_000;
+      const r = readings(
+        now,
+        // Checked a few minutes ago: the next check is some ticks away.
+        STREAMS.map(() => 1 + Math.floor(random() * 6)),
+        STREAMS.map(([, perHour]) => Math.round(perHour * random())),
+      );
+      const m = models(now);
+      const inFlight = new Set<string>();
+      const view = viewAt(source, streams, r, m, new Date(now), inFlight, settings);
+      if (dispatches(view)) continue;
+      let woken: WokenView | null = null;
+      const at = nextWake(
+        { source, streams, readings: r, models: m, inFlight, settings, now: new Date(now) },
+        view.nextFires.values(),
+        undefined,
+        view,
+        (found) => (woken = found),
+      );
+      const fresh = viewAt(source, streams, r, m, new Date(at), inFlight, settings);
+      if (woken === null) {
+        // Handed nothing: the wake is the next segment's first tick, not found by a plan that dispatches.
+        continue;
+      }
+      const w: WokenView = woken;
+      handed++;
+      expect(w.at).toBe(at);
+      expect(dispatches(w.view)).toBe(true);
+      expect(plain(w.view)).toBe(plain(fresh));
+    }
+    expect(handed).toBeGreaterThan(10);
+  });
+
+  it('wakes at the first tick whose plan dispatches, or at the next segment: planning every tick finds nothing earlier', () => {
+    // Windows of every size, a stream's last one and earlier ones: the segment ends only where a window leaving a
+    // lookback changes what the plan reads (segmentEnd), and no tick before the wake may dispatch.
+    let seed = 23;
+    const random = () => ((seed = (seed * 16807) % 2147483647) - 1) / 2147483646;
+    const tick = settings.tickSeconds * 1000;
+    let checked = 0;
+    for (let i = 0; i < 150; i++) {
+      const now = MIDNIGHT + 7 * HOUR + Math.floor(random() * 12 * 4 * 60) * 15_000;
+      const r = readings(
+        now,
+        STREAMS.map(() => 1 + Math.floor(random() * 8)),
+        STREAMS.map(([, perHour]) => Math.round(perHour * random() * 1.5)),
+      );
+      const m = models(now);
+      const inFlight = new Set<string>();
+      const view = viewAt(source, streams, r, m, new Date(now), inFlight, settings);
+      if (dispatches(view)) continue;
+      const at = nextWake(
+        { source, streams, readings: r, models: m, inFlight, settings, now: new Date(now) },
+        view.nextFires.values(),
+        undefined,
+        view,
+      );
+      for (let t = now + tick; t < at; t += tick) {
+        expect(dispatches(viewAt(source, streams, r, m, new Date(t), inFlight, settings)), new Date(t).toISOString()).toBe(false);
+      }
+      checked++;
+    }
+    expect(checked).toBeGreaterThan(20);
+  });
+
+  it("in the sweep's last minutes, wakes at the first tick whose plan dispatches: planning every tick finds nothing earlier", () => {
+    // Streams checked before the sweep started with few changes expected since, or since it started: the wake may skip
+    // to the reset only when no tick of the sweep would check one.
+    let seed = 29;
+    const random = () => ((seed = (seed * 16807) % 2147483647) - 1) / 2147483646;
+    const tick = settings.tickSeconds * 1000;
+    const resets = MIDNIGHT + 24 * HOUR;
+    let checked = 0;
+    for (let i = 0; i < 200; i++) {
+      const now = resets - 30 * MINUTE + Math.floor(random() * 28 * 4) * 15_000;
+      const r = readings(
+        now,
+        STREAMS.map(() => 1 + Math.floor(random() * 60)),
+        STREAMS.map(() => Math.floor(random() * 3)),
+      );
+      const m = models(now);
+      const inFlight = new Set<string>();
+      const view = viewAt(source, streams, r, m, new Date(now), inFlight, settings);
+      if (dispatches(view)) continue;
+      const at = nextWake(
+        { source, streams, readings: r, models: m, inFlight, settings, now: new Date(now) },
+        view.nextFires.values(),
+        undefined,
+        view,
+      );
+      for (let t = now + tick; t < at; t += tick) {
+        expect(dispatches(viewAt(source, streams, r, m, new Date(t), inFlight, settings)), new Date(t).toISOString()).toBe(false);
+      }
+      checked++;
+    }
+    expect(checked).toBeGreaterThan(10);
+  });
+});
