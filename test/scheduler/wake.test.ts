@@ -140,12 +140,33 @@ describe('the wake', () => {
     expect(handed).toBeGreaterThan(10);
   });
 
+  /**
+   * Plans every tick from `now` up to the wake nextWake gives and checks that none dispatches; false when the plan
+   * at `now` dispatches already (nothing to check).
+   */
+  function wakesNoLaterThanPlanning(now: number, r: ReturnType<typeof readings>): boolean {
+    const tick = settings.tickSeconds * 1000;
+    const m = models(now);
+    const inFlight = new Set<string>();
+    const view = viewAt(source, streams, r, m, new Date(now), inFlight, settings);
+    if (dispatches(view)) return false;
+    const at = nextWake(
+      { source, streams, readings: r, models: m, inFlight, settings, now: new Date(now) },
+      view.nextFires.values(),
+      undefined,
+      view,
+    );
+    for (let t = now + tick; t < at; t += tick) {
+      expect(dispatches(viewAt(source, streams, r, m, new Date(t), inFlight, settings)), new Date(t).toISOString()).toBe(false);
+    }
+    return true;
+  }
+
   it('wakes at the first tick whose plan dispatches, or at the next segment: planning every tick finds nothing earlier', () => {
     // Windows of every size, a stream's last one and earlier ones: the segment ends only where a window leaving a
     // lookback changes what the plan reads (segmentEnd), and no tick before the wake may dispatch.
     let seed = 23;
     const random = () => ((seed = (seed * 16807) % 2147483647) - 1) / 2147483646;
-    const tick = settings.tickSeconds * 1000;
     let checked = 0;
     for (let i = 0; i < 150; i++) {
       const now = MIDNIGHT + 7 * HOUR + Math.floor(random() * 12 * 4 * 60) * 15_000;
@@ -154,20 +175,7 @@ describe('the wake', () => {
         STREAMS.map(() => 1 + Math.floor(random() * 8)),
         STREAMS.map(([, perHour]) => Math.round(perHour * random() * 1.5)),
       );
-      const m = models(now);
-      const inFlight = new Set<string>();
-      const view = viewAt(source, streams, r, m, new Date(now), inFlight, settings);
-      if (dispatches(view)) continue;
-      const at = nextWake(
-        { source, streams, readings: r, models: m, inFlight, settings, now: new Date(now) },
-        view.nextFires.values(),
-        undefined,
-        view,
-      );
-      for (let t = now + tick; t < at; t += tick) {
-        expect(dispatches(viewAt(source, streams, r, m, new Date(t), inFlight, settings)), new Date(t).toISOString()).toBe(false);
-      }
-      checked++;
+      if (wakesNoLaterThanPlanning(now, r)) checked++;
     }
     expect(checked).toBeGreaterThan(20);
   });
@@ -177,7 +185,6 @@ describe('the wake', () => {
     // to the reset only when no tick of the sweep would check one.
     let seed = 29;
     const random = () => ((seed = (seed * 16807) % 2147483647) - 1) / 2147483646;
-    const tick = settings.tickSeconds * 1000;
     const resets = MIDNIGHT + 24 * HOUR;
     let checked = 0;
     for (let i = 0; i < 200; i++) {
@@ -187,20 +194,7 @@ describe('the wake', () => {
         STREAMS.map(() => 1 + Math.floor(random() * 60)),
         STREAMS.map(() => Math.floor(random() * 3)),
       );
-      const m = models(now);
-      const inFlight = new Set<string>();
-      const view = viewAt(source, streams, r, m, new Date(now), inFlight, settings);
-      if (dispatches(view)) continue;
-      const at = nextWake(
-        { source, streams, readings: r, models: m, inFlight, settings, now: new Date(now) },
-        view.nextFires.values(),
-        undefined,
-        view,
-      );
-      for (let t = now + tick; t < at; t += tick) {
-        expect(dispatches(viewAt(source, streams, r, m, new Date(t), inFlight, settings)), new Date(t).toISOString()).toBe(false);
-      }
-      checked++;
+      if (wakesNoLaterThanPlanning(now, r)) checked++;
     }
     expect(checked).toBeGreaterThan(10);
   });
