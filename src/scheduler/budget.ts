@@ -388,15 +388,14 @@ function busyRate(s: StreamInput, slot: number, nowSlot: number): number {
  * read at 19:20 gets none before midnight, where the share priced the
  * evening at a check or so a stream, held back from the afternoon.
  */
-function safetyChecks(s: StreamInput, input: SourceInput, horizon: Horizon): number {
+function safetyChecks(s: StreamInput, input: SourceInput, horizon: Horizon, perHour: Float64Array): number {
   const net = input.settings.safetyNetMinutes * MINUTE;
-  const nowSlot = horizon[0]![0];
   let t = input.now.getTime();
   let next = (s.lastCheckAt?.getTime() ?? t) + net;
   let n = 0;
-  for (const [slot, minutes] of horizon) {
-    const end = t + minutes * MINUTE;
-    if ((notifiedRate(s, slot, nowSlot) / 60) * input.settings.safetyNetMinutes >= 1) next = end + net;
+  for (let i = 0; i < horizon.length; i++) {
+    const end = t + horizon[i]![1] * MINUTE;
+    if ((perHour[i]! / 60) * input.settings.safetyNetMinutes >= 1) next = end + net;
     else
       while (next < end) {
         n++;
@@ -407,13 +406,13 @@ function safetyChecks(s: StreamInput, input: SourceInput, horizon: Horizon): num
   return n;
 }
 
-/** Today's rate against the forecast's above which an open hour is a rush whose end nobody knows (notifiedRate). */
+/** Today's rate against the forecast's above which an open hour is a rush whose end nobody knows (notifiedRates). */
 const RUSH_OVER_FORECAST = 2;
 
 /**
- * The rate that prices a stream fed by webhooks in an hour of the rest of
- * the day: today's, but the forecast's in an hour the forecast calls closed
- * unless a rush is on now. Its notifications say when changes come, so the
+ * The rates that price a stream fed by webhooks in each piece of the rest
+ * of the day (horizonOf): today's, but the forecast's in an hour the
+ * forecast calls closed unless a rush is on now. Its notifications say when changes come, so the
  * evidence of a busy afternoon fading into the closed evening would book
  * checks for changes nobody expects, and the afternoon's bounds would
  * stretch to keep budget for them (on a day of three times the usual
@@ -423,14 +422,25 @@ const RUSH_OVER_FORECAST = 2;
  * RUSH_OVER_FORECAST times the forecast's; in a closed one, when today's
  * busy rate has not fallen below the forecast of the hour before (the
  * evening of a practice whose hours moved, where a fading afternoon falls
- * below it). Then the hours after it are priced by today's rates.
+ * below it). Then the hours after it are priced by today's rates. Computed
+ * once a curve: the exchange rate's and the interval's searches walk them
+ * many times, and the safety nets read the same.
  */
-function notifiedRate(s: StreamInput, slot: number, nowSlot: number): number {
+function notifiedRates(s: StreamInput, horizon: Horizon): Float64Array {
+  const out = new Float64Array(horizon.length);
   const f = s.forecastRates;
-  if (!f || slot === nowSlot || activeHour(f[slot]!) || unforeseen(s, nowSlot)) return s.rates[slot]!;
-  const now = s.rates[nowSlot]!;
-  const rush = activeHour(f[nowSlot]!) ? now > RUSH_OVER_FORECAST * f[nowSlot]! : busyHour(now) && now >= f[(nowSlot + SLOTS - 1) % SLOTS]!;
-  return rush ? s.rates[slot]! : f[slot]!;
+  const nowSlot = horizon[0]![0];
+  // Whether a rush is on is decided now, once for every hour to come.
+  let rush = true;
+  if (f && !unforeseen(s, nowSlot)) {
+    const now = s.rates[nowSlot]!;
+    rush = activeHour(f[nowSlot]!) ? now > RUSH_OVER_FORECAST * f[nowSlot]! : busyHour(now) && now >= f[(nowSlot + SLOTS - 1) % SLOTS]!;
+  }
+  for (let i = 0; i < horizon.length; i++) {
+    const slot = horizon[i]![0];
+    out[i] = rush || slot === nowSlot || activeHour(f![slot]!) ? s.rates[slot]! : f![slot]!;
+  }
+  return out;
 }
 
 /**
@@ -491,8 +501,10 @@ function streamSpend(s: Bounded, input: SourceInput, horizon: Horizon, mu: numbe
   const { settings } = input;
   const nowSlot = horizon[0]![0];
   let busyAhead = false;
-  for (const [slot, minutes] of horizon) {
-    const perHour = s.webhookFed ? notifiedRate(s, slot, nowSlot) : s.rates[slot]!;
+  const notified = s.webhookFed ? notifiedRates(s, horizon) : null;
+  for (let i = 0; i < horizon.length; i++) {
+    const [slot, minutes] = horizon[i]!;
+    const perHour = notified ? notified[i]! : s.rates[slot]!;
     const perMinute = perHour / 60;
     if (s.webhookFed) {
       const wait = Math.min(Math.max(notifiedDelay(mu, perMinute, s.cost), settings.debounceSeconds / 60), s.maxWait);
@@ -509,7 +521,7 @@ function streamSpend(s: Bounded, input: SourceInput, horizon: Horizon, mu: numbe
       if (explorable(s) && busyNow >= CLOSING_MIN_PER_HOUR) busyAhead = true;
     }
   }
-  if (s.webhookFed) out.safety = safetyChecks(s, input, horizon);
+  if (notified) out.safety = safetyChecks(s, input, horizon, notified);
   if (woken(s)) out.polled += 1;
   // The closing check (decide): one more as its busy hours end today.
   if (busyAhead && !busyHour(busyRate(s, horizon[horizon.length - 1]![0], nowSlot))) out.polled += 1;
@@ -545,9 +557,10 @@ function spendCurve(s: Bounded, input: SourceInput, horizon: Horizon): SpendCurv
   const explore: number[] = [];
   const busyNow: number[] = [];
   let busyAhead = false;
+  const notified = s.webhookFed ? notifiedRates(s, horizon) : null;
   for (let i = 0; i < n; i++) {
     const [slot, m] = horizon[i]!;
-    const perHour = s.webhookFed ? notifiedRate(s, slot, nowSlot) : s.rates[slot]!;
+    const perHour = notified ? notified[i]! : s.rates[slot]!;
     minutes[i] = m;
     perMinute[i] = perHour / 60;
     if (!s.webhookFed) {
@@ -557,7 +570,7 @@ function spendCurve(s: Bounded, input: SourceInput, horizon: Horizon): SpendCurv
       if (explorable(s) && busyNow[i]! >= CLOSING_MIN_PER_HOUR) busyAhead = true;
     }
   }
-  const safety = s.webhookFed ? safetyChecks(s, input, horizon) : 0;
+  const safety = notified ? safetyChecks(s, input, horizon, notified) : 0;
   // The closing check (decide): one more as its busy hours end today.
   const closing = busyAhead && !busyHour(busyRate(s, horizon[n - 1]![0], nowSlot));
   const floorDue = (s.lastCheckAt?.getTime() ?? input.now.getTime()) + settings.floorHours * 3_600_000 <= input.resetsAt.getTime();
