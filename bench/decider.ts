@@ -343,6 +343,9 @@ try {
   const local = (t: number) => new Date(t - 5 * HOUR).getUTCHours();
   const busyTicks = ticks.filter((t) => local(t.at) >= BUSY_FROM && local(t.at) < BUSY_TO);
   const sum = (list: typeof ticks, f: (t: (typeof ticks)[number]) => number) => list.reduce((n, t) => n + f(t), 0);
+  // Plans made at a tick: the sources planned there (a plan the wake handed over included), less those whose search
+  // resumed without a plan at the tick, and the wakes' probes.
+  const plansOf = (t: (typeof ticks)[number]) => t.stats.planned - t.stats.resumed + t.stats.probes;
   const describe = (label: string, list: typeof ticks) => [
     label,
     fmtInt(list.length),
@@ -380,27 +383,27 @@ try {
       ),
     )}`,
     fmtNum(sum(list, (t) => t.stats.read) / list.length),
-    fmtNum(sum(list, (t) => t.stats.planned) / list.length),
+    fmtNum(sum(list, (t) => t.stats.planned - t.stats.resumed) / list.length),
+    fmtNum(sum(list, (t) => t.stats.resumed) / list.length),
     fmtNum(sum(list, (t) => t.stats.probes) / list.length),
+    fmtNum(
+      sum(list, (t) => plansOf(t)) /
+        Math.max(
+          1,
+          sum(list, (t) => t.stats.dispatched),
+        ),
+    ),
   ];
   // CPU per tick against the sources planned at it: what deciding costs grows with what changed.
   const buckets = [0, 1, 10, 100, 1000, 10_000, Number.POSITIVE_INFINITY];
   const byPlanned = buckets.slice(0, -1).map((lo, i) => {
     const hi = buckets[i + 1]!;
-    const list = ticks.filter((t) => t.stats.planned + t.stats.probes >= lo && t.stats.planned + t.stats.probes < hi);
+    const list = ticks.filter((t) => plansOf(t) >= lo && plansOf(t) < hi);
     return [
       `${fmtInt(lo)}-${Number.isFinite(hi) ? fmtInt(hi - 1) : 'more'}`,
       fmtInt(list.length),
       list.length ? fmtNum(sum(list, (t) => t.cpuMs) / list.length) : '-',
-      list.length
-        ? fmtNum(
-            sum(list, (t) => t.cpuMs) /
-              Math.max(
-                1,
-                sum(list, (t) => t.stats.planned + t.stats.probes),
-              ),
-          )
-        : '-',
+      sum(list, (t) => plansOf(t)) > 0 ? fmtNum(sum(list, (t) => t.cpuMs) / sum(list, (t) => plansOf(t))) : '-',
     ];
   });
   const command = `node bench/decider.ts ${process.argv.slice(2).join(' ')}`.trim();
@@ -422,12 +425,14 @@ try {
           'wall ms per tick p50 / p95 / max',
           'sources read a tick',
           'planned a tick',
+          'resumed a tick',
           'probes a tick',
+          'plans a dispatch',
         ],
         [describe(`busy hours ${BUSY_FROM}-${BUSY_TO}`, busyTicks), describe('all played', ticks)],
       ),
       '',
-      'CPU per tick by the plans it made (sources planned plus probes):',
+      'CPU per tick by the plans it made (sources planned, less those resumed, plus probes):',
       '',
       table(['plans at the tick', 'ticks', 'CPU ms a tick', 'CPU ms a plan'], byPlanned),
       '',

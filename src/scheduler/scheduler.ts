@@ -52,6 +52,7 @@ import { dispatches, nextWake, type WokenView } from './wake.ts';
  * src/state/source-changes.ts) is seen within this bound.
  */
 const REREAD_MS = 3_600_000;
+
 /**
  * Sources dispatched at once within a tick: a dispatch is a claim and a
  * queue insert; overlapping two halves a busy tick's wall time while leaving
@@ -82,11 +83,20 @@ interface Known {
   /** Planned again at the first tick at or after this (epoch ms). */
   wakeAt: number;
   /**
-   * The plan the wake made at wakeAt (it dispatches there), with what it was made from: taken instead of planning
-   * again when the source is planned at that tick from the same readings, models and streams in flight.
+   * What the wake knew at wakeAt (the plan it made there, which dispatches, or the search to resume there), with
+   * what it was made from: used instead of planning again when the source is planned at that tick from the same
+   * readings, models, streams in flight, streams and settings.
    */
-  woken: (WokenView & { readings: SourceReadings; models: Map<string, ModelReading>; inFlight: string }) | null;
+  woken: Woken | null;
 }
+
+type Woken = WokenView & {
+  readings: SourceReadings;
+  models: Map<string, ModelReading>;
+  inFlight: string;
+  streams: ScheduledStream[];
+  settings: ScheduleSettings;
+};
 
 export interface SchedulerDeps {
   pool: Pool;
@@ -118,6 +128,11 @@ export interface DecideStats {
   read: number;
   /** Sources planned at this tick. */
   planned: number;
+  /**
+   * Of those, sources whose wake's search resumed at this tick (src/scheduler/wake.ts): no plan was made at the tick
+   * itself, only its probes.
+   */
+  resumed: number;
   /** Plans made at later instants to find when each planned source can next dispatch (src/scheduler/wake.ts). */
   probes: number;
   dispatched: number;
@@ -380,7 +395,7 @@ export class Scheduler {
     }
 
     const planned = [...replan].map((name) => this.index.get(name)!.source);
-    const probes = { count: 0 };
+    const probes = { count: 0, resumed: 0 };
     const limit = pLimit(SOURCES_AT_ONCE);
     const bySourceJobs = await Promise.all(
       planned.map((listed) =>
@@ -404,6 +419,7 @@ export class Scheduler {
       sources: mine.length,
       read: reread.length,
       planned: planned.length,
+      resumed: probes.resumed,
       probes: probes.count,
       dispatched: jobs.length,
     });
@@ -417,7 +433,7 @@ export class Scheduler {
     streams: ScheduledStream[],
     now: Date,
     inFlight: Set<string>,
-    probes: { count: number },
+    probes: { count: number; resumed: number },
   ): Promise<RunJob[]> {
     const k = this.known.get(source.name)!;
     if (!k.modelled) {
@@ -427,16 +443,39 @@ export class Scheduler {
     const models = k.modelled;
     const woken = k.woken;
     k.woken = null;
-    const view =
-      woken &&
+    const same =
+      woken !== null &&
       woken.at === now.getTime() &&
       woken.readings === k.readings &&
       woken.models === models &&
-      woken.view.streams === streams &&
-      woken.view.input.settings === this.settings &&
-      woken.inFlight === inFlightOf(streams, inFlight)
-        ? woken.view
-        : viewAt(source, streams, k.readings, models, now, inFlight, this.settings);
+      woken.streams === streams &&
+      woken.settings === this.settings &&
+      woken.inFlight === inFlightOf(streams, inFlight);
+    const wake = (at: Date, base: SourceView, resumed: boolean, nextFires: Iterable<Date | null>) =>
+      nextWake(
+        { source, streams, readings: k.readings, models, inFlight, settings: this.settings, now: at },
+        nextFires,
+        probes,
+        base,
+        (found) =>
+          (k.woken = { ...found, readings: k.readings, models, inFlight: inFlightOf(streams, inFlight), streams, settings: this.settings }),
+        resumed,
+      );
+    let view: SourceView;
+    if (same && 'view' in woken) view = woken.view;
+    else if (same && 'resume' in woken) {
+      // No plan was made in the segment that starts here: the search goes on from this tick, and the source is planned
+      // here only if one of the segment's ticks dispatches, this one first.
+      probes.resumed++;
+      const at = wake(now, woken.resume, true, woken.resume.nextFires.values());
+      const handed = k.woken as Woken | null;
+      if (at !== now.getTime() || !handed || !('view' in handed)) {
+        k.wakeAt = at;
+        return [];
+      }
+      k.woken = null;
+      view = handed.view;
+    } else view = viewAt(source, streams, k.readings, models, now, inFlight, this.settings);
     this.views.set(source.name, view);
     await this.sayHealth(source.name, view.health);
     if (view.pausedUntil) {
@@ -485,16 +524,7 @@ export class Scheduler {
     await this.sayOnce(source.name, view.plan, view.rows);
     // A dispatch (or a claim another process won) changes what the source is planned from: the change log says so
     // and it is read again at the next tick. Otherwise it is planned again when its plan can next dispatch.
-    k.wakeAt =
-      dispatches(view) || this.deps.planEveryTick
-        ? now.getTime()
-        : nextWake(
-            { source, streams, readings: k.readings, models, inFlight, settings: this.settings, now },
-            view.nextFires.values(),
-            probes,
-            view,
-            (found) => (k.woken = { ...found, readings: k.readings, models, inFlight: inFlightOf(streams, inFlight) }),
-          );
+    k.wakeAt = dispatches(view) || this.deps.planEveryTick ? now.getTime() : wake(now, view, false, view.nextFires.values());
     return jobs;
   }
 

@@ -10,9 +10,10 @@
  * the exchange rate, the stretch of the bounds and the common interval only
  * fall as the day's budget is left for fewer hours (budget.ts). A stream that
  * is not due at a tick and is due at a later one of the same segment stays
- * due. So the first tick at which anything is due is found by bisection over
- * the ticks of the segment, each probe a whole plan (viewAt) made exactly as
- * the decider would make it at that tick: the decisions are the planner's own,
+ * due. So the plan made at a segment's last tick says whether any of its
+ * ticks dispatches, and the first that does is found by a search over the
+ * segment's ticks, each probe a whole plan (viewAt) made exactly as the
+ * decider would make it at that tick: the decisions are the planner's own,
  * only the ticks at which nothing could change are skipped.
  *
  * A segment ends where an input derived from time jumps: the practice's next
@@ -20,7 +21,10 @@
  * exploration start and stop there), the quota day's end and its last
  * minutes (the sweep), a pause ending, a cron fire, a stream's notifications
  * or windows leaving the lookback the plan reads them in, and webhooks
- * expiring. The first tick of the next segment is planned in any case. The
+ * expiring. A segment none of whose ticks dispatches costs one plan (at its
+ * last tick); the search resumes at the next segment's first tick when the
+ * clock gets there, unless an input changed before (the source is then
+ * planned afresh), so a search is never carried past what may change. The
  * sweep's minutes are one segment like the others: a stream it would check
  * has changes expected waiting, which only grow, and the budget the rest of
  * the day's plan keeps back only falls, so what it spends only grows.
@@ -35,8 +39,6 @@ import { EVIDENCE_LOOKBACK_HOURS, SHARED_EVIDENCE_HOURS, WAKE_LOOKBACK_HOURS } f
 import { sourceTimeZone } from './plan.ts';
 
 const HOUR_MS = 3_600_000;
-/** The near span searched first (see nextWake). */
-const NEAR_SPAN_MS = 10 * 60_000;
 
 export interface WakeInput {
   source: SourceConfig;
@@ -55,24 +57,15 @@ export function dispatches(view: SourceView): boolean {
 }
 
 /**
- * Whether the rates of a view bound those of the rest of its segment from
- * above, as budget.ts's earliestDue needs: today's activity and evidence only
- * fall as a segment goes on, but the practice's shared excess is carried
- * forward from each instant it is read at (rates.ts, withExcess), so a stream
- * given some has higher rates ahead later in the segment than now. Nor while
- * a stream has not been read yet today: its activity is held while the
- * others' fall, and replaying days both ways showed the bound then skipping
- * the first tick that dispatches; those sources are bisected plan by plan.
+ * The instants after `now` and before `until` at which an input derived from
+ * time may jump, ascending: the ends of the segments between them.
  */
-function boundable(view: SourceView): boolean {
-  return !view.unreadToday && view.input.streams.every((s) => s.practiceExcessPerHour === undefined);
-}
-
-/** The end of the segment that starts at `now`: the first instant an input derived from time may jump. */
-export function segmentEnd(w: WakeInput): number {
+export function segmentEnds(w: WakeInput, until: number): number[] {
   const now = w.now.getTime();
   const { readings } = w;
-  const candidates = [nextSlotEdge(now, sourceTimeZone(w.source))];
+  const zone = sourceTimeZone(w.source);
+  const candidates: number[] = [];
+  for (let edge = nextSlotEdge(now, zone); edge < until; edge = nextSlotEdge(edge, zone)) candidates.push(edge);
   const resets = readings.quota.resetsAt.getTime();
   candidates.push(resets, resets - SWEEP_MINUTES * 60_000);
   if (readings.quota.exhaustedUntil) candidates.push(readings.quota.exhaustedUntil.getTime());
@@ -92,87 +85,128 @@ export function segmentEnd(w: WakeInput): number {
       );
     }
   }
-  let end = Number.POSITIVE_INFINITY;
-  for (const c of candidates) if (c > now && c < end) end = c;
-  return end;
+  return [...new Set(candidates.filter((c) => c > now && c < until))].sort((a, b) => a - b);
 }
 
 /**
- * The plan made at the instant nextWake returned, when that instant is a tick
- * at which the plan dispatches: it was made there, from the same readings, so
- * a decider that plans the source at that tick with nothing changed since can
- * take it instead of making it again (viewAt is pure).
+ * What the search knows at the instant nextWake returned. Either the plan
+ * made there, when that instant is a tick at which the plan dispatches: it
+ * was made from the same readings, so a decider that plans the source at that
+ * tick with nothing changed since can take it instead of making it again
+ * (viewAt is pure). Or, when that instant starts a segment no plan was made
+ * in, the plan made at the last tick before it (which did not dispatch):
+ * with nothing changed since, the decider resumes the search there
+ * (`resume`) instead of planning at that tick first.
  */
-export interface WokenView {
-  at: number;
-  view: SourceView;
-}
+export type WokenView = { at: number; view: SourceView } | { at: number; resume: SourceView };
 
 /**
  * The instant the source should next be planned: the first tick (now plus a
- * whole number of ticks) at which its plan dispatches something, or the first
- * tick of the next segment. `nextFires` are the pinned streams' next cron
- * fires (each ends a segment too). When that instant is a tick whose plan
- * dispatches, `woken` is given the plan made there.
+ * whole number of ticks) at which its plan dispatches something, or the
+ * first tick of the next segment when none of this one's does. `nextFires`
+ * are the pinned streams' next cron fires (each ends a segment too).
+ * `woken` is told what the search knows there (WokenView).
+ *
+ * Within a segment the plans only grow more ready to dispatch, so its last
+ * tick says whether any of its ticks dispatches: one plan for a segment that
+ * does not. In one that does, the first tick that dispatches is looked for
+ * from a guess (the rules alone under `base`, the last plan made before the
+ * segment), galloping out from it and bisecting the last step. Every tick is
+ * decided by a whole plan made there, as the decider would make it; the
+ * search only skips ticks at which nothing can change. `base` is the plan
+ * made at `now`; with `resumed`, the plan made at the last tick of the
+ * segment before, and the segment searched starts at `now` itself (the
+ * search a wake with `resume` handed over).
  */
 export function nextWake(
   w: WakeInput,
   nextFires: Iterable<Date | null>,
   probes: { count: number } = { count: 0 },
-  planned?: SourceView,
+  base?: SourceView,
   woken?: (found: WokenView) => void,
+  resumed = false,
 ): number {
   const now = w.now.getTime();
   const tick = w.settings.tickSeconds * 1000;
-  let end = segmentEnd(w);
-  for (const f of nextFires) if (f && f.getTime() > now && f.getTime() < end) end = f.getTime();
-  // Ticks strictly inside the segment: now + k * tick for k = 1..last.
-  const last = Number.isFinite(end) ? Math.ceil((end - now) / tick) - 1 : Math.ceil(HOUR_MS / tick);
-  if (last < 1) return now + tick;
-  // The plans that dispatch, by tick: the one at the tick returned is handed to `woken`.
-  const dispatching = new Map<number, SourceView>();
+  let until = now + HOUR_MS;
+  for (const f of nextFires) if (f && f.getTime() > now && f.getTime() < until) until = f.getTime();
+  const plans = new Map<number, SourceView>();
   const viewOf = (k: number) => {
+    let view = plans.get(k);
+    if (view) return view;
     probes.count++;
-    const view = viewAt(w.source, w.streams, w.readings, w.models, new Date(now + k * tick), w.inFlight, w.settings);
-    if (dispatches(view)) dispatching.set(k, view);
+    view = viewAt(w.source, w.streams, w.readings, w.models, new Date(now + k * tick), w.inFlight, w.settings);
+    plans.set(k, view);
     return view;
   };
-  // The first tick that dispatches lies within the first span of ticks whose last tick dispatches. The plan made
-  // there bounds the span (budget.ts, earliestDue): nothing can be due before the first tick the rules alone allow
-  // under it, and the first that dispatches is usually a few ticks after that: gallop from there, then bisect the
-  // last step. A near span first: its bound is tighter, and a busy source's next check is usually minutes away.
-  let from = 0;
-  for (const to of [Math.min(last, Math.ceil(NEAR_SPAN_MS / tick)), last]) {
+  const at = (k: number) => dispatches(viewOf(k));
+  const found = (k: number) => {
+    woken?.({ at: now + k * tick, view: viewOf(k) });
+    return now + k * tick;
+  };
+  // Tick k is now + k * tick, and a segment holds the ticks before its end from its start on. `from` is the last
+  // tick known not to dispatch: now, or, resumed, the tick before it.
+  const from = resumed ? -1 : 0;
+  for (const end of [...segmentEnds(w, until), until]) {
+    const to = Math.ceil((end - now) / tick) - 1;
     if (to <= from) continue;
-    const atEnd = viewOf(to);
-    if (!dispatches(atEnd)) {
-      from = to;
-      continue;
-    }
     let lo = from;
-    let hi = to;
-    if (planned && boundable(planned) && atEnd.cronFires.length === 0) {
-      const ticks = Array.from({ length: to - from }, (_, i) => now + (from + i + 1) * tick);
-      const first = earliestDue(planned.input, atEnd.plan, ticks);
-      if (first >= 0) {
-        lo = from + first;
-        for (let step = 1; lo + step < to; step *= 2) {
-          if (dispatches(viewOf(lo + step))) {
-            hi = lo + step;
-            break;
-          }
-          lo += step;
-        }
-      }
+    const g = base ? guess(base, from, to, now, tick) : -1;
+    if (g > from) {
+      if (at(g)) return found(firstIn(from, g, g, at));
+      lo = g;
     }
-    while (hi - lo > 1) {
-      const mid = (lo + hi) >> 1;
-      if (dispatches(viewOf(mid))) hi = mid;
-      else lo = mid;
-    }
-    const view = dispatching.get(hi);
-    if (view && woken) woken({ at: now + hi * tick, view });
-    return now + hi * tick;
+    if (lo < to && at(to)) return found(firstIn(lo, to, lo + 1, at));
+    // None of this segment's ticks dispatches: the search resumes at the next one's first tick, when it comes.
+    woken?.({ at: now + (to + 1) * tick, resume: viewOf(to) });
+    return now + (to + 1) * tick;
   }
-  return now + (last + 1) * tick;
+  return now + (from + 1) * tick;
+}
+
+/**
+ * Where in the ticks (from, to] of one segment the first that dispatches is
+ * likely to be: the first at which a stream's rules alone make it due
+ * (budget.ts, earliestDue) under `base`, a plan made before them that did
+ * not dispatch (its exchange rate, bounds and rates held), or -1 when none
+ * would be. A guess: the search tries it first and checks it with whole plans.
+ */
+function guess(base: SourceView, from: number, to: number, now: number, tick: number): number {
+  const ticks = Array.from({ length: to - from }, (_, i) => now + (from + i + 1) * tick);
+  const first = earliestDue(base.input, base.plan, ticks);
+  return first < 0 ? -1 : from + 1 + first;
+}
+
+/**
+ * The first of the ticks (lo, hi] at which `at` holds, given that it holds at
+ * `hi`, not at `lo`, and from some tick on between them: tried at `g` first,
+ * then galloping away from it (by 1, 2, 4 ... ticks), then bisecting the last
+ * step.
+ */
+function firstIn(lo: number, hi: number, g: number, at: (k: number) => boolean): number {
+  if (at(g)) {
+    hi = g;
+    for (let step = 1; hi - step > lo; step *= 2) {
+      if (!at(hi - step)) {
+        lo = hi - step;
+        break;
+      }
+      hi -= step;
+    }
+  } else {
+    lo = g;
+    for (let step = 1; lo + step < hi; step *= 2) {
+      if (at(lo + step)) {
+        hi = lo + step;
+        break;
+      }
+      lo += step;
+    }
+  }
+  while (hi - lo > 1) {
+    const mid = (lo + hi) >> 1;
+    if (at(mid)) hi = mid;
+    else lo = mid;
+  }
+  return hi;
 }

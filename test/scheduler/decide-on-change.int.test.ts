@@ -52,7 +52,7 @@ async function play(day: DayPattern, options: Partial<RigOptions>): Promise<Play
   const report = await rig.playDay(day);
   return {
     dispatches: report.dispatches.map((j) => `${j.firedAt} ${j.resource} ${j.purpose} ${j.reason} ${j.mustInclude ?? ''}`),
-    plans: stats.reduce((n, s) => n + s.planned + s.probes, 0),
+    plans: stats.reduce((n, s) => n + s.planned - s.resumed + s.probes, 0),
     read: stats.reduce((n, s) => n + s.read, 0),
     ticks: stats.length,
   };

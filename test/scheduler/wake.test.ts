@@ -2,7 +2,9 @@
  * When a source's plan can next dispatch (src/scheduler/wake.ts). The wake
  * hands the decider the plan it made at the tick it returns, when that plan
  * dispatches, and the decider takes it instead of planning again: it must be
- * the plan viewAt makes there from the same readings.
+ * the plan viewAt makes there from the same readings. Otherwise it hands over
+ * the search to resume at the next segment's first tick, from the plan made
+ * at the tick before it.
  */
 import { describe, expect, it } from 'vitest';
 import type { SourceConfig } from '../../src/config/schema.ts';
@@ -101,9 +103,62 @@ const plain = (view: SourceView) =>
     x instanceof Float64Array || x instanceof Uint8Array ? Array.from(x) : x,
   );
 
+/**
+ * The wakes the decider follows from `now` with the readings fixed, as it does: a wake that hands over a search to
+ * resume is resumed at its tick, until a wake hands over a plan that dispatches (or `limit` passes). Checks each
+ * handover against viewAt: the plan handed over is the one made at its tick, and a search to resume starts from the
+ * plan made at the tick before it, which does not dispatch. Returns the wakes' ticks, the last the one that dispatches
+ * (null when none did before `limit`).
+ */
+function follow(
+  now: number,
+  r: SourceReadings,
+  m: Map<string, ModelReading>,
+  limit: number,
+): { wakes: number[]; dispatching: number | null } {
+  const tick = settings.tickSeconds * 1000;
+  const inFlight = new Set<string>();
+  const first = viewAt(source, streams, r, m, new Date(now), inFlight, settings);
+  let base: SourceView = first;
+  let resumed = false;
+  let fires = first.nextFires.values();
+  const wakes: number[] = [];
+  for (let t = now; t < limit;) {
+    let woken: WokenView | null = null;
+    const at = nextWake(
+      { source, streams, readings: r, models: m, inFlight, settings, now: new Date(t) },
+      fires,
+      undefined,
+      base,
+      (found) => {
+        woken = found;
+      },
+      resumed,
+    );
+    wakes.push(at);
+    expect(at).toBeGreaterThanOrEqual(resumed ? t : t + tick);
+    const w = woken as WokenView | null;
+    expect(w?.at).toBe(at);
+    if (w && 'view' in w) {
+      expect(dispatches(w.view)).toBe(true);
+      expect(plain(w.view)).toBe(plain(viewAt(source, streams, r, m, new Date(at), inFlight, settings)));
+      return { wakes, dispatching: at };
+    }
+    if (!w) return { wakes, dispatching: null };
+    expect(dispatches(w.resume)).toBe(false);
+    expect(plain(w.resume)).toBe(plain(viewAt(source, streams, r, m, new Date(at - tick), inFlight, settings)));
+    base = w.resume;
+    fires = w.resume.nextFires.values();
+    resumed = true;
+    t = at;
+  }
+  return { wakes, dispatching: null };
+}
+
 describe('the wake', () => {
-  it('hands over the plan it made at the tick it returns, the one viewAt makes there', () => {
+  it('hands over the plan it made at the tick it returns, or the search to resume there', () => {
     let handed = 0;
+    let resumes = 0;
     let seed = 11;
     const random = () => ((seed = (seed * 16807) % 2147483647) - 1) / 2147483646;
     for (let i = 0; i < 200; i++) {
@@ -115,56 +170,36 @@ describe('the wake', () => {
         STREAMS.map(([, perHour]) => Math.round(perHour * random())),
       );
       const m = models(now);
-      const inFlight = new Set<string>();
-      const view = viewAt(source, streams, r, m, new Date(now), inFlight, settings);
-      if (dispatches(view)) continue;
-      let woken: WokenView | null = null;
-      const at = nextWake(
-        { source, streams, readings: r, models: m, inFlight, settings, now: new Date(now) },
-        view.nextFires.values(),
-        undefined,
-        view,
-        (found) => (woken = found),
-      );
-      const fresh = viewAt(source, streams, r, m, new Date(at), inFlight, settings);
-      if (woken === null) {
-        // Handed nothing: the wake is the next segment's first tick, not found by a plan that dispatches.
-        continue;
-      }
-      const w: WokenView = woken;
-      handed++;
-      expect(w.at).toBe(at);
-      expect(dispatches(w.view)).toBe(true);
-      expect(plain(w.view)).toBe(plain(fresh));
+      if (dispatches(viewAt(source, streams, r, m, new Date(now), new Set(), settings))) continue;
+      const { wakes, dispatching } = follow(now, r, m, now + 3 * HOUR);
+      if (dispatching !== null) handed++;
+      resumes += wakes.length - 1;
     }
     expect(handed).toBeGreaterThan(10);
+    expect(resumes).toBeGreaterThan(10);
   });
 
   /**
-   * Plans every tick from `now` up to the wake nextWake gives and checks that none dispatches; false when the plan
-   * at `now` dispatches already (nothing to check).
+   * Plans every tick from `now` up to the tick the wakes followed from it dispatch at and checks that none before it
+   * dispatches; false when the plan at `now` dispatches already (nothing to check).
    */
   function wakesNoLaterThanPlanning(now: number, r: ReturnType<typeof readings>): boolean {
     const tick = settings.tickSeconds * 1000;
     const m = models(now);
     const inFlight = new Set<string>();
-    const view = viewAt(source, streams, r, m, new Date(now), inFlight, settings);
-    if (dispatches(view)) return false;
-    const at = nextWake(
-      { source, streams, readings: r, models: m, inFlight, settings, now: new Date(now) },
-      view.nextFires.values(),
-      undefined,
-      view,
-    );
-    for (let t = now + tick; t < at; t += tick) {
+    if (dispatches(viewAt(source, streams, r, m, new Date(now), inFlight, settings))) return false;
+    const limit = now + 3 * HOUR;
+    const { wakes, dispatching } = follow(now, r, m, limit);
+    const until = dispatching ?? wakes[wakes.length - 1]!;
+    for (let t = now + tick; t < until; t += tick) {
       expect(dispatches(viewAt(source, streams, r, m, new Date(t), inFlight, settings)), new Date(t).toISOString()).toBe(false);
     }
     return true;
   }
 
-  it('wakes at the first tick whose plan dispatches, or at the next segment: planning every tick finds nothing earlier', () => {
+  it('wakes at the first tick whose plan dispatches, resuming at each segment: planning every tick finds nothing earlier', () => {
     // Windows of every size, a stream's last one and earlier ones: the segment ends only where a window leaving a
-    // lookback changes what the plan reads (segmentEnd), and no tick before the wake may dispatch.
+    // lookback changes what the plan reads (segmentEnds), and no tick before the wake may dispatch.
     let seed = 23;
     const random = () => ((seed = (seed * 16807) % 2147483647) - 1) / 2147483646;
     let checked = 0;
