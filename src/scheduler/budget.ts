@@ -575,41 +575,22 @@ function spendCurve(s: Bounded, input: SourceInput, horizon: Horizon): SpendCurv
   const closing = busyAhead && !busyHour(busyRate(s, horizon[n - 1]![0], nowSlot));
   const floorDue = (s.lastCheckAt?.getTime() ?? input.now.getTime()) + settings.floorHours * 3_600_000 <= input.resetsAt.getTime();
   const tickMinutes = settings.tickSeconds / 60;
-  // A search asks for many exchange rates at one interval (findMu) or many intervals at one exchange rate
-  // (commonInterval): each piece's check interval under the last of each is kept, and only the part that changed is
-  // worked out again. The same operations on the same numbers: the same spend.
-  const byMu = new Float64Array(n);
-  const byInterval = new Float64Array(n);
-  let lastMu: number | undefined;
-  let lastInterval: number | null | undefined;
   return {
     at(mu, interval) {
       let polled = 0;
       let notified = 0;
-      if (!s.webhookFed) {
-        if (mu !== lastMu) {
-          for (let i = 0; i < n; i++) {
-            const t = target[i]!;
-            byMu[i] = pollInterval(mu, perMinute[i]!, s.cost, Number.isNaN(t) ? null : t);
-          }
-          lastMu = mu;
-        }
-        if (interval !== lastInterval) {
-          // Counted a tick short: the interval runs from the start of the last check, which the tick that dispatched
-          // it may have preceded, and a plan that expects too few checks runs short in the evening, when the widest
-          // gaps would be left.
-          for (let i = 0; i < n; i++)
-            byInterval[i] = Math.min(Math.max(1, intervalAt(interval, busyNow[i]!, s.cost) - tickMinutes), explore[i]!);
-          lastInterval = interval;
-        }
-      }
       for (let i = 0; i < n; i++) {
         const pm = perMinute[i]!;
         if (s.webhookFed) {
           const wait = Math.min(Math.max(notifiedDelay(mu, pm, s.cost), settings.debounceSeconds / 60), s.maxWait);
           if (pm > 0 && Number.isFinite(wait)) notified += (minutes[i]! * pm) / (1 + pm * wait);
         } else {
-          const x = Math.min(byMu[i]!, byInterval[i]!);
+          const t = target[i]!;
+          let x = pollInterval(mu, pm, s.cost, Number.isNaN(t) ? null : t);
+          // Counted a tick short: the interval runs from the start of the last check, which the tick that dispatched
+          // it may have preceded, and a plan that expects too few checks runs short in the evening, when the widest
+          // gaps would be left.
+          x = Math.min(x, Math.max(1, intervalAt(interval, busyNow[i]!, s.cost) - tickMinutes), explore[i]!);
           if (Number.isFinite(x)) polled += minutes[i]! / x;
         }
       }
@@ -922,21 +903,13 @@ const UNKNOWN_BUSY_HOURS = 8;
  */
 function intervalFloor(input: SourceInput, polled: StreamInput[]): number {
   let busyHours = 0;
-  for (const s of polled) busyHours += busySlots(s.modelRates ?? s.rates) / 7;
+  for (const s of polled) {
+    let n = 0;
+    for (const v of s.modelRates ?? s.rates) if (busyHour(v)) n++;
+    busyHours += n / 7;
+  }
   if (busyHours === 0) busyHours = UNKNOWN_BUSY_HOURS * polled.length;
   return input.budget > 0 ? (60 * busyHours) / input.budget : Number.POSITIVE_INFINITY;
-}
-
-/** Busy slots of a week of rates, by the rates: a model's are the same array from plan to plan. */
-const busySlotsOf = new WeakMap<Float64Array, number>();
-function busySlots(rates: Float64Array): number {
-  let n = busySlotsOf.get(rates);
-  if (n === undefined) {
-    n = 0;
-    for (const v of rates) if (busyHour(v)) n++;
-    busySlotsOf.set(rates, n);
-  }
-  return n;
 }
 
 function commonInterval(input: SourceInput, horizon: Horizon, streams: Bounded[], budget: number): number | null {
