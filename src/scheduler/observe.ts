@@ -153,7 +153,17 @@ export function modelReading(slots: StoredSlot[], at: Date, timeZone: string): M
   return { at: at.getTime(), today, rates: r.rates, movedIn: r.movedIn };
 }
 
-/** The models of many sources' streams with one query: source -> resource -> reading (streams never observed have none). */
+/**
+ * Streams whose stored slots are read by one query. A stream's 168 rows are
+ * about 50 KB as the driver returns them and 3 KB once read into its rates:
+ * reading every stream of a fleet at once (a replica's first tick, the local
+ * midnight at which every model turns to the next weekday) held them all at
+ * once, and set the replicas' peak memory. In batches, at most this many
+ * streams' rows are held at a time.
+ */
+export const MODEL_BATCH_STREAMS = 200;
+
+/** The models of many sources' streams, a batch of streams a query: source -> resource -> reading (streams never observed have none). */
 export async function readModels(
   pool: Pool,
   streams: ReadonlyArray<{ source: string; resource: string }>,
@@ -161,10 +171,12 @@ export async function readModels(
   timeZoneOf: (source: string) => string,
 ): Promise<Map<string, Map<string, ModelReading>>> {
   const sources = [...new Set(streams.map((s) => s.source))];
-  const stored = await loadStreamModels(pool, streams);
   const out = new Map<string, Map<string, ModelReading>>(sources.map((s) => [s, new Map()]));
-  for (const [source, models] of stored) {
-    for (const [resource, slots] of models) out.get(source)!.set(resource, modelReading(slots, at, timeZoneOf(source)));
+  for (let i = 0; i < streams.length; i += MODEL_BATCH_STREAMS) {
+    const stored = await loadStreamModels(pool, streams.slice(i, i + MODEL_BATCH_STREAMS));
+    for (const [source, models] of stored) {
+      for (const [resource, slots] of models) out.get(source)!.set(resource, modelReading(slots, at, timeZoneOf(source)));
+    }
   }
   return out;
 }

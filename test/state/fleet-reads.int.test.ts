@@ -2,7 +2,8 @@
  * The set-based reads behind the fleet summary, against PostgreSQL: each
  * answers for many sources with one query exactly what its per-source
  * counterpart answers for each one, and the failures read from the runs
- * count failed runs in a row and are redacted.
+ * count failed runs in a row and are redacted. The change models are read a
+ * batch of streams a query, each as it reads alone.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addObservation, loadChangeModels, loadChangeModelsOf } from '../../src/state/change-model.ts';
@@ -11,6 +12,7 @@ import { QuotaLedger, quotaSnapshots, type QuotaSettings } from '../../src/state
 import { finishRun, recentCheckCosts, recentCheckCostsOf, recentOutcomes, startRun, type RunStatus } from '../../src/state/runs.ts';
 import { claimDispatch, loadStreamSchedules, loadStreamSchedulesOf, setWarning } from '../../src/state/stream-schedule.ts';
 import { readFailures } from '../../src/status/fleet.ts';
+import { MODEL_BATCH_STREAMS, readModels } from '../../src/scheduler/observe.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 
 let db: TestDatabase;
@@ -164,5 +166,39 @@ describe('runs of many streams', () => {
     expect(failures.get('r1')).toEqual([
       { resource: 'customers', failedInARow: 2, code: 'AUTH_FAILED', message: 'refused with apikey=[REDACTED]', at: expect.any(String) },
     ]);
+  });
+});
+
+describe('the change models of many streams', () => {
+  it('are read a batch of streams a query, each as it reads alone', async () => {
+    // More streams than a batch: a fleet's first tick reads every stream's 168 slots, and held at once they set the
+    // replica's peak memory.
+    const streams: Array<{ source: string; resource: string }> = [];
+    for (let i = 0; i < MODEL_BATCH_STREAMS / 10 + 5; i++)
+      for (let j = 0; j < 10; j++) streams.push({ source: `m${i}`, resource: `r${j}` });
+    await db.pool.query(
+      `INSERT INTO pmsync.change_model (source, resource, slot, changes, exposure_hours, recent_changes, recent_exposure_hours, as_of)
+       SELECT k.source, k.resource, slot, (slot % 7) + length(k.source), 1 + slot % 3, slot % 2, 0.5, $3::timestamptz - make_interval(hours => slot)
+       FROM unnest($1::text[], $2::text[]) AS k(source, resource), generate_series(0, 167) slot`,
+      [streams.map((s) => s.source), streams.map((s) => s.resource), NOW],
+    );
+    let queries = 0;
+    const counted = {
+      query: (...args: Parameters<typeof db.pool.query>) => (queries++, db.pool.query(...args)),
+    } as unknown as typeof db.pool;
+    const zone = () => 'America/New_York';
+    const all = await readModels(counted, streams, NOW, zone);
+    expect(queries).toBe(Math.ceil(streams.length / MODEL_BATCH_STREAMS));
+    expect(queries).toBeGreaterThan(1);
+    for (const s of streams) {
+      const alone = await readModels(db.pool, [s], NOW, zone);
+      expect(all.get(s.source)!.get(s.resource)).toEqual(alone.get(s.source)!.get(s.resource));
+      expect(
+        all
+          .get(s.source)!
+          .get(s.resource)!
+          .rates.some((r) => r > 0),
+      ).toBe(true);
+    }
   });
 });
