@@ -1058,29 +1058,28 @@ function decide(s: Bounded, input: SourceInput, mu: number, available: number): 
 }
 
 /**
- * A lower bound on the first of `ticks` (ascending instants of one segment,
- * src/scheduler/wake.ts) at which a budget stream of `input` is due: its
- * index, or -1 when none can be. `loose` is the plan made at the segment's
- * last tick: the exchange rate, stretch, exploration bound and common
- * interval only fall within a segment, so its are the loosest of the
- * segment, and `input`'s rates (those of its first instant) the highest. Each
- * stream's rules are monotone in time within a segment, so its first due tick
- * is found by bisection with the rules alone, without a whole plan. The
- * scheduler then plans at that tick (nothing can be due before it) instead of
- * bisecting with whole plans from the start.
+ * The first of `ticks` (ascending instants of one segment,
+ * src/scheduler/wake.ts) at which a budget stream of `input` is due by its
+ * rules alone, with the exchange rate, stretch, exploration bound and common
+ * interval of `plan` and the rates of `input` held: its index, or -1 when none
+ * would be. Each stream's rules are monotone in time within a segment, so its
+ * first due tick is found by bisection without a whole plan. The wake takes
+ * it as a guess of where the first tick that dispatches is, and checks it with
+ * whole plans made there: within a segment the exchange rate and the interval
+ * fall as the day goes on, so the guess is more often a tick late than early.
  */
-export function earliestDue(input: SourceInput, loose: SourcePlan, ticks: readonly number[]): number {
+export function earliestDue(input: SourceInput, plan: SourcePlan, ticks: readonly number[]): number {
   if (ticks.length === 0) return -1;
   let first = -1;
   for (const s of input.streams) {
     const b = bounded(
       s,
       input.settings,
-      loose.stretch,
-      loose.exploreMinutes === null ? null : loose.exploreMinutes / loose.stretch,
-      loose.intervalMinutes,
+      plan.stretch,
+      plan.exploreMinutes === null ? null : plan.exploreMinutes / plan.stretch,
+      plan.intervalMinutes,
     );
-    const dueAt = (i: number) => decide(b, { ...input, now: new Date(ticks[i]!) }, loose.mu, loose.available).due !== null;
+    const dueAt = (i: number) => decide(b, { ...input, now: new Date(ticks[i]!) }, plan.mu, plan.available).due !== null;
     const last = first >= 0 ? first - 1 : ticks.length - 1;
     if (last < 0 || !dueAt(last)) continue;
     let lo = -1;
