@@ -57,35 +57,36 @@ export function dispatches(view: SourceView): boolean {
 }
 
 /**
- * The instants after `now` and before `until` at which an input derived from
- * time may jump, ascending: the ends of the segments between them.
+ * The end of the first segment that holds an instant after `after` (itself
+ * after `now`): the first instant after it at which an input derived from
+ * time may jump, or `until` if none comes before.
  */
-export function segmentEnds(w: WakeInput, until: number): number[] {
-  const now = w.now.getTime();
+export function segmentEnd(w: WakeInput, after: number, until: number): number {
   const { readings } = w;
-  const zone = sourceTimeZone(w.source);
-  const candidates: number[] = [];
-  for (let edge = nextSlotEdge(now, zone); edge < until; edge = nextSlotEdge(edge, zone)) candidates.push(edge);
+  let end = until;
+  const consider = (c: number) => {
+    if (c > after && c < end) end = c;
+  };
+  consider(nextSlotEdge(after, sourceTimeZone(w.source)));
   const resets = readings.quota.resetsAt.getTime();
-  candidates.push(resets, resets - SWEEP_MINUTES * 60_000);
-  if (readings.quota.exhaustedUntil) candidates.push(readings.quota.exhaustedUntil.getTime());
-  if (readings.health?.pausedUntil) candidates.push(readings.health.pausedUntil.getTime());
-  for (const row of readings.rows.values()) if (row.pausedUntil) candidates.push(row.pausedUntil.getTime());
+  consider(resets);
+  consider(resets - SWEEP_MINUTES * 60_000);
+  if (readings.quota.exhaustedUntil) consider(readings.quota.exhaustedUntil.getTime());
+  if (readings.health?.pausedUntil) consider(readings.health.pausedUntil.getTime());
+  for (const row of readings.rows.values()) if (row.pausedUntil) consider(row.pausedUntil.getTime());
   for (const n of readings.notified.values()) {
-    if (n.latestReceived) candidates.push(n.latestReceived.getTime() + WEBHOOK_LOOKBACK_MS);
-    if (n.oldest) candidates.push(n.oldest.getTime() + WEBHOOK_LOOKBACK_MS);
+    if (n.latestReceived) consider(n.latestReceived.getTime() + WEBHOOK_LOOKBACK_MS);
+    if (n.oldest) consider(n.oldest.getTime() + WEBHOOK_LOOKBACK_MS);
   }
-  if (readings.webhooksUntil !== null && Number.isFinite(readings.webhooksUntil)) candidates.push(readings.webhooksUntil);
+  if (readings.webhooksUntil !== null && Number.isFinite(readings.webhooksUntil)) consider(readings.webhooksUntil);
   for (const list of readings.windows.values()) {
     for (const win of list) {
-      candidates.push(
-        win.to + SHARED_EVIDENCE_HOURS * HOUR_MS,
-        win.to + WAKE_LOOKBACK_HOURS * HOUR_MS,
-        win.to + EVIDENCE_LOOKBACK_HOURS * HOUR_MS,
-      );
+      consider(win.to + SHARED_EVIDENCE_HOURS * HOUR_MS);
+      consider(win.to + WAKE_LOOKBACK_HOURS * HOUR_MS);
+      consider(win.to + EVIDENCE_LOOKBACK_HOURS * HOUR_MS);
     }
   }
-  return [...new Set(candidates.filter((c) => c > now && c < until))].sort((a, b) => a - b);
+  return end;
 }
 
 /**
@@ -147,22 +148,19 @@ export function nextWake(
   // Tick k is now + k * tick, and a segment holds the ticks before its end from its start on. `from` is the last
   // tick known not to dispatch: now, or, resumed, the tick before it.
   const from = resumed ? -1 : 0;
-  for (const end of [...segmentEnds(w, until), until]) {
-    const to = Math.ceil((end - now) / tick) - 1;
-    if (to <= from) continue;
-    const g = base ? guess(base, from, to, now, tick) : -1;
-    if (g > from) {
-      // The guess is more often a tick late than early (the exchange rate and the interval fall as the day goes on,
-      // and the guess holds them): the tick before it is tried first, which settles both cases with two plans.
-      if (g - 1 > from && at(g - 1)) return found(firstIn(from, g - 1, g - 1, at));
-      if (at(g)) return found(g);
-      if (g < to && at(to)) return found(firstIn(g, to, g + 1, at));
-    } else if (at(to)) return found(firstIn(from, to, to, at));
-    // None of this segment's ticks dispatches: the search resumes at the next one's first tick, when it comes.
-    woken?.({ at: now + (to + 1) * tick, resume: viewOf(to) });
-    return now + (to + 1) * tick;
-  }
-  return now + (from + 1) * tick;
+  // The segment searched is the one that holds the first tick after `from`: a segment ending before it holds none.
+  const to = Math.ceil((segmentEnd(w, now + (from + 1) * tick, until) - now) / tick) - 1;
+  const g = base ? guess(base, from, to, now, tick) : -1;
+  if (g > from) {
+    // The guess is more often a tick late than early (the exchange rate and the interval fall as the day goes on,
+    // and the guess holds them): the tick before it is tried first, which settles both cases with two plans.
+    if (g - 1 > from && at(g - 1)) return found(firstIn(from, g - 1, g - 1, at));
+    if (at(g)) return found(g);
+    if (g < to && at(to)) return found(firstIn(g, to, g + 1, at));
+  } else if (at(to)) return found(firstIn(from, to, to, at));
+  // None of this segment's ticks dispatches: the search resumes at the next one's first tick, when it comes.
+  woken?.({ at: now + (to + 1) * tick, resume: viewOf(to) });
+  return now + (to + 1) * tick;
 }
 
 /**

@@ -199,7 +199,7 @@ describe('the wake', () => {
 
   it('wakes at the first tick whose plan dispatches, resuming at each segment: planning every tick finds nothing earlier', () => {
     // Windows of every size, a stream's last one and earlier ones: the segment ends only where a window leaving a
-    // lookback changes what the plan reads (segmentEnds), and no tick before the wake may dispatch.
+    // lookback changes what the plan reads (segmentEnd), and no tick before the wake may dispatch.
     let seed = 23;
     const random = () => ((seed = (seed * 16807) % 2147483647) - 1) / 2147483646;
     let checked = 0;
