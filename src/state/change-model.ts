@@ -249,8 +249,12 @@ export async function addObservation(db: Queryable, source: string, resource: st
 /**
  * The stored slots of the given streams with one query: source -> resource ->
  * slots. The scheduler reads a stream's model again after each of its checks,
- * so this reads only the streams asked for, and their instants as numbers
- * (parsing 168 timestamps a stream cost more than the rest of the read).
+ * so this reads only the streams asked for. A stream comes back as one row,
+ * its slots as one text of numbers: 168 rows of seven columns a stream, each
+ * parsed by the driver, cost the decider more than planning did, and one
+ * string split and read with Number() costs about half (bench/RESULTS.md, "The
+ * decider's reads"). The numbers are PostgreSQL's own text of each float8
+ * (the shortest that reads back exactly), as the driver would parse them.
  */
 export async function loadStreamModels(
   db: Queryable,
@@ -258,26 +262,31 @@ export async function loadStreamModels(
 ): Promise<Map<string, Map<string, StoredSlot[]>>> {
   const out = new Map<string, Map<string, StoredSlot[]>>();
   if (streams.length === 0) return out;
-  const res = await db.query<Omit<StoredRow, 'as_of'> & { source: string; resource: string; as_of_ms: number }>(
-    `SELECT m.source, m.resource, m.slot, m.changes, m.exposure_hours, m.recent_changes, m.recent_exposure_hours,
-            (extract(epoch FROM m.as_of) * 1000)::float8 AS as_of_ms
+  const res = await db.query<{ source: string; resource: string; slots: string }>(
+    `SELECT k.source, k.resource,
+            string_agg(concat_ws(' ', m.slot, m.changes, m.exposure_hours, m.recent_changes, m.recent_exposure_hours,
+                                 (extract(epoch FROM m.as_of) * 1000)::float8), ' ') AS slots
      FROM unnest($1::text[], $2::text[]) AS k(source, resource)
-     JOIN pmsync.change_model m ON m.source = k.source AND m.resource = k.resource`,
+     JOIN pmsync.change_model m ON m.source = k.source AND m.resource = k.resource
+     GROUP BY k.source, k.resource`,
     [streams.map((s) => s.source), streams.map((s) => s.resource)],
   );
   for (const r of res.rows) {
-    const models = out.get(r.source) ?? new Map<string, StoredSlot[]>();
-    const list = models.get(r.resource) ?? [];
-    list.push({
-      slot: r.slot,
-      changes: r.changes,
-      exposureHours: r.exposure_hours,
-      recentChanges: r.recent_changes,
-      recentExposureHours: r.recent_exposure_hours,
-      asOf: new Date(r.as_of_ms),
-    });
+    const n = r.slots.split(' ');
+    const list: StoredSlot[] = [];
+    for (let i = 0; i + 5 < n.length; i += 6) {
+      list.push({
+        slot: Number(n[i]),
+        changes: Number(n[i + 1]),
+        exposureHours: Number(n[i + 2]),
+        recentChanges: Number(n[i + 3]),
+        recentExposureHours: Number(n[i + 4]),
+        asOf: new Date(Number(n[i + 5])),
+      });
+    }
+    let models = out.get(r.source);
+    if (!models) out.set(r.source, (models = new Map()));
     models.set(r.resource, list);
-    out.set(r.source, models);
   }
   return out;
 }

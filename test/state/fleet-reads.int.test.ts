@@ -6,7 +6,7 @@
  * batch of streams a query, each as it reads alone.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { addObservation, loadChangeModels, loadChangeModelsOf } from '../../src/state/change-model.ts';
+import { addObservation, loadChangeModels, loadChangeModelsOf, loadStreamModels } from '../../src/state/change-model.ts';
 import { completeWindow, readCheckpoints, readCheckpointsOf, saveWindow } from '../../src/state/checkpoints.ts';
 import { QuotaLedger, quotaSnapshots, type QuotaSettings } from '../../src/state/quota.ts';
 import { finishRun, recentCheckCosts, recentCheckCostsOf, recentOutcomes, startRun, type RunStatus } from '../../src/state/runs.ts';
@@ -170,6 +170,24 @@ describe('runs of many streams', () => {
 });
 
 describe('the change models of many streams', () => {
+  it('come back as each stored row holds them, to the last bit', async () => {
+    // Each stream's slots come as one text of numbers (src/state/change-model.ts): every float8 must read back exactly as
+    // the driver reads a column, whatever its magnitude, and every slot of the stream must be there.
+    const awkward = [0.1 + 0.2, 1e-300, 2.2250738585072014e-308, 123456789.12345679, 1 / 3, 2 ** 53 + 2, 1e21, 0];
+    await db.pool.query(
+      `INSERT INTO pmsync.change_model (source, resource, slot, changes, exposure_hours, recent_changes, recent_exposure_hours, as_of)
+       SELECT 'exact', 'customers', slot, v.x * (slot + 1), v.x / 7, -v.x, v.x * 1e-10, $2::timestamptz - make_interval(secs => slot * 1.234)
+       FROM generate_series(0, 167) slot, LATERAL (SELECT ($1::float8[])[1 + slot % 8] AS x) v`,
+      [awkward, NOW],
+    );
+    const rows = (await loadChangeModels(db.pool, 'exact')).get('customers')!;
+    const read = (await loadStreamModels(db.pool, [{ source: 'exact', resource: 'customers' }])).get('exact')!.get('customers')!;
+    const bySlot = (list: typeof rows) => [...list].sort((a, b) => a.slot - b.slot);
+    expect(read).toHaveLength(168);
+    expect(bySlot(read)).toEqual(bySlot(rows));
+    expect(bySlot(read).map((r) => Object.is(r.recentChanges, -0))).toEqual(bySlot(rows).map((r) => Object.is(r.recentChanges, -0)));
+  });
+
   it('are read a batch of streams a query, each as it reads alone', async () => {
     // More streams than a batch: a fleet's first tick reads every stream's 168 slots, and held at once they set the
     // replica's peak memory.
