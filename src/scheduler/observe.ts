@@ -15,7 +15,7 @@ import { loadStreamModels, type StoredSlot } from '../state/change-model.ts';
 import { readCheckpointsOf } from '../state/checkpoints.ts';
 import { quotaSnapshots, type QuotaLedger, type QuotaSnapshot } from '../state/quota.ts';
 import { changesFoundOf, recentCheckCostsOf, recentWindowsOf } from '../state/runs.ts';
-import { loadSourceHealth, readSourceHealth, type SourceHealth } from '../state/source-health.ts';
+import { loadSourceHealthOf, readSourceHealth, type SourceHealth } from '../state/source-health.ts';
 import { webhooksUntilOf } from '../state/webhook-secrets.ts';
 import { loadStreamSchedulesOf, notifiedOf, type NotifiedReading, type StreamScheduleRow } from '../state/stream-schedule.ts';
 import type { Purpose } from '../api/http.ts';
@@ -211,7 +211,9 @@ export async function readSources(
     recentWindowsOf(pool, names, new Date(at.getTime() - EVIDENCE_LOOKBACK_HOURS * 3_600_000), EVIDENCE_RUNS),
     recentCheckCostsOf(pool, wanted, COST_RUNS),
     webhooksUntilOf(pool, names, at),
-    names.length === 1 ? readSourceHealth(pool, names[0]!).then((h) => new Map(h ? [[names[0]!, h]] : [])) : loadSourceHealth(pool),
+    names.length === 1
+      ? readSourceHealth(pool, names[0]!).then((h) => new Map(h ? [[names[0]!, h]] : []))
+      : loadSourceHealthOf(pool, names),
   ]);
   const out = new Map<string, SourceReadings>();
   sources.forEach((source, i) => {

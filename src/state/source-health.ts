@@ -67,6 +67,16 @@ export async function loadSourceHealth(db: Queryable): Promise<Map<string, Sourc
   return new Map(res.rows.map((r) => [r.source, fromRow(r)]));
 }
 
+/**
+ * The health of the named sources (absent: never recorded, healthy). The
+ * scheduler reads the sources it reads again at a tick, not every row: each
+ * run's success writes its source's row, so a fleet has one per source.
+ */
+export async function loadSourceHealthOf(db: Queryable, sources: readonly string[]): Promise<Map<string, SourceHealth>> {
+  const res = await db.query<Row>(`SELECT ${COLUMNS} FROM pmsync.source_health WHERE source = ANY($1::text[])`, [sources]);
+  return new Map(res.rows.map((r) => [r.source, fromRow(r)]));
+}
+
 /** One source's health; null when it was never recorded (healthy). */
 export async function readSourceHealth(db: Queryable, source: string): Promise<SourceHealth | null> {
   const res = await db.query<Row>(`SELECT ${COLUMNS} FROM pmsync.source_health WHERE source = $1`, [source]);

@@ -9,6 +9,7 @@ import { createPool, type Pool } from '../../src/db/pool.ts';
 import { PAUSES, pauseMs, type FailureKind } from '../../src/scheduler/source-failures.ts';
 import {
   loadSourceHealth,
+  loadSourceHealthOf,
   markReported,
   recordSourceFailure,
   recordSourceSuccess,
@@ -76,6 +77,18 @@ describe('source health', () => {
     // The next failure starts from the first pause again.
     const again = await fail(T0 + 4 * 60_000);
     expect(again.pausedUntil!.getTime() - (T0 + 4 * 60_000)).toBe(pauseMs('server', 1));
+  });
+
+  it('reads the named sources only, as the whole table has them', async () => {
+    await fail(T0);
+    await recordSourceSuccess(db.pool, 'other', new Date(T0));
+    await recordSourceSuccess(db.pool, 'third', new Date(T0));
+    const named = await loadSourceHealthOf(db.pool, ['clinic', 'third', 'never-recorded']);
+    expect([...named.keys()].sort()).toEqual(['clinic', 'third']);
+    const all = await loadSourceHealth(db.pool);
+    expect(named.get('clinic')).toEqual(all.get('clinic'));
+    expect(named.get('third')).toEqual(all.get('third'));
+    expect(await loadSourceHealthOf(db.pool, [])).toEqual(new Map());
   });
 
   it('reports each change of the failing state to exactly one caller', async () => {
