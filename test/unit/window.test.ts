@@ -64,4 +64,35 @@ describe('quotaDayOf', () => {
     expect(before.resetsAt.toISOString()).toBe('2026-07-01T10:00:00.000Z');
     expect(after.startsAt.toISOString()).toBe('2026-07-01T10:00:00.000Z');
   });
+
+  it('answers each rule for itself when many keys ask at one instant, and hands out its own dates', () => {
+    const at = new Date('2026-03-08T09:30:00Z'); // 01:30 PST on the day Los Angeles moves to PDT
+    const la = { timeZone: 'America/Los_Angeles', resetHour: 3 };
+    const utc = { timeZone: 'UTC', resetHour: 0 };
+    const first = quotaDayOf(at, la);
+    expect(quotaDayOf(at, utc).day).toBe('2026-03-08');
+    expect(first.day).toBe('2026-03-07');
+    first.resetsAt.setTime(0);
+    const again = quotaDayOf(at, la);
+    expect(again.day).toBe('2026-03-07');
+    expect(again.resetsAt.toISOString()).toBe('2026-03-08T10:00:00.000Z'); // 03:00 PDT
+  });
+
+  it('turns at the reset hour on the days the clocks move', () => {
+    const rule = { timeZone: 'America/Los_Angeles', resetHour: 3 };
+    const cases: Array<[string, string]> = [
+      ['2026-03-08T09:59:59Z', '2026-03-07'], // 01:59:59 PST
+      ['2026-03-08T10:00:00Z', '2026-03-08'], // 03:00 PDT: the clocks skipped 02:00-03:00
+      ['2026-11-01T10:30:00Z', '2026-10-31'], // 02:30 PST, after the clocks went back from 02:00 PDT to 01:00
+      ['2026-11-01T11:00:00Z', '2026-11-01'], // 03:00 PST
+    ];
+    for (const [at, day] of cases) {
+      const qd = quotaDayOf(new Date(at), rule);
+      expect(qd.day).toBe(day);
+      expect(qd.startsAt.getTime()).toBeLessThanOrEqual(Date.parse(at));
+      expect(qd.resetsAt.getTime()).toBeGreaterThan(Date.parse(at));
+    }
+    expect(quotaDayOf(new Date('2026-03-08T10:00:00Z'), rule).startsAt.toISOString()).toBe('2026-03-08T10:00:00.000Z');
+    expect(quotaDayOf(new Date('2026-11-01T11:00:00Z'), rule).startsAt.toISOString()).toBe('2026-11-01T11:00:00.000Z');
+  });
 });
