@@ -254,8 +254,28 @@ interface Fading {
  * plan. The walk and its powers were most of what applying the evidence cost.
  */
 const fadingCache = new Map<number, Fading[]>();
-/** Starts kept before the cache starts over (a few days of a fleet's windows). */
+/** Starts kept before the cache starts over (a fleet's windows of the last hours). */
 const FADING_CACHE_MAX = 100_000;
+/** When walks of evidence too old to be applied were last let go (epoch ms). */
+let fadingSweptAt = Number.NEGATIVE_INFINITY;
+
+/**
+ * Lets go of the walks of evidence older than any plan at `now` applies: evidenceOf reads the windows of the last
+ * EVIDENCE_LOOKBACK_HOURS, so an older start is never asked again. Each run adds a start (its window's end), and
+ * kept, a replica's walks grew by tens of MB over a busy day. Done once an hour of `now`; a walk let go too soon is
+ * only walked again.
+ */
+function forgetOldFading(now: number): void {
+  if (now - fadingSweptAt < HOUR_MS && now >= fadingSweptAt) return;
+  fadingSweptAt = now;
+  const before = now - (EVIDENCE_LOOKBACK_HOURS + 1) * HOUR_MS;
+  for (const at of fadingCache.keys()) if (at < before) fadingCache.delete(at);
+}
+
+/** Starts of evidence whose walks are kept (tests). */
+export function fadingKept(): number {
+  return fadingCache.size;
+}
 
 function fadingWeights(at: number, end: number, timeZone: string): Fading {
   let list = fadingCache.get(at);
@@ -329,6 +349,7 @@ function readWindows(windows: readonly WindowFound[]): WindowFound[] {
  * forecast; null when none is recent enough to say anything.
  */
 export function evidenceOf(rates: Float64Array, timeZone: string, windows: WindowFound[], now: number): Evidence | null {
+  forgetOldFading(now);
   const recent = readWindows(windows).filter((w) => w.to <= now && now - w.to <= EVIDENCE_LOOKBACK_HOURS * HOUR_MS);
   let e: Evidence | null = null;
   for (const w of recent) {

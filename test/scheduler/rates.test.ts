@@ -17,6 +17,7 @@ import {
   EVIDENCE_PRIOR_HOURS,
   evidenceOf,
   expectedSince,
+  fadingKept,
   poissonTail,
   practiceExcess,
   surprisesFound,
@@ -213,6 +214,25 @@ describe("today's evidence", () => {
 
   /** Open 8-19 UTC at `perHour`, next to nothing otherwise. */
   const openHours = (perHour: number) => Float64Array.from({ length: SLOTS }, (_, s) => (s % 24 >= 8 && s % 24 < 19 ? perHour : 0.001));
+
+  it('lets go of what it kept of evidence too old to be applied', () => {
+    // Each window's end starts a correction whose weights are kept: a replica's checks add one a run, all day.
+    const forecast = openHours(10);
+    const start = t('2026-11-23T00:00:00Z');
+    const kept: number[] = [];
+    for (let h = 0; h < 48; h++) {
+      const now = start + h * HOUR;
+      const windows: WindowFound[] = [
+        { from: now - 50 * 60_000, to: now - 20 * 60_000, changes: 3 },
+        { from: now - 20 * 60_000, to: now - 60_000, changes: 9 },
+      ];
+      withEvidence(forecast, 'UTC', evidenceOf(forecast, 'UTC', windows, now));
+      kept.push(fadingKept());
+    }
+    // Two starts an hour: those of the last EVIDENCE_LOOKBACK_HOURS and a little more, not the 96 of two days.
+    expect(Math.max(...kept)).toBeLessThanOrEqual(2 * (EVIDENCE_LOOKBACK_HOURS + 3));
+    expect(kept.at(-1)).toBeGreaterThanOrEqual(2);
+  });
   const slot = (iso: string) => slotOf(t(iso), 'UTC');
 
   it('raises the next hours at once when a check finds a rush the forecast did not expect, even where it expects nothing', () => {
