@@ -495,8 +495,17 @@ const ACTIVE_SHARE_OF_PEAK = 0.1;
 export function activeSlots(models: Float64Array[]): Uint8Array {
   const total = new Float64Array(SLOTS);
   for (const m of models) for (let i = 0; i < SLOTS; i++) total[i] = total[i]! + m[i]!;
-  const peak = Math.max(0, ...total);
-  return Uint8Array.from(total, (r) => (r >= ACTIVE_MIN_PER_HOUR && r >= ACTIVE_SHARE_OF_PEAK * peak ? 1 : 0));
+  // Loops, not a spread and a callback: this runs each time one of a source's models is read again.
+  let peak = 0;
+  let unknown = false;
+  for (let i = 0; i < SLOTS; i++) {
+    if (total[i]! > peak) peak = total[i]!;
+    else if (Number.isNaN(total[i]!)) unknown = true;
+  }
+  if (unknown) peak = Number.NaN; // as Math.max has it
+  const out = new Uint8Array(SLOTS);
+  for (let i = 0; i < SLOTS; i++) out[i] = total[i]! >= ACTIVE_MIN_PER_HOUR && total[i]! >= ACTIVE_SHARE_OF_PEAK * peak ? 1 : 0;
+  return out;
 }
 
 /** How far today's activity may scale the rest of the day's forecast, down and up. */
