@@ -575,22 +575,51 @@ function spendCurve(s: Bounded, input: SourceInput, horizon: Horizon): SpendCurv
   const closing = busyAhead && !busyHour(busyRate(s, horizon[n - 1]![0], nowSlot));
   const floorDue = (s.lastCheckAt?.getTime() ?? input.now.getTime()) + settings.floorHours * 3_600_000 <= input.resetsAt.getTime();
   const tickMinutes = settings.tickSeconds / 60;
+  // A search holds one of the two arguments while it moves the other (findMu the interval, commonInterval the
+  // exchange rate): what each piece takes from the held one is kept from the evaluation before. For a polled stream,
+  // its interval in a piece is min(pollInterval(mu), bound(interval)), with bound the common interval's (less a tick)
+  // and the exploration bound's: Math.min is exact and associative, so the result is streamSpend's to the bit.
+  const perChange: number[] = perMinute.map((pm) => s.cost / pm);
+  const poll: number[] = [];
+  const bound: number[] = [];
+  let pollMu: number | undefined;
+  let boundInterval: number | null | undefined;
+  const pollAt = (mu: number) => {
+    if (pollMu !== undefined && Object.is(mu, pollMu)) return;
+    pollMu = mu;
+    // pollInterval, with its mu-only product taken once: (2 * mu * cost) / pm is ((2 * mu) * cost) / pm.
+    const k = Number.isFinite(mu) ? 2 * mu * s.cost : Number.NaN;
+    for (let i = 0; i < n; i++) {
+      const pm = perMinute[i]!;
+      let x = Number.POSITIVE_INFINITY;
+      if (pm > 0) x = Math.max(Number.isFinite(mu) ? Math.sqrt(k / pm) : Number.POSITIVE_INFINITY, perChange[i]!);
+      const t = target[i]!;
+      poll[i] = Number.isNaN(t) ? x : Math.min(x, t);
+    }
+  };
+  const boundAt = (interval: number | null) => {
+    if (boundInterval !== undefined && Object.is(interval, boundInterval)) return;
+    boundInterval = interval;
+    // Counted a tick short: the interval runs from the start of the last check, which the tick that dispatched it
+    // may have preceded, and a plan that expects too few checks runs short in the evening, when the widest gaps
+    // would be left.
+    for (let i = 0; i < n; i++) bound[i] = Math.min(Math.max(1, intervalAt(interval, busyNow[i]!, s.cost) - tickMinutes), explore[i]!);
+  };
   return {
     at(mu, interval) {
       let polled = 0;
       let notified = 0;
-      for (let i = 0; i < n; i++) {
-        const pm = perMinute[i]!;
-        if (s.webhookFed) {
+      if (s.webhookFed) {
+        for (let i = 0; i < n; i++) {
+          const pm = perMinute[i]!;
           const wait = Math.min(Math.max(notifiedDelay(mu, pm, s.cost), settings.debounceSeconds / 60), s.maxWait);
           if (pm > 0 && Number.isFinite(wait)) notified += (minutes[i]! * pm) / (1 + pm * wait);
-        } else {
-          const t = target[i]!;
-          let x = pollInterval(mu, pm, s.cost, Number.isNaN(t) ? null : t);
-          // Counted a tick short: the interval runs from the start of the last check, which the tick that dispatched
-          // it may have preceded, and a plan that expects too few checks runs short in the evening, when the widest
-          // gaps would be left.
-          x = Math.min(x, Math.max(1, intervalAt(interval, busyNow[i]!, s.cost) - tickMinutes), explore[i]!);
+        }
+      } else {
+        pollAt(mu);
+        boundAt(interval);
+        for (let i = 0; i < n; i++) {
+          const x = Math.min(poll[i]!, bound[i]!);
           if (Number.isFinite(x)) polled += minutes[i]! / x;
         }
       }
