@@ -20,7 +20,9 @@
  * hour (a slot of the change model: busy hours, opening hours and
  * exploration start and stop there), the quota day's end and its last
  * minutes (the sweep), a pause ending, a cron fire, a stream's notifications
- * or windows leaving the lookback the plan reads them in, and webhooks
+ * or windows leaving the lookback the plan reads them in (a window that
+ * found too few changes to be a surprise has no surprise to let go of; one
+ * read as two leaves the evidence's lookback in two steps), and webhooks
  * expiring. A segment none of whose ticks dispatches costs one plan (at its
  * last tick); the search resumes at the next segment's first tick when the
  * clock gets there, unless an input changed before (the source is then
@@ -35,7 +37,7 @@ import { nextSlotEdge } from '../time.ts';
 import { earliestDue, SWEEP_MINUTES } from './budget.ts';
 import { viewAt, WEBHOOK_LOOKBACK_MS, type ModelReading, type SourceReadings, type SourceView } from './observe.ts';
 import type { ScheduledStream } from './plan.ts';
-import { EVIDENCE_LOOKBACK_HOURS, SHARED_EVIDENCE_HOURS, WAKE_LOOKBACK_HOURS } from './rates.ts';
+import { EVIDENCE_LOOKBACK_HOURS, SHARED_EVIDENCE_HOURS, WAKE_LOOKBACK_HOURS, WAKE_MIN_CHANGES } from './rates.ts';
 import { sourceTimeZone } from './plan.ts';
 
 const HOUR_MS = 3_600_000;
@@ -82,8 +84,13 @@ export function segmentEnd(w: WakeInput, after: number, until: number): number {
   for (const list of readings.windows.values()) {
     for (const win of list) {
       consider(win.to + SHARED_EVIDENCE_HOURS * HOUR_MS);
-      consider(win.to + WAKE_LOOKBACK_HOURS * HOUR_MS);
       consider(win.to + EVIDENCE_LOOKBACK_HOURS * HOUR_MS);
+      // Evidence reads a window quiet for long before its first change as two, the first ending at that change
+      // (rates.ts, splitAtFirstChange): that part leaves the lookback first.
+      if (win.firstChangeAt !== undefined && win.firstChangeAt > win.from && win.firstChangeAt < win.to)
+        consider(win.firstChangeAt + EVIDENCE_LOOKBACK_HOURS * HOUR_MS);
+      // Only a window that found WAKE_MIN_CHANGES or more can be a surprise (rates.ts, surprising).
+      if (win.changes >= WAKE_MIN_CHANGES) consider(win.to + WAKE_LOOKBACK_HOURS * HOUR_MS);
     }
   }
   return end;

@@ -11,8 +11,8 @@ import type { SourceConfig } from '../../src/config/schema.ts';
 import { schedulesSchema } from '../../src/config/schedules.ts';
 import { viewAt, type ModelReading, type SourceReadings, type SourceView } from '../../src/scheduler/observe.ts';
 import type { ScheduledStream } from '../../src/scheduler/plan.ts';
-import { dispatches, nextWake, type WokenView } from '../../src/scheduler/wake.ts';
-import type { WindowFound } from '../../src/scheduler/rates.ts';
+import { dispatches, nextWake, segmentEnd, type WokenView } from '../../src/scheduler/wake.ts';
+import { evidenceOf, surprisesFound, WAKE_MIN_CHANGES, type WindowFound } from '../../src/scheduler/rates.ts';
 
 const ZONE = 'America/New_York';
 const MIDNIGHT = Date.parse('2026-11-19T05:00:00Z');
@@ -213,6 +213,51 @@ describe('the wake', () => {
       if (wakesNoLaterThanPlanning(now, r)) checked++;
     }
     expect(checked).toBeGreaterThan(20);
+  });
+
+  it('ends a segment where a window read as two leaves the evidence in part, not where a too small surprise would', () => {
+    // One stream, one check: four quiet hours, then changes from its first at 13:10 local to its end at 14:00. Evidence
+    // reads it as two windows (rates.ts, splitAtFirstChange), and the quiet part leaves the six hours' lookback at
+    // 19:10, fifty minutes before the whole window would: the evidence read changes there.
+    const first = MIDNIGHT + 13 * HOUR + 10 * MINUTE;
+    const window: WindowFound = { from: MIDNIGHT + 9 * HOUR, to: MIDNIGHT + 14 * HOUR, changes: 12, firstChangeAt: first };
+    const leaves = first + 6 * HOUR;
+    const rates = models(MIDNIGHT).get('appointments')!.rates;
+    expect(evidenceOf(rates, ZONE, [window], leaves)).not.toEqual(evidenceOf(rates, ZONE, [window], leaves + 1));
+    const r = readings(MIDNIGHT + 14 * HOUR, [1, 600, 600, 600], [0, 0, 0, 0]);
+    r.windows = new Map([['appointments', [window]]]);
+    const w = {
+      source,
+      streams,
+      readings: r,
+      models: models(MIDNIGHT),
+      inFlight: new Set<string>(),
+      settings,
+      now: new Date(MIDNIGHT + 19 * HOUR),
+    };
+    expect(segmentEnd(w, MIDNIGHT + 19 * HOUR, MIDNIGHT + 20 * HOUR)).toBe(leaves);
+
+    // A window that found fewer than WAKE_MIN_CHANGES is never a surprise, so its leaving the surprises' lookback
+    // (three hours after its end, here 17:20) changes nothing the plan reads and ends no segment; one that found as
+    // many may be, and does.
+    const streamsOf = (changes: number) => [
+      {
+        resource: 'appointments',
+        forecast: new Float64Array(168),
+        windows: [{ ...window, changes, firstChangeAt: undefined }],
+        usualPerWeek: 1,
+      },
+    ];
+    const fewer = { from: MIDNIGHT + 13 * HOUR, to: MIDNIGHT + 14 * HOUR + 20 * MINUTE, changes: WAKE_MIN_CHANGES - 1 };
+    const enough = { ...fewer, changes: WAKE_MIN_CHANGES };
+    expect(surprisesFound(streamsOf(WAKE_MIN_CHANGES - 1), ZONE, MIDNIGHT + 15 * HOUR).size).toBe(0);
+    expect(surprisesFound(streamsOf(WAKE_MIN_CHANGES), ZONE, MIDNIGHT + 15 * HOUR).size).toBe(1);
+    const at = (win: WindowFound) => {
+      r.windows = new Map([['appointments', [win]]]);
+      return segmentEnd({ ...w, readings: r }, MIDNIGHT + 17 * HOUR + 5 * MINUTE, MIDNIGHT + 17 * HOUR + 50 * MINUTE);
+    };
+    expect(at(fewer)).toBe(MIDNIGHT + 17 * HOUR + 50 * MINUTE);
+    expect(at(enough)).toBe(MIDNIGHT + 17 * HOUR + 20 * MINUTE);
   });
 
   it("in the sweep's last minutes, wakes at the first tick whose plan dispatches: planning every tick finds nothing earlier", () => {
