@@ -42,12 +42,23 @@ import {
   withEvidence,
   withExcess,
   type Evidence,
+  type StreamWindows,
   type WindowFound,
 } from './rates.ts';
 import { pinnedInput } from './pinned.ts';
 import { CHECK_COST_RUNS as COST_RUNS } from '../state/runs.ts';
 import { SLOTS } from '../state/change-model.ts';
 import type { ScheduleSettings } from '../config/schedules.ts';
+
+/**
+ * A source is read again at least this often, whatever the change log says:
+ * a change whose transaction committed long after it took its number (see
+ * src/state/source-changes.ts) is seen within this bound. The practice's
+ * shared excess is read as of the reading (sharedExcess), so the wake ends a
+ * segment here too (src/scheduler/wake.ts): a source is read again at the
+ * same tick whether it is planned at every tick or only when it can change.
+ */
+export const REREAD_MS = 3_600_000;
 
 /** A stream fed by webhooks is one that received a notification within this long. */
 export const WEBHOOK_LOOKBACK_MS = 24 * 3_600_000;
@@ -304,16 +315,11 @@ export function viewAt(
   inFlight: Set<string>,
   settings: ScheduleSettings,
 ): SourceView {
-  const { rows, states, found, health } = readings;
+  const { rows, states, health } = readings;
   const quota = quotaAt(readings.quota, now);
   const pausedUntil = health?.pausedUntil && health.pausedUntil > now ? health.pausedUntil : null;
   const timeZone = sourceTimeZone(source);
-  const rateOf = (resource: string) => models.get(resource)?.rates ?? NO_MODEL_RATES;
-  // A stream is fed by webhooks while a notification of the last WEBHOOK_LOOKBACK_MS came for it.
-  const fed = (resource: string) => {
-    const latest = readings.notified.get(resource)?.latestReceived?.getTime();
-    return latest !== undefined && latest > now.getTime() - WEBHOOK_LOOKBACK_MS;
-  };
+  const fed = (resource: string) => fedAt(readings, resource, now);
 
   // Pinned streams: their cron fires, whatever the plan; and what they will spend today.
   const pinned: PinnedInput[] = [];
@@ -355,26 +361,10 @@ export function viewAt(
   let unreadToday = false;
   for (const s of streams) {
     if (s.schedule.mode !== 'budget') continue;
-    const n = readings.notified.get(s.resource);
-    const model = rateOf(s.resource);
-    // A polled stream no check has read today has seen nothing of the day yet: counted as a quiet day, its unread hours
-    // would lower its forecast hour by hour and keep it unread. Its activity waits for its first check of the day.
-    const cursor = states.get(s.resource)?.cursor?.getTime() ?? Number.NEGATIVE_INFINITY;
-    const readToday = fed(s.resource) || cursor > quota.startsAt.getTime();
-    if (!readToday) unreadToday = true;
-    const seenUntil = readToday ? now : quota.startsAt;
-    const activity = activityToday(model, timeZone, quota.startsAt, seenUntil, Math.max(n?.today ?? 0, found.get(s.resource) ?? 0));
-    // Hours the practice moved into are new: a day whose remembered hours stayed empty says nothing against them.
-    const moved = models.get(s.resource)?.movedIn;
-    let forecast = model;
-    if (activity !== 1) {
-      // A loop, not Float64Array.prototype.map: with a callback that costs several times as much, at every plan.
-      forecast = new Float64Array(model.length);
-      if (moved && activity < 1) for (let i = 0; i < model.length; i++) forecast[i] = model[i]! * (moved[i] ? 1 : activity);
-      else for (let i = 0; i < model.length; i++) forecast[i] = model[i]! * activity;
-    }
-    const evidence = evidenceOf(forecast, timeZone, windowsOf(s.resource), now.getTime());
-    forecasts.set(s.resource, { model, forecast, activity, evidence });
+    const f = forecastOf(s.resource, readings, models, timeZone, quota, now);
+    if (!f.readToday) unreadToday = true;
+    const evidence = evidenceOf(f.forecast, timeZone, windowsOf(s.resource), now.getTime());
+    forecasts.set(s.resource, { model: f.model, forecast: f.forecast, activity: f.activity, evidence });
   }
   const practice = streams
     .filter((s) => s.kind === 'incremental' && forecasts.has(s.resource))
@@ -387,7 +377,7 @@ export function viewAt(
         usualPerWeek: usualPerWeek(f.model),
       };
     });
-  const shared = practiceExcess(practice, timeZone, now.getTime());
+  const shared = sharedExcess(source, streams, readings, models);
   const surprises = surprisesFound(practice, timeZone, now.getTime());
   // A check reads up to lagSeconds before it started (lastCheckAt), while a surprise's window may reach a notified
   // change of a moment ago: the surprise is put on the same footing, so a stream checked since it is not woken again.
@@ -416,7 +406,7 @@ export function viewAt(
       pausedUntil: row?.pausedUntil ?? null,
       lastCheckAt: row?.lastCheckAt ?? state?.cursor ?? null,
       cost: readings.costs.get(s.resource) ?? 1,
-      rates: withExcess(withEvidence(forecast, timeZone, evidence), timeZone, now.getTime(), excess),
+      rates: withExcess(withEvidence(forecast, timeZone, evidence), timeZone, readings.at.getTime(), excess),
       forecastRates: evidence || excess > 0 ? forecast : undefined,
       modelRates: model,
       evidence,
@@ -458,6 +448,78 @@ export function viewAt(
     pausedUntil,
     unreadToday,
   };
+}
+
+/** A stream fed by webhooks at `now`: a notification of the last WEBHOOK_LOOKBACK_MS came for it. */
+function fedAt(readings: SourceReadings, resource: string, now: Date): boolean {
+  const latest = readings.notified.get(resource)?.latestReceived?.getTime();
+  return latest !== undefined && latest > now.getTime() - WEBHOOK_LOOKBACK_MS;
+}
+
+/** A budget stream's forecast at `now`: its model scaled by today's activity so far. */
+function forecastOf(
+  resource: string,
+  readings: SourceReadings,
+  models: Map<string, ModelReading>,
+  timeZone: string,
+  quota: QuotaSnapshot,
+  now: Date,
+): { model: Float64Array; forecast: Float64Array; activity: number; readToday: boolean } {
+  const n = readings.notified.get(resource);
+  const model = models.get(resource)?.rates ?? NO_MODEL_RATES;
+  // A polled stream no check has read today has seen nothing of the day yet: counted as a quiet day, its unread hours
+  // would lower its forecast hour by hour and keep it unread. Its activity waits for its first check of the day.
+  const cursor = readings.states.get(resource)?.cursor?.getTime() ?? Number.NEGATIVE_INFINITY;
+  const readToday = fedAt(readings, resource, now) || cursor > quota.startsAt.getTime();
+  const seenUntil = readToday ? now : quota.startsAt;
+  const activity = activityToday(model, timeZone, quota.startsAt, seenUntil, Math.max(n?.today ?? 0, readings.found.get(resource) ?? 0));
+  // Hours the practice moved into are new: a day whose remembered hours stayed empty says nothing against them.
+  const moved = models.get(resource)?.movedIn;
+  let forecast = model;
+  if (activity !== 1) {
+    // A loop, not Float64Array.prototype.map: with a callback that costs several times as much, at every plan.
+    forecast = new Float64Array(model.length);
+    if (moved && activity < 1) for (let i = 0; i < model.length; i++) forecast[i] = model[i]! * (moved[i] ? 1 : activity);
+    else for (let i = 0; i < model.length; i++) forecast[i] = model[i]! * activity;
+  }
+  return { model, forecast, activity, readToday };
+}
+
+/** The practice's excess as read (sharedExcess), kept with the readings and models it was read from. */
+const sharedCache = new WeakMap<
+  SourceReadings,
+  { models: Map<string, ModelReading>; streams: ScheduledStream[]; shared: Map<string, number> }
+>();
+
+/**
+ * Each polled stream's share of the practice's excess (rates.ts, practiceExcess), as of the instant the source was
+ * read (`readings.at`), and applied from there on (withExcess). Read at each instant instead, the excess would move
+ * with the clock alone, up and down as windows slide out of the last hour, and a stream due at one tick could be
+ * not due at the next with nothing else changed: the wake, which finds the first tick that dispatches by assuming
+ * that what is due stays due (src/scheduler/wake.ts), would miss such ticks. A source is read again after every
+ * check of any of its streams and at least hourly, so the hour read is the hour up to its latest check.
+ */
+function sharedExcess(
+  source: SourceConfig,
+  streams: ScheduledStream[],
+  readings: SourceReadings,
+  models: Map<string, ModelReading>,
+): Map<string, number> {
+  const kept = sharedCache.get(readings);
+  if (kept && kept.models === models && kept.streams === streams) return kept.shared;
+  const timeZone = sourceTimeZone(source);
+  const at = readings.at;
+  const practice: StreamWindows[] = [];
+  for (const s of streams) {
+    if (s.schedule.mode !== 'budget' || s.kind !== 'incremental') continue;
+    const f = forecastOf(s.resource, readings, models, timeZone, readings.quota, at);
+    const list = readings.windows.get(s.resource) ?? [];
+    const windows = fedAt(readings, s.resource, at) ? list.map(({ firstChangeAt: _, ...w }) => w) : list;
+    practice.push({ resource: s.resource, forecast: f.forecast, windows, usualPerWeek: usualPerWeek(f.model) });
+  }
+  const shared = practiceExcess(practice, timeZone, at.getTime());
+  sharedCache.set(readings, { models, streams, shared });
+  return shared;
 }
 
 /** A model's changes in a usual week, kept with its rates (a model's rates are never written into, only read again). */

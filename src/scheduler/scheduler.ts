@@ -43,15 +43,17 @@ import { runKey, type Dispatcher, type RunJob } from './dispatch.ts';
 import type { SourcePlan } from './budget.ts';
 import { planStreams, sourceTimeZone, type ScheduledStream, type StreamEntry } from './plan.ts';
 import type { ScheduleSettings } from '../config/schedules.ts';
-import { localWeekday, readModels, readSources, viewAt, type ModelReading, type SourceReadings, type SourceView } from './observe.ts';
+import {
+  localWeekday,
+  readModels,
+  readSources,
+  REREAD_MS,
+  viewAt,
+  type ModelReading,
+  type SourceReadings,
+  type SourceView,
+} from './observe.ts';
 import { dispatches, nextWake, type WokenView } from './wake.ts';
-
-/**
- * A source is read again at least this often, whatever the change log says:
- * a change whose transaction committed long after it took its number (see
- * src/state/source-changes.ts) is seen within this bound.
- */
-const REREAD_MS = 3_600_000;
 
 /**
  * Sources dispatched at once within a tick: a dispatch is a claim and a

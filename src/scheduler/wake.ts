@@ -22,8 +22,9 @@
  * minutes (the sweep), a pause ending, a cron fire, a stream's notifications
  * or windows leaving the lookback the plan reads them in (a window that
  * found too few changes to be a surprise has no surprise to let go of; one
- * read as two leaves the evidence's lookback in two steps), and webhooks
- * expiring. A segment none of whose ticks dispatches costs one plan (at its
+ * read as two leaves the evidence's lookback in two steps; the practice's
+ * shared excess is read as of the source's reading, not at each instant:
+ * observe.ts, sharedExcess), and webhooks expiring. A segment none of whose ticks dispatches costs one plan (at its
  * last tick); the search resumes at the next segment's first tick when the
  * clock gets there, unless an input changed before (the source is then
  * planned afresh), so a search is never carried past what may change. The
@@ -35,9 +36,9 @@ import type { SourceConfig } from '../config/schema.ts';
 import type { ScheduleSettings } from '../config/schedules.ts';
 import { nextSlotEdge } from '../time.ts';
 import { earliestDue, SWEEP_MINUTES } from './budget.ts';
-import { viewAt, WEBHOOK_LOOKBACK_MS, type ModelReading, type SourceReadings, type SourceView } from './observe.ts';
+import { REREAD_MS, viewAt, WEBHOOK_LOOKBACK_MS, type ModelReading, type SourceReadings, type SourceView } from './observe.ts';
 import type { ScheduledStream } from './plan.ts';
-import { EVIDENCE_LOOKBACK_HOURS, SHARED_EVIDENCE_HOURS, WAKE_LOOKBACK_HOURS, WAKE_MIN_CHANGES } from './rates.ts';
+import { EVIDENCE_LOOKBACK_HOURS, WAKE_LOOKBACK_HOURS, WAKE_MIN_CHANGES } from './rates.ts';
 import { sourceTimeZone } from './plan.ts';
 
 const HOUR_MS = 3_600_000;
@@ -70,6 +71,9 @@ export function segmentEnd(w: WakeInput, after: number, until: number): number {
     if (c > after && c < end) end = c;
   };
   consider(nextSlotEdge(after, sourceTimeZone(w.source)));
+  // The decider reads the source again here (observe.ts, REREAD_MS), and what the plan reads of its practice's excess
+  // with it.
+  consider(readings.at.getTime() + REREAD_MS);
   const resets = readings.quota.resetsAt.getTime();
   consider(resets);
   consider(resets - SWEEP_MINUTES * 60_000);
@@ -83,7 +87,6 @@ export function segmentEnd(w: WakeInput, after: number, until: number): number {
   if (readings.webhooksUntil !== null && Number.isFinite(readings.webhooksUntil)) consider(readings.webhooksUntil);
   for (const list of readings.windows.values()) {
     for (const win of list) {
-      consider(win.to + SHARED_EVIDENCE_HOURS * HOUR_MS);
       consider(win.to + EVIDENCE_LOOKBACK_HOURS * HOUR_MS);
       // Evidence reads a window quiet for long before its first change as two, the first ending at that change
       // (rates.ts, splitAtFirstChange): that part leaves the lookback first.
