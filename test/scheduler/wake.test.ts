@@ -206,10 +206,15 @@ describe('the wake', () => {
     return true;
   }
 
-  it('wakes at the first tick whose plan dispatches, resuming at each segment: planning every tick finds nothing earlier', () => {
-    // Windows of every size, a stream's last one and earlier ones: the segment ends only where a window leaving a
-    // lookback changes what the plan reads (segmentEnd), and no tick before the wake may dispatch.
-    let seed = 23;
+  /**
+   * 150 practices at random ticks of 7:00-19:00, their streams checked 1-8 minutes before, each followed from wake to
+   * wake and planned at every tick in between (wakesNoLaterThanPlanning): how many were followed.
+   */
+  function followRandom(
+    seed: number,
+    found: (random: () => number, perHour: number) => number,
+    readFor?: (random: () => number) => number,
+  ): number {
     const random = () => ((seed = (seed * 16807) % 2147483647) - 1) / 2147483646;
     let checked = 0;
     for (let i = 0; i < 150; i++) {
@@ -217,31 +222,26 @@ describe('the wake', () => {
       const r = readings(
         now,
         STREAMS.map(() => 1 + Math.floor(random() * 8)),
-        STREAMS.map(([, perHour]) => Math.round(perHour * random() * 1.5)),
+        STREAMS.map(([, perHour]) => found(random, perHour)),
+        readFor && STREAMS.map(() => readFor(random)),
       );
       if (wakesNoLaterThanPlanning(now, r)) checked++;
     }
-    expect(checked).toBeGreaterThan(20);
+    return checked;
+  }
+
+  it('wakes at the first tick whose plan dispatches, resuming at each segment: planning every tick finds nothing earlier', () => {
+    // Windows of every size, a stream's last one and earlier ones: the segment ends only where a window leaving a
+    // lookback changes what the plan reads (segmentEnd), and no tick before the wake may dispatch.
+    expect(followRandom(23, (random, perHour) => Math.round(perHour * random() * 1.5))).toBeGreaterThan(20);
   });
 
   it('wakes no later than planning every tick after long checks that found the practice busier than forecast', () => {
     // Checks that read hours each, some finding more than the forecast: the practice's excess raises the other streams'
     // rates. Were it read at each instant, it would move with the clock as the windows leave the last hour, and a stream
     // due at one tick could be not due at the next, which the wake's search does not expect.
-    let seed = 37;
-    const random = () => ((seed = (seed * 16807) % 2147483647) - 1) / 2147483646;
-    let checked = 0;
-    for (let i = 0; i < 150; i++) {
-      const now = MIDNIGHT + 7 * HOUR + Math.floor(random() * 12 * 4 * 60) * 15_000;
-      const r = readings(
-        now,
-        STREAMS.map(() => 1 + Math.floor(random() * 8)),
-        STREAMS.map(([, perHour]) => 2 + Math.round(perHour * random())),
-        STREAMS.map(() => 60 + Math.floor(random() * 300)),
-      );
-      if (wakesNoLaterThanPlanning(now, r)) checked++;
-    }
-    expect(checked).toBeGreaterThan(20);
+    const found = (random: () => number, perHour: number) => 2 + Math.round(perHour * random());
+    expect(followRandom(37, found, (random) => 60 + Math.floor(random() * 300))).toBeGreaterThan(20);
   });
 
   it('ends a segment where a window read as two leaves the evidence in part, not where a too small surprise would', () => {
