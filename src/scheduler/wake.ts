@@ -24,7 +24,8 @@
  * found too few changes to be a surprise has no surprise to let go of; one
  * read as two leaves the evidence's lookback in two steps; the practice's
  * shared excess is read as of the source's reading, not at each instant:
- * observe.ts, sharedExcess), and webhooks expiring. A segment none of whose ticks dispatches costs one plan (at its
+ * observe.ts, sharedExcess), the source's hourly reading, and webhooks
+ * expiring. A segment none of whose ticks dispatches costs one plan (at its
  * last tick); the search resumes at the next segment's first tick when the
  * clock gets there, unless an input changed before (the source is then
  * planned afresh), so a search is never carried past what may change. The

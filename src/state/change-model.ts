@@ -246,6 +246,9 @@ export async function addObservation(db: Queryable, source: string, resource: st
   );
 }
 
+/** One slot as loadStreamModels reads it: an int4 and five float8s. */
+const SLOT_BYTES = 4 + 5 * 8;
+
 /**
  * The stored slots of the given streams with one query: source -> resource ->
  * slots. The scheduler reads a stream's model again after each of its checks,
@@ -254,13 +257,10 @@ export async function addObservation(db: Queryable, source: string, resource: st
  * slot as int4send, the four floats and as_of in milliseconds as float8send,
  * big-endian IEEE 754): 168 rows of seven columns a stream, each parsed by
  * the driver, cost the decider more than planning did, and reading numbers
- * from text still cost it a fifth of its time (bench/RESULTS.md, "The
- * decider's reads"). The bytes are the stored doubles themselves, so the
- * values are exact whatever the server's extra_float_digits.
+ * from text still cost it a fifth of its time (bench/RESULTS.md, "Plans
+ * and reads made cheaper"). The bytes are the stored doubles themselves, so
+ * the values are exact whatever the connection's extra_float_digits.
  */
-/** One slot as loadStreamModels reads it: an int4 and five float8s. */
-const SLOT_BYTES = 4 + 5 * 8;
-
 export async function loadStreamModels(
   db: Queryable,
   streams: ReadonlyArray<{ source: string; resource: string }>,
