@@ -646,9 +646,26 @@ function totalSpend(input: SourceInput, horizon: Horizon, streams: Bounded[], mu
  */
 const MU_PRECISION = 1e-3;
 
-function findMu(input: SourceInput, horizon: Horizon, streams: Bounded[], available: number): number {
+/**
+ * A plan's spend curves by stream, built once for the plan's searches (commonInterval's and findMu's) and its last
+ * spend of each stream. A curve reads every field of a stream's bounds but `interval`, which each evaluation is
+ * given: the streams a plan passes for one resource differ in nothing else (the common interval is searched only
+ * at the plan's stretch of 1, with the plan's exploration bound), so one curve serves them all.
+ */
+type Curves = Map<string, SpendCurve>;
+
+function curveOf(curves: Curves, s: Bounded, input: SourceInput, horizon: Horizon): SpendCurve {
+  let curve = curves.get(s.resource);
+  if (!curve) {
+    curve = spendCurve(s, input, horizon);
+    curves.set(s.resource, curve);
+  }
+  return curve;
+}
+
+function findMu(input: SourceInput, horizon: Horizon, streams: Bounded[], available: number, curves: Curves): number {
   const pinned = input.pinned.reduce((n, p) => n + p.firesLeft * p.cost, 0);
-  const curvesOf = streams.map((s) => spendCurve(s, input, horizon));
+  const curvesOf = streams.map((s) => curveOf(curves, s, input, horizon));
   // totalSpend's sum, each stream's spend from its curve.
   const spend = (mu: number) => pinned + curvesOf.reduce((n, c, i) => n + c.at(mu, streams[i]!.interval).requests, 0);
   const atZero = spend(0);
@@ -776,17 +793,18 @@ export function planSource(input: SourceInput): SourcePlan {
   // as the day's expected changes go by. Held back early and released late,
   // they would space the morning's checks wider than the afternoon's, and the
   // widest waits make the tail.
+  const curves: Curves = new Map();
   const interval =
     stretch === 1 && available > 0
-      ? commonInterval(input, horizon, withStretch(1), available - Math.ceil(intervalChance(input, parts) * parts.byDemand))
+      ? commonInterval(input, horizon, withStretch(1), available - Math.ceil(intervalChance(input, parts) * parts.byDemand), curves)
       : null;
   const streams = input.streams.map((s) => bounded(s, settings, stretch, explore, interval));
-  const mu = available <= 0 ? Number.POSITIVE_INFINITY : findMu(input, horizon, streams, planFor);
+  const mu = available <= 0 ? Number.POSITIVE_INFINITY : findMu(input, horizon, streams, planFor, curves);
   const planned: PlannedSpend = { check: 0, webhook: 0, full: 0, backfill: 0 };
   for (const p of input.pinned)
     planned[p.purpose === 'full' ? 'full' : p.purpose === 'webhook' ? 'webhook' : 'check'] += p.firesLeft * p.cost;
   const plans: StreamPlan[] = streams.map((s) => {
-    const spend = streamSpend(s, input, horizon, mu);
+    const spend = curveOf(curves, s, input, horizon).at(mu, s.interval);
     if (s.kind === 'full') planned.full += spend.requests;
     else {
       planned.check += (spend.polled + spend.safety) * s.cost;
@@ -932,27 +950,36 @@ const UNKNOWN_BUSY_HOURS = 8;
  */
 function intervalFloor(input: SourceInput, polled: StreamInput[]): number {
   let busyHours = 0;
-  for (const s of polled) {
-    let n = 0;
-    for (const v of s.modelRates ?? s.rates) if (busyHour(v)) n++;
-    busyHours += n / 7;
-  }
+  for (const s of polled) busyHours += busySlots(s.modelRates ?? s.rates) / 7;
   if (busyHours === 0) busyHours = UNKNOWN_BUSY_HOURS * polled.length;
   return input.budget > 0 ? (60 * busyHours) / input.budget : Number.POSITIVE_INFINITY;
 }
 
-function commonInterval(input: SourceInput, horizon: Horizon, streams: Bounded[], budget: number): number | null {
+/** A week of rates' busy hours, kept with the rates (a model's are read again only when the model changes). */
+const busySlotsCache = new WeakMap<Float64Array, number>();
+function busySlots(rates: Float64Array): number {
+  let n = busySlotsCache.get(rates);
+  if (n === undefined) {
+    n = 0;
+    for (const v of rates) if (busyHour(v)) n++;
+    busySlotsCache.set(rates, n);
+  }
+  return n;
+}
+
+function commonInterval(input: SourceInput, horizon: Horizon, streams: Bounded[], budget: number, curves: Curves): number | null {
   const isPolled = (s: Bounded) => s.kind === 'incremental' && !s.backfill && !s.webhookFed;
   const polled = streams.filter(isPolled);
   if (polled.length === 0 || !horizon.some(([slot]) => polled.some((s) => busyHour(busyRate(s, slot, horizon[0]![0]))))) return null;
   // The other streams keep what the exchange rate would give them without the rule: streams fed by webhooks their
   // notified checks, pinned streams their fires, catalogs their floors. The interval takes what polled streams get.
   const rest = streams.filter((s) => !isPolled(s));
-  const restSpend = (mu: number) => rest.reduce((n, s) => n + streamSpend(s, input, horizon, mu).requests, 0);
+  const restCurves = rest.map((s) => curveOf(curves, s, input, horizon));
+  const restSpend = (mu: number) => restCurves.reduce((n, c, i) => n + c.at(mu, rest[i]!.interval).requests, 0);
   // Streams whose spend does not depend on the exchange rate (catalogs on their floor) need no search for it.
-  const mu = restSpend(0) === restSpend(Number.POSITIVE_INFINITY) ? 0 : findMu(input, horizon, streams, budget);
+  const mu = restSpend(0) === restSpend(Number.POSITIVE_INFINITY) ? 0 : findMu(input, horizon, streams, budget, curves);
   const others = input.pinned.reduce((n, p) => n + p.firesLeft * p.cost, 0) + restSpend(mu);
-  const curvesOf = polled.map((s) => spendCurve(s, input, horizon));
+  const curvesOf = polled.map((s) => curveOf(curves, s, input, horizon));
   const spend = (interval: number) => others + curvesOf.reduce((n, c) => n + c.at(Number.POSITIVE_INFINITY, interval).requests, 0);
   let lo = Math.max(1, input.settings.tickSeconds / 60, intervalFloor(input, polled));
   let hi = Math.max(lo, input.settings.floorHours * 60);
