@@ -644,7 +644,7 @@ function totalSpend(input: SourceInput, horizon: Horizon, streams: Bounded[], mu
  * The exchange rate is found to a thousandth: a check is due once its staleness reaches mu times its cost, and
  * a thousandth of mu is seconds of one change's wait. Finer, the search cost most of a plan.
  */
-const MU_PRECISION = 1e-3;
+export const MU_PRECISION = 1e-3;
 
 /**
  * A plan's spend curves by stream, built once for the plan's searches (commonInterval's and findMu's) and its last
@@ -670,54 +670,114 @@ function findMu(input: SourceInput, horizon: Horizon, streams: Bounded[], availa
   const spend = (mu: number) => pinned + curvesOf.reduce((n, c, i) => n + c.at(mu, streams[i]!.interval).requests, 0);
   const atZero = spend(0);
   if (atZero <= available) return 0;
-  let lo = 0;
-  let hi = 1;
-  let fLo = atZero - available;
-  let fHi = spend(hi) - available;
-  while (fHi > 0) {
-    lo = hi;
-    fLo = fHi;
-    hi *= 4;
-    if (hi > 1e12) return Number.POSITIVE_INFINITY;
-    fHi = spend(hi) - available;
-  }
-  // The spend falls with mu about as 1/sqrt(mu) (checks every sqrt(mu)-proportional interval): the root is found by
-  // regula falsi on 1/sqrt(mu), with the Illinois step against a side kept twice, and a bisection whenever a step
-  // did not halve the bracket. A few plans' worth of spends instead of a bisection's dozen.
-  const x = (mu: number) => (mu > 0 ? 1 / Math.sqrt(mu) : Number.POSITIVE_INFINITY);
+  const atOne = spend(1);
+  if (atOne <= available) return fallingRoot(spend, available, 0, atZero, 1, atOne, MU_SEARCH);
+  // Above 1: the bracket's far end is no exchange rate at all (checks at the bounds and floors alone), which either fits
+  // or nothing does.
+  const atInfinity = spend(Number.POSITIVE_INFINITY);
+  if (atInfinity > available) return Number.POSITIVE_INFINITY;
+  const mu = fallingRoot(spend, available, 1, atOne, Number.POSITIVE_INFINITY, atInfinity, MU_SEARCH);
+  return mu > MU_MAX ? Number.POSITIVE_INFINITY : mu;
+}
+
+/** An exchange rate above this is none: seconds of staleness worth a request beyond any day. */
+const MU_MAX = 1e12;
+
+/**
+ * How a search moves along one argument of a spend that falls as it grows: `x` maps the argument to where the spend
+ * is about linear (and `fromX` back), `done` says a bracket is narrow enough, and `past` gives the point just beyond
+ * an estimate on each side, which closes the bracket when the estimate is within the precision.
+ */
+export interface Search {
+  x(v: number): number;
+  fromX(x: number): number;
+  done(lo: number, hi: number): boolean;
+  past(v: number, above: boolean): number;
+}
+
+/**
+ * The spend falls with mu about as 1/sqrt(mu) (checks every sqrt(mu)-proportional interval), so the search moves on
+ * 1/sqrt(mu), to a thousandth of mu.
+ */
+export const MU_SEARCH: Search = {
+  x: (mu) => (mu > 0 ? 1 / Math.sqrt(mu) : Number.POSITIVE_INFINITY),
+  fromX: (x) => 1 / (x * x),
+  done: (lo, hi) => Number.isFinite(hi) && hi - lo <= MU_PRECISION * hi,
+  past: (mu, above) => (above ? mu * (1 + 0.99 * MU_PRECISION) : mu * (1 - 0.99 * MU_PRECISION)),
+};
+
+/**
+ * An estimate that moved less than this share from the one before is taken to be within the precision: the point just
+ * past it is tried with it.
+ */
+const SETTLED = 0.25;
+
+/**
+ * The least argument in (lo, hi] at which `spend` is within `budget`, to the search's precision, given that it is not
+ * at `lo` (spend fLo) and is at `hi` (spend fHi): the `hi` of the last bracket. Regula falsi on the search's `x`, with
+ * the Illinois step against a side kept twice; once an estimate settles, the point just past it is tried too (a
+ * bracket closes from one side only by regula falsi alone), and a round that does not halve the bracket (in log terms)
+ * is followed by a bisection. The spend is a sum of pieces each capped on both sides, linear in `x` only between its
+ * caps, so regula falsi alone stalls where the caps bend it.
+ */
+export function fallingRoot(
+  spend: (v: number) => number,
+  budget: number,
+  lo: number,
+  fLo: number,
+  hi: number,
+  fHi: number,
+  search: Search,
+): number {
+  let gLo = fLo - budget;
+  let gHi = fHi - budget;
   let side = 0;
-  for (let i = 0; i < 60 && hi - lo > MU_PRECISION * hi; i++) {
-    const width = hi - lo;
-    let mid: number;
-    if (lo > 0 && fLo > fHi) {
-      const xLo = x(lo);
-      const xHi = x(hi);
-      const xm = xHi + (fHi * (xLo - xHi)) / (fHi - fLo);
-      mid = 1 / (xm * xm);
-      if (!(mid > lo && mid < hi)) mid = (lo + hi) / 2;
-    } else mid = (lo + hi) / 2;
-    const f = spend(mid) - available;
-    if (f > 0) {
-      lo = mid;
-      fLo = f;
-      if (side === -1) fHi /= 2;
+  let last = Number.NaN;
+  for (let round = 0; round < 100 && !search.done(lo, hi); round++) {
+    const logWidth = lo > 0 && Number.isFinite(hi) ? Math.log(hi / lo) : Number.POSITIVE_INFINITY;
+    let m: number;
+    if (lo > 0) {
+      const xLo = search.x(lo);
+      const xHi = search.x(hi);
+      m = search.fromX(xHi + (gHi * (xLo - xHi)) / (gHi - gLo));
+      if (!(m > lo && m < hi)) m = Number.isFinite(hi) ? Math.sqrt(lo * hi) : lo * 4;
+    } else m = (lo + hi) / 2;
+    const settled = Math.abs(m - last) < SETTLED * m;
+    last = m;
+    const g = spend(m) - budget;
+    if (g > 0) {
+      lo = m;
+      gLo = g;
+      if (side === -1) gHi /= 2;
       side = -1;
     } else {
-      hi = mid;
-      fHi = f;
-      if (side === 1) fLo /= 2;
+      hi = m;
+      gHi = g;
+      if (side === 1) gLo /= 2;
       side = 1;
     }
-    if (hi - lo > width / 2 && i % 2 === 1) {
-      // Two steps that did not halve the bracket between them: halve it.
-      const m = (lo + hi) / 2;
-      const fm = spend(m) - available;
-      if (fm > 0) {
-        lo = m;
-        fLo = fm;
+    if (settled && !search.done(lo, hi)) {
+      const p = search.past(m, g > 0);
+      if (p > lo && p < hi) {
+        const gp = spend(p) - budget;
+        if (gp > 0) {
+          lo = p;
+          gLo = gp;
+        } else {
+          hi = p;
+          gHi = gp;
+        }
+      }
+    }
+    if (lo > 0 && Number.isFinite(hi) && Math.log(hi / lo) > logWidth / 2 && !search.done(lo, hi)) {
+      const b = Math.sqrt(lo * hi);
+      const gb = spend(b) - budget;
+      if (gb > 0) {
+        lo = b;
+        gLo = gb;
       } else {
-        hi = m;
-        fHi = fm;
+        hi = b;
+        gHi = gb;
       }
     }
   }
@@ -981,17 +1041,22 @@ function commonInterval(input: SourceInput, horizon: Horizon, streams: Bounded[]
   const others = input.pinned.reduce((n, p) => n + p.firesLeft * p.cost, 0) + restSpend(mu);
   const curvesOf = polled.map((s) => curveOf(curves, s, input, horizon));
   const spend = (interval: number) => others + curvesOf.reduce((n, c) => n + c.at(Number.POSITIVE_INFINITY, interval).requests, 0);
-  let lo = Math.max(1, input.settings.tickSeconds / 60, intervalFloor(input, polled));
-  let hi = Math.max(lo, input.settings.floorHours * 60);
-  if (spend(hi) > budget) return null;
-  if (spend(lo) <= budget) return lo;
-  for (let i = 0; i < 24 && hi > lo * 1.01; i++) {
-    const mid = Math.sqrt(lo * hi);
-    if (spend(mid) > budget) lo = mid;
-    else hi = mid;
-  }
-  return hi;
+  const lo = Math.max(1, input.settings.tickSeconds / 60, intervalFloor(input, polled));
+  const hi = Math.max(lo, input.settings.floorHours * 60);
+  const atHi = spend(hi);
+  if (atHi > budget) return null;
+  const atLo = spend(lo);
+  if (atLo <= budget) return lo;
+  return fallingRoot(spend, budget, lo, atLo, hi, atHi, INTERVAL_SEARCH);
 }
+
+/** The common interval is found to 1%: the spend of a check every x minutes is about linear in 1/x. */
+export const INTERVAL_SEARCH: Search = {
+  x: (interval) => 1 / interval,
+  fromX: (x) => 1 / x,
+  done: (lo, hi) => hi <= lo * 1.01,
+  past: (interval, above) => (above ? interval * 1.0099 : interval / 1.0099),
+};
 /** The last minutes of the quota day, in which budget that would be lost is spent on streams with changes expected waiting. */
 export const SWEEP_MINUTES = 30;
 /**
