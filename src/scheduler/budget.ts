@@ -731,6 +731,18 @@ export function fallingRoot(
 ): number {
   let gLo = fLo - budget;
   let gHi = fHi - budget;
+  // The bracket's side `v` falls on, by its spend: returned less the budget.
+  const narrow = (v: number) => {
+    const g = spend(v) - budget;
+    if (g > 0) {
+      lo = v;
+      gLo = g;
+    } else {
+      hi = v;
+      gHi = g;
+    }
+    return g;
+  };
   let side = 0;
   let last = Number.NaN;
   for (let round = 0; round < 100 && !search.done(lo, hi); round++) {
@@ -744,42 +756,20 @@ export function fallingRoot(
     } else m = (lo + hi) / 2;
     const settled = Math.abs(m - last) < SETTLED * m;
     last = m;
-    const g = spend(m) - budget;
+    const g = narrow(m);
+    // Illinois: the end kept twice in a row has its excess spend halved, which pulls the next estimate toward it.
     if (g > 0) {
-      lo = m;
-      gLo = g;
       if (side === -1) gHi /= 2;
       side = -1;
     } else {
-      hi = m;
-      gHi = g;
       if (side === 1) gLo /= 2;
       side = 1;
     }
     if (settled && !search.done(lo, hi)) {
       const p = search.past(m, g > 0);
-      if (p > lo && p < hi) {
-        const gp = spend(p) - budget;
-        if (gp > 0) {
-          lo = p;
-          gLo = gp;
-        } else {
-          hi = p;
-          gHi = gp;
-        }
-      }
+      if (p > lo && p < hi) narrow(p);
     }
-    if (lo > 0 && Number.isFinite(hi) && Math.log(hi / lo) > logWidth / 2 && !search.done(lo, hi)) {
-      const b = Math.sqrt(lo * hi);
-      const gb = spend(b) - budget;
-      if (gb > 0) {
-        lo = b;
-        gLo = gb;
-      } else {
-        hi = b;
-        gHi = gb;
-      }
-    }
+    if (lo > 0 && Number.isFinite(hi) && Math.log(hi / lo) > logWidth / 2 && !search.done(lo, hi)) narrow(Math.sqrt(lo * hi));
   }
   return hi;
 }
