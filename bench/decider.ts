@@ -326,14 +326,18 @@ try {
     ticks.push({ at: now, cpuMs: (used.user + used.system) / 1000, wallMs, stats: stats! });
     if (ticks.length % Math.round(HOUR / TICK) === 0) {
       const hour = ticks.slice(-Math.round(HOUR / TICK));
+      // Plans as the tables count them: sources planned, less those whose search resumed, plus probes.
+      const plans = hour.reduce((n, t) => n + t.stats.planned - t.stats.resumed + t.stats.probes, 0);
+      const hourDispatched = hour.reduce((n, t) => n + t.stats.dispatched, 0);
       log(
         `${new Date(now).toISOString().slice(11, 16)}Z: this hour ${fmtNum(hour.reduce((n, t) => n + t.cpuMs, 0) / 1000)} s CPU, ` +
-          `p95 tick ${fmtNum(
+          `wall p95 tick ${fmtNum(
             percentile(
               hour.map((t) => t.wallMs),
               95,
             ),
-          )} ms; ${fmtInt(dispatched)} dispatched so far`,
+          )} ms, ${fmtInt(hourDispatched)} dispatched, ${fmtInt(plans)} plans` +
+          `${hourDispatched > 0 ? ` (${fmtNum(plans / hourDispatched)} a dispatch)` : ''}; ${fmtInt(dispatched)} dispatched so far`,
       );
     }
     now += TICK;
