@@ -36,7 +36,14 @@ import type { Logger } from '../log.ts';
 import type { QuotaLedger } from '../state/quota.ts';
 import { markReported, type SourceHealth } from '../state/source-health.ts';
 import { ChangeReader, keyScope, modelScope } from '../state/source-changes.ts';
-import { claimDispatch, loadStreamSchedules, setWarning, type StreamScheduleRow } from '../state/stream-schedule.ts';
+import {
+  claimDispatch,
+  claimDispatches,
+  loadStreamSchedules,
+  setWarning,
+  type Claim,
+  type StreamScheduleRow,
+} from '../state/stream-schedule.ts';
 import { SHARD_LOCK_CLASS, shardOf, type ShardLeases } from '../state/locks.ts';
 import { previousFire } from '../cron.ts';
 import { runKey, type Dispatcher, type RunJob } from './dispatch.ts';
@@ -56,14 +63,21 @@ import {
 import { dispatches, nextWake, type WokenView } from './wake.ts';
 
 /**
- * Sources dispatched at once within a tick: a dispatch is a claim and a
- * queue insert; overlapping two halves a busy tick's wall time while leaving
- * the pool's other connections to the runs.
+ * Sources decided at once within a tick: a decision may write a warning or a
+ * health report; overlapping two keeps those writes from serializing a busy
+ * tick while leaving the pool's other connections to the runs. The tick's
+ * claims and queue inserts follow, together (dispatchAll).
  */
 const SOURCES_AT_ONCE = 2;
 
 /** What shardsHeld says of a scheduler that decides every source (no shards: tests, benchmarks). */
 const SHARDS_WITHOUT_LEASES = 1;
+
+/** A run a source's plan dispatches, claimed and queued with the rest of its tick's. */
+interface Intent {
+  job: RunJob;
+  claim: Claim;
+}
 
 /** A configured source as a tick uses it. */
 interface Entry {
@@ -399,7 +413,7 @@ export class Scheduler {
     const planned = [...replan].map((name) => this.index.get(name)!.source);
     const probes = { count: 0, resumed: 0 };
     const limit = pLimit(SOURCES_AT_ONCE);
-    const bySourceJobs = await Promise.all(
+    const intents = await Promise.all(
       planned.map((listed) =>
         limit(async () => {
           if (this.stopped) return [];
@@ -416,7 +430,7 @@ export class Scheduler {
         }),
       ),
     );
-    const jobs = bySourceJobs.flat();
+    const jobs = await this.dispatchAll(intents.flat(), inFlight);
     this.onDecide?.({
       sources: mine.length,
       read: reread.length,
@@ -436,7 +450,7 @@ export class Scheduler {
     now: Date,
     inFlight: Set<string>,
     probes: { count: number; resumed: number },
-  ): Promise<RunJob[]> {
+  ): Promise<Intent[]> {
     const k = this.known.get(source.name)!;
     if (!k.modelled) {
       k.modelled = new Map();
@@ -484,32 +498,27 @@ export class Scheduler {
       k.wakeAt = view.pausedUntil.getTime();
       return [];
     }
-    const jobs: RunJob[] = [];
-    const dispatch = async (s: ScheduledStream, job: Omit<RunJob, 'source' | 'resource' | 'firedAt'>, at: Date, notifiedUntil?: Date) => {
-      if (this.stopped) return;
-      const pid = this.deps.shards?.pid;
-      const claimed = await claimDispatch(this.deps.pool, {
-        source: s.source,
-        resource: s.resource,
-        seen: view.rows.get(s.resource)?.lastFireAt ?? null,
-        at,
-        purpose: job.purpose,
-        reason: job.reason,
-        holder: this.deps.holder,
-        notifiedUntil,
-        ...(this.deps.shards ? { fence: { lockClass: SHARD_LOCK_CLASS, key: shardOf(s.source), pid: pid ?? -1 } } : {}),
+    const intents: Intent[] = [];
+    const pid = this.deps.shards?.pid;
+    const dispatch = (s: ScheduledStream, job: Omit<RunJob, 'source' | 'resource' | 'firedAt'>, at: Date, notifiedUntil?: Date) =>
+      intents.push({
+        job: { source: s.source, resource: s.resource, firedAt: at.toISOString(), ...job },
+        claim: {
+          source: s.source,
+          resource: s.resource,
+          seen: view.rows.get(s.resource)?.lastFireAt ?? null,
+          at,
+          purpose: job.purpose,
+          reason: job.reason,
+          holder: this.deps.holder,
+          notifiedUntil,
+          ...(this.deps.shards ? { fence: { lockClass: SHARD_LOCK_CLASS, key: shardOf(s.source), pid: pid ?? -1 } } : {}),
+        },
       });
-      if (!claimed) return;
-      const full: RunJob = { source: s.source, resource: s.resource, firedAt: at.toISOString(), ...job };
-      await this.deps.dispatcher.dispatch(full);
-      inFlight.add(runKey(full));
-      this.deps.onDispatch?.(full);
-      jobs.push(full);
-    };
     for (const fire of view.cronFires) {
       if (fire.reason === 'resume')
         this.deps.logger.info({ source: source.name, resource: fire.stream.resource }, 'resuming a run stopped part-way');
-      await dispatch(fire.stream, { purpose: fire.purpose, reason: fire.reason }, fire.at);
+      dispatch(fire.stream, { purpose: fire.purpose, reason: fire.reason }, fire.at);
     }
     for (const sp of view.plan.streams) {
       if (!sp.due) continue;
@@ -521,12 +530,43 @@ export class Scheduler {
         ...(sp.due.mustInclude ? { mustInclude: sp.due.mustInclude.toISOString() } : {}),
         ...(webhook ? { notifiedBefore: view.rows.get(s.resource)?.notifiedUntil?.toISOString() ?? null } : {}),
       };
-      await dispatch(s, job, now, webhook ? now : undefined);
+      dispatch(s, job, now, webhook ? now : undefined);
     }
     await this.sayOnce(source.name, view.plan, view.rows);
     // A dispatch (or a claim another process won) changes what the source is planned from: the change log says so
     // and it is read again at the next tick. Otherwise it is planned again when its plan can next dispatch.
     k.wakeAt = dispatches(view) || this.deps.planEveryTick ? now.getTime() : wake(now, view, false, view.nextFires.values());
+    return intents;
+  }
+
+  /**
+   * Claims the tick's dispatches together (a statement per CLAIM_BATCH, not a
+   * round trip each) and queues those won, in the order they were decided.
+   */
+  private async dispatchAll(intents: Intent[], inFlight: Set<string>): Promise<RunJob[]> {
+    if (intents.length === 0 || this.stopped) return [];
+    const won = await claimDispatches(
+      this.deps.pool,
+      intents.map((i) => i.claim),
+    );
+    const jobs: RunJob[] = [];
+    for (const [i, { job }] of intents.entries()) {
+      if (!won[i]) continue;
+      try {
+        await this.deps.dispatcher.dispatch(job);
+      } catch (err) {
+        // Claimed and not queued: the claim's fire has no run, which inFlight reports until it ends or is replaced.
+        this.known.delete(job.source);
+        this.deps.logger.error(
+          { err, source: job.source, resource: job.resource },
+          'could not queue this run; the next tick plans its source again',
+        );
+        continue;
+      }
+      inFlight.add(runKey(job));
+      this.deps.onDispatch?.(job);
+      jobs.push(job);
+    }
     return jobs;
   }
 

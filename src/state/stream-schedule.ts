@@ -187,29 +187,82 @@ export interface Claim {
  * its fence.
  */
 export async function claimDispatch(db: Queryable, c: Claim): Promise<boolean> {
-  const fenced = `($9::int IS NULL OR EXISTS (SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory' AND l.granted
-      AND l.classid = $10::oid AND l.objid = $11::oid AND l.objsubid = 2 AND l.pid = $9::int))`;
-  const res = await db.query(
-    `INSERT INTO pmsync.stream_schedule AS s (source, resource, last_fire_at, last_fire_purpose, last_fire_reason, last_fire_by, notified_until, updated_at)
-     SELECT $1, $2, $3, $4, $5, $6, $7, now() WHERE ${fenced}
-     ON CONFLICT (source, resource) DO UPDATE SET last_fire_at = $3, last_fire_purpose = $4, last_fire_reason = $5, last_fire_by = $6,
-       notified_until = coalesce($7, s.notified_until), updated_at = now()
-     WHERE s.last_fire_at IS NOT DISTINCT FROM $8::timestamptz AND ${fenced}`,
-    [
-      c.source,
-      c.resource,
-      c.at,
-      c.purpose,
-      c.reason,
-      c.holder,
-      c.notifiedUntil ?? null,
-      c.seen,
-      c.fence?.pid ?? null,
-      c.fence?.lockClass ?? 0,
-      c.fence?.key ?? 0,
-    ],
-  );
-  return (res.rowCount ?? 0) > 0;
+  return (await claimDispatches(db, [c]))[0]!;
+}
+
+/** Claims written by one statement: a tick's claims cost one round trip per this many. */
+export const CLAIM_BATCH = 500;
+
+/**
+ * Claims many dispatches, CLAIM_BATCH a statement: for each claim, whether it
+ * was won (as claimDispatch decides it). A stream claimed twice in one call
+ * wins at most its first claim: the second started from a `seen` the first
+ * has replaced. Each statement locks the rows it claims in (source, resource)
+ * order before it writes them, so two processes claiming overlapping streams
+ * at once wait for one another instead of deadlocking; a claim is won against
+ * the row as it stands once locked (another process's claim that committed
+ * meanwhile has moved `last_fire_at`, so this one loses). A stream with no row
+ * yet is won by whichever process inserts it first.
+ */
+export async function claimDispatches(db: Queryable, claims: readonly Claim[]): Promise<boolean[]> {
+  const won = claims.map(() => false);
+  const first = new Map<string, number>();
+  claims.forEach((c, i) => {
+    const key = `${c.source}/${c.resource}`;
+    if (!first.has(key)) first.set(key, i);
+  });
+  const order = [...first.values()].sort((a, b) => {
+    const x = claims[a]!;
+    const y = claims[b]!;
+    return x.source < y.source ? -1 : x.source > y.source ? 1 : x.resource < y.resource ? -1 : x.resource > y.resource ? 1 : 0;
+  });
+  for (let i = 0; i < order.length; i += CLAIM_BATCH) {
+    const batch = order.slice(i, i + CLAIM_BATCH).map((j) => claims[j]!);
+    const col = <T>(f: (c: Claim) => T) => batch.map(f);
+    const res = await db.query<{ source: string; resource: string }>(
+      `WITH x AS MATERIALIZED (
+         SELECT * FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::text[], $5::text[], $6::text[], $7::timestamptz[],
+                              $8::timestamptz[], $9::int[], $10::int[], $11::int[])
+           AS x(source, resource, at, purpose, reason, holder, notified_until, seen, pid, lock_class, lock_key)),
+       held AS MATERIALIZED (SELECT l.classid, l.objid, l.pid FROM pg_locks l WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2),
+       fenced AS MATERIALIZED (
+         SELECT x.* FROM x
+         WHERE x.pid IS NULL OR EXISTS (SELECT 1 FROM held h WHERE h.classid = x.lock_class::oid AND h.objid = x.lock_key::oid AND h.pid = x.pid)),
+       locked AS MATERIALIZED (
+         SELECT s.source, s.resource, s.last_fire_at FROM pmsync.stream_schedule s JOIN fenced f ON f.source = s.source AND f.resource = s.resource
+         ORDER BY s.source, s.resource FOR UPDATE OF s),
+       updated AS (
+         UPDATE pmsync.stream_schedule s SET last_fire_at = f.at, last_fire_purpose = f.purpose, last_fire_reason = f.reason, last_fire_by = f.holder,
+           notified_until = coalesce(f.notified_until, s.notified_until), updated_at = now()
+         FROM fenced f JOIN locked k ON k.source = f.source AND k.resource = f.resource
+         WHERE s.source = f.source AND s.resource = f.resource AND k.last_fire_at IS NOT DISTINCT FROM f.seen
+         RETURNING s.source, s.resource),
+       inserted AS (
+         INSERT INTO pmsync.stream_schedule (source, resource, last_fire_at, last_fire_purpose, last_fire_reason, last_fire_by, notified_until, updated_at)
+         SELECT f.source, f.resource, f.at, f.purpose, f.reason, f.holder, f.notified_until, now() FROM fenced f
+         WHERE NOT EXISTS (SELECT 1 FROM locked k WHERE k.source = f.source AND k.resource = f.resource)
+         ORDER BY f.source, f.resource
+         ON CONFLICT (source, resource) DO NOTHING
+         RETURNING source, resource)
+       SELECT source, resource FROM updated UNION ALL SELECT source, resource FROM inserted`,
+      [
+        col((c) => c.source),
+        col((c) => c.resource),
+        col((c) => c.at),
+        col((c) => c.purpose),
+        col((c) => c.reason),
+        col((c) => c.holder),
+        col((c) => c.notifiedUntil ?? null),
+        col((c) => c.seen),
+        col((c) => c.fence?.pid ?? null),
+        col((c) => c.fence?.lockClass ?? 0),
+        col((c) => c.fence?.key ?? 0),
+      ],
+    );
+    const claimed = new Set(res.rows.map((r) => `${r.source}/${r.resource}`));
+    for (const [key, j] of first) if (claimed.has(key)) won[j] = true;
+  }
+  return won;
 }
 
 export interface RunEnd {
