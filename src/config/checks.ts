@@ -96,18 +96,29 @@ function accountOf(s: SourceConfig): string | undefined {
  * account's resources between them (disjoint `streams`) are fine.
  */
 function sameAccountPairs(sources: SourceConfig[], streams: StreamRegistry): SameAccount[] {
+  // Grouped by account first: each source's URL parsed once, and only sources of one account compared (a fleet's
+  // thousands of sources compared pairwise took seconds at every start and reload).
+  const byAccount = new Map<string, SourceConfig[]>();
+  for (const s of sources) {
+    const account = accountOf(s);
+    if (account === undefined) continue;
+    const group = byAccount.get(account);
+    if (group) group.push(s);
+    else byAccount.set(account, [s]);
+  }
+  const read = (s: SourceConfig) => s.streams ?? streams.resourceNames(s.kind);
   const pairs: SameAccount[] = [];
-  sources.forEach((a, i) => {
-    const account = accountOf(a);
-    if (account === undefined) return;
-    for (const b of sources.slice(i + 1)) {
-      if (accountOf(b) !== account) continue;
-      const read = (s: SourceConfig) => s.streams ?? streams.resourceNames(s.kind);
-      const common = read(a).filter((r) => read(b).includes(r));
-      if (common.length > 0) pairs.push({ a, b, common });
-    }
-  });
-  return pairs;
+  for (const group of byAccount.values()) {
+    group.forEach((a, i) => {
+      for (const b of group.slice(i + 1)) {
+        const common = read(a).filter((r) => read(b).includes(r));
+        if (common.length > 0) pairs.push({ a, b, common });
+      }
+    });
+  }
+  // In the order the sources are listed, as the pairs were found before.
+  const order = new Map(sources.map((s, i) => [s, i]));
+  return pairs.sort((x, y) => order.get(x.a)! - order.get(y.a)! || order.get(x.b)! - order.get(y.b)!);
 }
 
 function describeSameAccount({ a, b, common }: SameAccount, whereOf: (s: SourceConfig) => string): string {
@@ -121,13 +132,20 @@ function describeSameAccount({ a, b, common }: SameAccount, whereOf: (s: SourceC
 /** Sources sharing a gateway key share its ledger, so they must agree on its quota and budget. */
 function checkSharedKeys(sources: SourceConfig[], sameAccount: SameAccount[]): string[] {
   const byKey = new Map<string, RestSourceConfig[]>();
-  for (const s of sources) if (s.kind !== 'pro' && s.apikey) byKey.set(s.apikey, [...(byKey.get(s.apikey) ?? []), s]);
+  for (const s of sources) {
+    if (s.kind === 'pro' || !s.apikey) continue;
+    const group = byKey.get(s.apikey);
+    if (group) group.push(s);
+    else byKey.set(s.apikey, [s]);
+  }
+  const refused = new Map<SourceConfig, Set<SourceConfig>>();
+  for (const p of sameAccount) refused.set(p.a, (refused.get(p.a) ?? new Set()).add(p.b));
   const problems: string[] = [];
   for (const group of byKey.values()) {
     const [first, ...rest] = group;
     for (const other of rest) {
       // A pair refused as one account is told to keep one source, not to align two.
-      if (sameAccount.some((p) => p.a === first && p.b === other)) continue;
+      if (refused.get(first!)?.has(other)) continue;
       const differs = (['dailyQuota', 'budget'] as const).filter((k) => other[k] !== first![k]);
       if (other.quota.reservePercent !== first!.quota.reservePercent) differs.push('quota.reservePercent' as never);
       if (differs.length > 0) {

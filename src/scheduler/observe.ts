@@ -210,7 +210,15 @@ export async function readSources(
     at,
   );
   const dayStarts = names.map((source, i) => ({ source, dayStart: quotas[i]!.startsAt }));
-  const wanted = streams.filter((s) => names.includes(s.source));
+  // By source, from a set of the names: a replica's every stream against every source read is quadratic in the fleet.
+  const named = new Set(names);
+  const wanted = streams.filter((s) => named.has(s.source));
+  const streamsOf = new Map<string, ScheduledStream[]>();
+  for (const s of wanted) {
+    const list = streamsOf.get(s.source);
+    if (list) list.push(s);
+    else streamsOf.set(s.source, [s]);
+  }
   const [rows, states, notified, found, windows, costs, hooks, health] = await Promise.all([
     loadStreamSchedulesOf(pool, names),
     readCheckpointsOf(pool, names),
@@ -230,8 +238,8 @@ export async function readSources(
   sources.forEach((source, i) => {
     const name = source.name;
     const streamCosts = new Map<string, number>();
-    for (const s of wanted) {
-      const cost = s.source === name ? costs.get(s.key) : undefined;
+    for (const s of streamsOf.get(name) ?? []) {
+      const cost = costs.get(s.key);
       if (cost !== undefined) streamCosts.set(s.resource, Math.max(1, cost));
     }
     out.set(name, {
