@@ -26,6 +26,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { PerformanceObserver } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import pino from 'pino';
 import { planDay, REFERENCE_DAY } from '../simulator/day.ts';
@@ -313,6 +314,13 @@ try {
 
   log(`deciding ${EVERY_TICK ? 'every source at every tick' : 'on change'}, ${FROM_HOUR}:00-${TO_HOUR}:00, a tick every ${TICK / 1000} s`);
   const ticks: Array<{ at: number; cpuMs: number; wallMs: number; stats: DecideStats }> = [];
+  // Garbage collection's pauses in the process (the harness's included), hour by hour: what a growing heap costs.
+  let gcMs = 0;
+  const gcSeen = new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) gcMs += e.duration;
+  });
+  gcSeen.observe({ entryTypes: ['gc'] });
+  let gcMsAtHour = 0;
   let dispatched = 0;
   while (now < end) {
     await completeRuns();
@@ -337,12 +345,15 @@ try {
               95,
             ),
           )} ms, ${fmtInt(hourDispatched)} dispatched, ${fmtInt(plans)} plans` +
-          `${hourDispatched > 0 ? ` (${fmtNum(plans / hourDispatched)} a dispatch)` : ''}; ${fmtInt(dispatched)} dispatched so far`,
+          `${hourDispatched > 0 ? ` (${fmtNum(plans / hourDispatched)} a dispatch)` : ''}; ${fmtInt(dispatched)} dispatched so far; ` +
+          `GC pauses ${fmtNum((gcMs - gcMsAtHour) / 1000)} s, heap ${fmtInt(process.memoryUsage().heapUsed / 2 ** 20)} MiB`,
       );
+      gcMsAtHour = gcMs;
     }
     now += TICK;
   }
   await pool.end();
+  gcSeen.disconnect();
 
   const local = (t: number) => new Date(t - 5 * HOUR).getUTCHours();
   const busyTicks = ticks.filter((t) => local(t.at) >= BUSY_FROM && local(t.at) < BUSY_TO);
