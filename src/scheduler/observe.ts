@@ -361,7 +361,7 @@ export function viewAt(
   // after each change is notified, so its windows start at its changes already, and are read whole.
   const windowsOf = (resource: string): WindowFound[] => {
     const list = readings.windows.get(resource) ?? [];
-    return fed(resource) ? wholeWindows(list) : list;
+    return fed(resource) ? list.map(({ firstChangeAt: _, ...w }) => w) : list;
   };
   // Each budget stream's forecast (its model scaled by today's activity) and its own evidence first:
   // the practice-wide excess is read from all of them.
@@ -458,20 +458,6 @@ export function viewAt(
   };
 }
 
-/**
- * A webhook-fed stream's windows, read whole (without their first change), kept with the list read: the same list
- * at every plan until the source is read again, so what rates.ts keeps of each list is found again.
- */
-const wholeCache = new WeakMap<WindowFound[], WindowFound[]>();
-function wholeWindows(list: WindowFound[]): WindowFound[] {
-  let whole = wholeCache.get(list);
-  if (!whole) {
-    whole = list.map(({ firstChangeAt: _, ...w }) => w);
-    wholeCache.set(list, whole);
-  }
-  return whole;
-}
-
 /** A stream fed by webhooks at `now`: a notification of the last WEBHOOK_LOOKBACK_MS came for it. */
 function fedAt(readings: SourceReadings, resource: string, now: Date): boolean {
   const latest = readings.notified.get(resource)?.latestReceived?.getTime();
@@ -536,7 +522,7 @@ function sharedExcess(
     if (s.schedule.mode !== 'budget' || s.kind !== 'incremental') continue;
     const f = forecastOf(s.resource, readings, models, timeZone, readings.quota, at);
     const list = readings.windows.get(s.resource) ?? [];
-    const windows = fedAt(readings, s.resource, at) ? wholeWindows(list) : list;
+    const windows = fedAt(readings, s.resource, at) ? list.map(({ firstChangeAt: _, ...w }) => w) : list;
     practice.push({ resource: s.resource, forecast: f.forecast, windows, usualPerWeek: usualPerWeek(f.model) });
   }
   const shared = practiceExcess(practice, timeZone, at.getTime());

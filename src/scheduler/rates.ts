@@ -339,71 +339,9 @@ export function splitAtFirstChange(windows: readonly WindowFound[]): WindowFound
   return out;
 }
 
-/**
- * What a list of windows reads as, kept with the list: a source's windows are read at every plan (and every probe of
- * its wake) until the source is read again. A list and its windows are never written into once read; the lists kept
- * here are only read.
- */
-const readCache = new WeakMap<readonly WindowFound[], WindowFound[]>();
-const disjointCache = new WeakMap<readonly WindowFound[], WindowFound[]>();
-
 /** The windows a stream's evidence reads: each hour counted once, each split at its first change. */
-function readWindows(windows: readonly WindowFound[]): readonly WindowFound[] {
-  let read = readCache.get(windows);
-  if (!read) {
-    read = splitAtFirstChange(disjointOnce(windows));
-    readCache.set(windows, read);
-  }
-  return read;
-}
-
-function disjointOnce(windows: readonly WindowFound[]): readonly WindowFound[] {
-  let out = disjointCache.get(windows);
-  if (!out) {
-    out = disjoint(windows);
-    disjointCache.set(windows, out);
-  }
-  return out;
-}
-
-/** A window's walk over the slots it covers (forEachSlotPiece), kept with the window: its pieces' slots and instants. */
-interface Pieces {
-  timeZone: string;
-  slots: number[];
-  starts: number[];
-  ends: number[];
-}
-const piecesCache = new WeakMap<WindowFound, Pieces>();
-function piecesOf(w: WindowFound, timeZone: string): Pieces {
-  const kept = piecesCache.get(w);
-  if (kept && kept.timeZone === timeZone) return kept;
-  const p: Pieces = { timeZone, slots: [], starts: [], ends: [] };
-  forEachSlotPiece(w.from, w.to, timeZone, (slot, a, b) => {
-    p.slots.push(slot);
-    p.starts.push(a);
-    p.ends.push(b);
-  });
-  piecesCache.set(w, p);
-  return p;
-}
-
-/** expectedSince(rates, timeZone, w.from, w.to).changes, from the window's kept walk. */
-function changesOver(rates: Float64Array, p: Pieces): number {
-  let changes = 0;
-  for (let i = 0; i < p.slots.length; i++) changes += (rates[p.slots[i]!]! / 60) * ((p.ends[i]! - p.starts[i]!) / 60_000);
-  return changes;
-}
-
-/** The pieces of a window after its first change (splitAtFirstChange), kept with the window. */
-const restCache = new WeakMap<WindowFound, WindowFound>();
-function afterFirstChange(w: WindowFound): WindowFound {
-  let rest = restCache.get(w);
-  if (!rest) {
-    const pieces = splitAtFirstChange([w]);
-    rest = pieces[pieces.length - 1]!;
-    restCache.set(w, rest);
-  }
-  return rest;
+function readWindows(windows: readonly WindowFound[]): WindowFound[] {
+  return splitAtFirstChange(disjoint(windows));
 }
 
 /**
@@ -426,10 +364,8 @@ export function evidenceOf(rates: Float64Array, timeZone: string, windows: Windo
         : null;
     let priorChanges = 0;
     let forecastChanges = 0;
-    const pieces = piecesOf(w, timeZone);
-    for (let k = 0; k < pieces.slots.length; k++) {
-      const slot = pieces.slots[k]!;
-      const minutes = (pieces.ends[k]! - pieces.starts[k]!) / 60_000;
+    forEachSlotPiece(w.from, w.to, timeZone, (slot, a, b) => {
+      const minutes = (b - a) / 60_000;
       const base = rates[slot]!;
       let corrected = base;
       if (fading && prev) {
@@ -445,7 +381,7 @@ export function evidenceOf(rates: Float64Array, timeZone: string, windows: Windo
       }
       priorChanges += (corrected / 60) * minutes;
       forecastChanges += (base / 60) * minutes;
-    }
+    });
     const prior: number = priorChanges / hours;
     const forecast = forecastChanges / hours;
     const observed: number = (w.changes + EVIDENCE_PRIOR_HOURS * prior) / (hours + EVIDENCE_PRIOR_HOURS);
@@ -573,11 +509,12 @@ export const WAKE_LOOKBACK_HOURS = 3;
 export function surprisesFound(streams: readonly StreamWindows[], timeZone: string, now: number): Map<string, number> {
   const out = new Map<string, number>();
   for (const s of streams) {
-    for (const w of disjointOnce(s.windows)) {
+    for (const w of disjoint(s.windows)) {
       if (w.to > now || now - w.to > WAKE_LOOKBACK_HOURS * HOUR_MS) continue;
       // Read from its first change, when the window was split there (splitAtFirstChange): the rest is the news.
-      const last = afterFirstChange(w);
-      if (surprising(w.changes, last.changes, changesOver(s.forecast, piecesOf(last, timeZone)))) {
+      const pieces = splitAtFirstChange([w]);
+      const last = pieces[pieces.length - 1]!;
+      if (surprising(w.changes, last.changes, expectedSince(s.forecast, timeZone, last.from, last.to).changes)) {
         out.set(s.resource, w.to);
         break;
       }
