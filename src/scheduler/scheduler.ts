@@ -66,7 +66,8 @@ import { dispatches, nextWake, type WokenView } from './wake.ts';
  * Sources decided at once within a tick: a decision may write a warning or a
  * health report; overlapping two keeps those writes from serializing a busy
  * tick while leaving the pool's other connections to the runs. The tick's
- * claims and queue inserts follow, together (dispatchAll).
+ * claims follow, together, then its queue inserts, a run at a time
+ * (dispatchAll).
  */
 const SOURCES_AT_ONCE = 2;
 

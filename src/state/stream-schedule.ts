@@ -216,6 +216,7 @@ export async function claimDispatches(db: Queryable, claims: readonly Claim[]): 
     const y = claims[b]!;
     return x.source < y.source ? -1 : x.source > y.source ? 1 : x.resource < y.resource ? -1 : x.resource > y.resource ? 1 : 0;
   });
+  const claimed = new Set<string>();
   for (let i = 0; i < order.length; i += CLAIM_BATCH) {
     const batch = order.slice(i, i + CLAIM_BATCH).map((j) => claims[j]!);
     const col = <T>(f: (c: Claim) => T) => batch.map(f);
@@ -259,9 +260,9 @@ export async function claimDispatches(db: Queryable, claims: readonly Claim[]): 
         col((c) => c.fence?.key ?? 0),
       ],
     );
-    const claimed = new Set(res.rows.map((r) => `${r.source}/${r.resource}`));
-    for (const [key, j] of first) if (claimed.has(key)) won[j] = true;
+    for (const r of res.rows) claimed.add(`${r.source}/${r.resource}`);
   }
+  for (const [key, j] of first) if (claimed.has(key)) won[j] = true;
   return won;
 }
 
