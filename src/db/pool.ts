@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { PmsyncError } from '../errors.ts';
 import { redactUrl } from '../redact.ts';
+import { useFastTimestamps } from './timestamps.ts';
 
 export type Pool = pg.Pool;
 /** Anything that runs a query: the pool, or a client inside a transaction. */
@@ -8,6 +9,8 @@ export type Queryable = Pick<pg.PoolClient, 'query'>;
 
 /** Parse int8 and numeric as JS values the way analysts' tools would show them. */
 pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
+/** timestamptz read without postgres-date's regular expressions where its form allows (src/db/timestamps.ts). */
+useFastTimestamps();
 
 export function createPool(connectionString: string, max = 5): Pool {
   const pool = new pg.Pool({ connectionString, max, application_name: 'pmsync' });

@@ -46,6 +46,10 @@ interface ScheduleRecord {
   warning: string | null;
 }
 
+/** The columns a row is read from (not updated_at: the scheduler reads these for every stream it plans, and each timestamp costs a parse). */
+const SCHEDULE_COLUMNS =
+  'source, resource, last_fire_at, last_fire_purpose, last_fire_reason, last_fire_by, last_done_at, last_check_at, last_outcome, notified_until, paused_until, warning';
+
 function rowOf(r: ScheduleRecord): StreamScheduleRow {
   return {
     resource: r.resource,
@@ -63,13 +67,15 @@ function rowOf(r: ScheduleRecord): StreamScheduleRow {
 }
 
 export async function loadStreamSchedules(db: Queryable, source: string): Promise<Map<string, StreamScheduleRow>> {
-  const res = await db.query<ScheduleRecord>('SELECT * FROM pmsync.stream_schedule WHERE source = $1', [source]);
+  const res = await db.query<ScheduleRecord>(`SELECT ${SCHEDULE_COLUMNS} FROM pmsync.stream_schedule WHERE source = $1`, [source]);
   return new Map(res.rows.map((r) => [r.resource, rowOf(r)]));
 }
 
 /** The rows of many sources with one query: source -> resource -> row. */
 export async function loadStreamSchedulesOf(db: Queryable, sources: string[]): Promise<Map<string, Map<string, StreamScheduleRow>>> {
-  const res = await db.query<ScheduleRecord>('SELECT * FROM pmsync.stream_schedule WHERE source = ANY($1::text[])', [sources]);
+  const res = await db.query<ScheduleRecord>(`SELECT ${SCHEDULE_COLUMNS} FROM pmsync.stream_schedule WHERE source = ANY($1::text[])`, [
+    sources,
+  ]);
   const out = new Map<string, Map<string, StreamScheduleRow>>();
   for (const r of res.rows) {
     const rows = out.get(r.source) ?? new Map<string, StreamScheduleRow>();
