@@ -12,11 +12,12 @@ import type { SourceConfig } from '../config/schema.ts';
 import type { Pool } from '../db/pool.ts';
 import { pagesLeft } from '../api/pager.ts';
 import { loadStreamModels, type StoredSlot } from '../state/change-model.ts';
-import { readCheckpointsOf } from '../state/checkpoints.ts';
+import { readCheckpointsOf, type StoredCheckpoint } from '../state/checkpoints.ts';
 import { quotaSnapshots, type QuotaLedger, type QuotaSnapshot } from '../state/quota.ts';
 import { changesFoundOf, recentCheckCostsOf, recentWindowsOf } from '../state/runs.ts';
 import { loadSourceHealthOf, readSourceHealth, type SourceHealth } from '../state/source-health.ts';
 import { webhooksUntilOf } from '../state/webhook-secrets.ts';
+import type { StreamPairs } from '../state/stream-pairs.ts';
 import { loadStreamSchedulesOf, notifiedOf, type NotifiedReading, type StreamScheduleRow } from '../state/stream-schedule.ts';
 import type { Purpose } from '../api/http.ts';
 import { nextFire, previousFire } from '../cron.ts';
@@ -192,6 +193,64 @@ export async function readModels(
   return out;
 }
 
+/** What readSources reads stream by stream, for many sources at once. */
+interface StreamParts {
+  rows: Map<string, Map<string, StreamScheduleRow>>;
+  states: Map<string, StoredCheckpoint[]>;
+  notified: Map<string, Map<string, NotifiedReading>>;
+  found: Map<string, Map<string, number>>;
+  windows: Map<string, Map<string, WindowFound[]>>;
+  /** By stream key (source/resource). */
+  costs: Map<string, number>;
+}
+
+/**
+ * The per-stream state of some sources (each with the start of its quota
+ * day), one query per kind: every stream of them, or with `only` those
+ * streams alone. Costs are read for `priced` (configured streams).
+ */
+async function readStreamParts(
+  pool: Pool,
+  dayStarts: ReadonlyArray<{ source: string; dayStart: Date }>,
+  priced: ReadonlyArray<{ source: string; resource: string }>,
+  at: Date,
+  only?: StreamPairs,
+): Promise<StreamParts> {
+  const names = dayStarts.map((d) => d.source);
+  const [rows, states, notified, found, windows, costs] = await Promise.all([
+    loadStreamSchedulesOf(pool, names, only),
+    readCheckpointsOf(pool, names, only),
+    notifiedOf(pool, dayStarts, new Date(at.getTime() - WEBHOOK_LOOKBACK_MS), at, only),
+    changesFoundOf(
+      pool,
+      dayStarts.map((d) => ({ source: d.source, since: d.dayStart })),
+      only,
+    ),
+    recentWindowsOf(pool, names, new Date(at.getTime() - EVIDENCE_LOOKBACK_HOURS * 3_600_000), EVIDENCE_RUNS, only),
+    priced.length > 0 ? recentCheckCostsOf(pool, priced, COST_RUNS) : new Map<string, number>(),
+  ]);
+  return { rows, states, notified, found, windows, costs };
+}
+
+/** The checkpoint of a stream as the plan takes it. */
+function stateLite(r: StoredCheckpoint): StreamStateLite {
+  const paging = r.window?.paging;
+  return { cursor: r.cursor, open: r.open, pagesLeft: paging ? pagesLeft(paging) : null };
+}
+
+/** The configured streams of each source, by source, from a set of the names (a fleet's every stream against every source is quadratic). */
+function streamsBySource(names: readonly string[], streams: readonly ScheduledStream[]): Map<string, ScheduledStream[]> {
+  const named = new Set(names);
+  const out = new Map<string, ScheduledStream[]>();
+  for (const s of streams) {
+    if (!named.has(s.source)) continue;
+    const list = out.get(s.source);
+    if (list) list.push(s);
+    else out.set(s.source, [s]);
+  }
+  return out;
+}
+
 /**
  * Reads what the decisions for many sources depend on, with one query per
  * kind of state whatever their number (the models aside: readModels).
@@ -210,25 +269,9 @@ export async function readSources(
     at,
   );
   const dayStarts = names.map((source, i) => ({ source, dayStart: quotas[i]!.startsAt }));
-  // By source, from a set of the names: a replica's every stream against every source read is quadratic in the fleet.
-  const named = new Set(names);
-  const wanted = streams.filter((s) => named.has(s.source));
-  const streamsOf = new Map<string, ScheduledStream[]>();
-  for (const s of wanted) {
-    const list = streamsOf.get(s.source);
-    if (list) list.push(s);
-    else streamsOf.set(s.source, [s]);
-  }
-  const [rows, states, notified, found, windows, costs, hooks, health] = await Promise.all([
-    loadStreamSchedulesOf(pool, names),
-    readCheckpointsOf(pool, names),
-    notifiedOf(pool, dayStarts, new Date(at.getTime() - WEBHOOK_LOOKBACK_MS), at),
-    changesFoundOf(
-      pool,
-      dayStarts.map((d) => ({ source: d.source, since: d.dayStart })),
-    ),
-    recentWindowsOf(pool, names, new Date(at.getTime() - EVIDENCE_LOOKBACK_HOURS * 3_600_000), EVIDENCE_RUNS),
-    recentCheckCostsOf(pool, wanted, COST_RUNS),
+  const streamsOf = streamsBySource(names, streams);
+  const [parts, hooks, health] = await Promise.all([
+    readStreamParts(pool, dayStarts, [...streamsOf.values()].flat(), at),
     webhooksUntilOf(pool, names, at),
     names.length === 1
       ? readSourceHealth(pool, names[0]!).then((h) => new Map(h ? [[names[0]!, h]] : []))
@@ -239,23 +282,125 @@ export async function readSources(
     const name = source.name;
     const streamCosts = new Map<string, number>();
     for (const s of streamsOf.get(name) ?? []) {
-      const cost = costs.get(s.key);
+      const cost = parts.costs.get(s.key);
       if (cost !== undefined) streamCosts.set(s.resource, Math.max(1, cost));
     }
     out.set(name, {
       at,
       quota: quotas[i]!,
-      rows: rows.get(name) ?? new Map(),
-      states: new Map(
-        (states.get(name) ?? []).map((r) => {
-          const paging = r.window?.paging;
-          return [r.resource, { cursor: r.cursor, open: r.open, pagesLeft: paging ? pagesLeft(paging) : null }];
-        }),
-      ),
-      notified: notified.get(name) ?? new Map(),
-      found: found.get(name) ?? new Map(),
-      windows: windows.get(name) ?? new Map(),
+      rows: parts.rows.get(name) ?? new Map(),
+      states: new Map((parts.states.get(name) ?? []).map((r) => [r.resource, stateLite(r)])),
+      notified: parts.notified.get(name) ?? new Map(),
+      found: parts.found.get(name) ?? new Map(),
+      windows: parts.windows.get(name) ?? new Map(),
       costs: streamCosts,
+      webhooksUntil: hooks.get(name) ?? null,
+      health: health.get(name) ?? null,
+    });
+  });
+  return out;
+}
+
+/**
+ * Whether a source read at `readings.at` can be brought to `at` by reading
+ * again only its streams whose rows changed (readSourcesAgain) and get what
+ * readSources would read at `at`. What is read of a stream whose rows did not
+ * change moves with the clock in two ways only: its windows leave the
+ * evidence's lookback, which is applied to what was read; and its
+ * notifications leave theirs, which an aggregate cannot be cut to: when one
+ * of its pending notifications, or its latest, would leave it (or the quota
+ * day, whose notifications are counted, is longer than the lookback), or the
+ * quota day turned, the source is read whole.
+ */
+export function canReadInPart(readings: SourceReadings, at: Date): boolean {
+  const t = at.getTime();
+  const since = t - WEBHOOK_LOOKBACK_MS;
+  if (t >= readings.quota.resetsAt.getTime() || readings.quota.startsAt.getTime() <= since) return false;
+  for (const n of readings.notified.values()) {
+    if (n.oldest && n.oldest.getTime() <= since) return false;
+    if (n.latestReceived && n.latestReceived.getTime() <= since) return false;
+  }
+  return true;
+}
+
+/** Sets `resource` of `map` to `value`, or removes it when there is none: a stream read again with no row has none. */
+function putOrDrop<V>(map: Map<string, V>, resource: string, value: V | undefined): void {
+  if (value === undefined) map.delete(resource);
+  else map.set(resource, value);
+}
+
+/**
+ * Sources read before (each with what was read of it, which canReadInPart
+ * allowed at `at`, and the resources whose rows changed since), brought to
+ * `at`: the quota ledger, health and webhook registrations read again whole
+ * (a row a source), the changed streams' state read again, the other streams'
+ * kept, their windows cut to the lookback as of `at`. The same readings
+ * readSources gives at `at`, from a fraction of the rows: a run ends for one
+ * or two of a source's ten streams.
+ */
+export async function readSourcesAgain(
+  deps: Pick<ObserveDeps, 'pool' | 'ledgerFor'>,
+  again: ReadonlyArray<{ source: SourceConfig; readings: SourceReadings; resources: ReadonlySet<string> }>,
+  streams: readonly ScheduledStream[],
+  at: Date,
+): Promise<Map<string, SourceReadings>> {
+  const { pool } = deps;
+  const names = again.map((a) => a.source.name);
+  const quotas = await quotaSnapshots(
+    pool,
+    again.map((a) => deps.ledgerFor(a.source).settings),
+    at,
+  );
+  const only = again.flatMap((a) => [...a.resources].map((resource) => ({ source: a.source.name, resource })));
+  const streamsOf = streamsBySource(names, streams);
+  const priced = again.flatMap((a) => (streamsOf.get(a.source.name) ?? []).filter((s) => a.resources.has(s.resource)));
+  // The sources some of whose streams are read again, each with its quota day's start.
+  const dayStarts = again.flatMap((a, i) => (a.resources.size > 0 ? [{ source: a.source.name, dayStart: quotas[i]!.startsAt }] : []));
+  const [parts, hooks, health] = await Promise.all([
+    only.length > 0 ? readStreamParts(pool, dayStarts, priced, at, only) : null,
+    webhooksUntilOf(pool, names, at),
+    loadSourceHealthOf(pool, names),
+  ]);
+  const cutoff = at.getTime() - EVIDENCE_LOOKBACK_HOURS * 3_600_000;
+  const out = new Map<string, SourceReadings>();
+  again.forEach(({ source, readings: before, resources }, i) => {
+    const name = source.name;
+    const rows = new Map(before.rows);
+    const states = new Map(before.states);
+    const notified = new Map(before.notified);
+    const found = new Map(before.found);
+    const costs = new Map(before.costs);
+    // Windows of the streams kept, as a read at `at` would find them: those ending within its lookback.
+    const windows = new Map<string, WindowFound[]>();
+    for (const [resource, list] of before.windows) {
+      if (resources.has(resource)) continue;
+      const kept = list.filter((w) => w.to >= cutoff);
+      if (kept.length > 0) windows.set(resource, kept.length === list.length ? list : kept);
+    }
+    if (parts) {
+      const freshStates = new Map((parts.states.get(name) ?? []).map((r) => [r.resource, stateLite(r)]));
+      const priceable = new Set((streamsOf.get(name) ?? []).map((s) => s.resource));
+      for (const resource of resources) {
+        putOrDrop(rows, resource, parts.rows.get(name)?.get(resource));
+        putOrDrop(states, resource, freshStates.get(resource));
+        putOrDrop(notified, resource, parts.notified.get(name)?.get(resource));
+        putOrDrop(found, resource, parts.found.get(name)?.get(resource));
+        putOrDrop(windows, resource, parts.windows.get(name)?.get(resource));
+        if (priceable.has(resource)) {
+          const cost = parts.costs.get(`${name}/${resource}`);
+          putOrDrop(costs, resource, cost === undefined ? undefined : Math.max(1, cost));
+        }
+      }
+    }
+    out.set(name, {
+      at,
+      quota: quotas[i]!,
+      rows,
+      states,
+      notified,
+      found,
+      windows,
+      costs,
       webhooksUntil: hooks.get(name) ?? null,
       health: health.get(name) ?? null,
     });

@@ -35,7 +35,7 @@ import type { Pool } from '../db/pool.ts';
 import type { Logger } from '../log.ts';
 import type { QuotaLedger } from '../state/quota.ts';
 import { markReported, type SourceHealth } from '../state/source-health.ts';
-import { ChangeReader, keyScope, modelScope } from '../state/source-changes.ts';
+import { ChangeReader, healthScope, keyScope, modelScope, streamOfScope } from '../state/source-changes.ts';
 import {
   claimDispatch,
   claimDispatches,
@@ -54,6 +54,8 @@ import {
   localWeekday,
   readModels,
   readSources,
+  readSourcesAgain,
+  canReadInPart,
   REREAD_MS,
   viewAt,
   type ModelReading,
@@ -93,6 +95,8 @@ interface Entry {
 /** What the decider holds of a source between ticks. */
 interface Known {
   readings: SourceReadings;
+  /** When the source was last read whole (readings.at may be later: its changed streams read again since). */
+  fullAt: number;
   /** Per stream its model (null: none stored yet: the stream has no rates of its own). */
   models: Map<string, ModelReading | null>;
   /** The streams that have a model, as the plan takes them; rebuilt when a model is read again. */
@@ -141,8 +145,10 @@ export interface SchedulerDeps {
 export interface DecideStats {
   /** Sources this replica decides. */
   sources: number;
-  /** Sources read again from state. */
+  /** Sources read again from state (whole, or in part). */
   read: number;
+  /** Of those, sources of which only the changed streams were read (with their ledger, health and registrations). */
+  readInPart: number;
   /** Sources planned at this tick. */
   planned: number;
   /**
@@ -233,6 +239,7 @@ export class Scheduler {
       const key = keyScope(this.deps.ledgerFor(source).settings.keyId);
       index.set(source.name, { source, streams, shard: shardOf(source.name), zone: sourceTimeZone(source), keyScope: key });
       scoped(source.name, source.name);
+      scoped(healthScope(source.name), source.name);
       scoped(key, source.name);
       for (const x of streams) scoped(modelScope(source.name, x.resource), source.name);
     }
@@ -355,7 +362,20 @@ export class Scheduler {
     // Which sources to look at: those the change log names, those a run started or ended for, those whose plan can
     // dispatch now, and those not read yet. Every other source costs nothing at this tick.
     const candidates = new Set<string>();
-    for (const scope of changed) for (const name of this.byScope.get(scope) ?? []) candidates.add(name);
+    // Per source, the streams whose own rows changed (their `stream:` scopes): read again alone.
+    const streamsChanged = new Map<string, Set<string>>();
+    for (const scope of changed) {
+      const stream = streamOfScope(scope);
+      if (!stream) {
+        for (const name of this.byScope.get(scope) ?? []) candidates.add(name);
+        continue;
+      }
+      if (!this.index.has(stream.source)) continue;
+      candidates.add(stream.source);
+      const set = streamsChanged.get(stream.source);
+      if (set) set.add(stream.resource);
+      else streamsChanged.set(stream.source, new Set([stream.resource]));
+    }
     for (const key of inFlight) if (!this.lastInFlight.has(key)) candidates.add(key.slice(0, key.indexOf('/')));
     for (const key of this.lastInFlight) if (!inFlight.has(key)) candidates.add(key.slice(0, key.indexOf('/')));
     this.lastInFlight = inFlight;
@@ -365,8 +385,12 @@ export class Scheduler {
     }
 
     // What to read again of them: sources whose rows changed (their key's quota ledger included), whose quota day
-    // turned, or read too long ago; streams whose model changed or whose practice's weekday turned.
+    // turned, or read too long ago; streams whose model changed or whose practice's weekday turned. A source is read
+    // whole when first seen, reconfigured, at its quota day's turn, an hour after it was last read whole, or when what
+    // was read of it moved with the clock in a way only a whole read follows (canReadInPart); otherwise only its
+    // changed streams, with its ledger, health and webhook registrations (readSourcesAgain): the same readings.
     const reread: SourceConfig[] = [];
+    const readAgain: Array<{ source: SourceConfig; readings: SourceReadings; resources: ReadonlySet<string> }> = [];
     const remodel: ScheduledStream[] = [];
     const replan = new Set<string>();
     for (const name of candidates) {
@@ -374,23 +398,21 @@ export class Scheduler {
       if (!e || (held && !held.has(e.shard))) continue;
       replan.add(name);
       const k = this.known.get(name);
-      if (
-        !k ||
-        reconfigured ||
-        changed.has(name) ||
-        changed.has(e.keyScope) ||
-        t >= k.readings.quota.resetsAt.getTime() ||
-        t - k.readings.at.getTime() >= REREAD_MS
-      )
-        reread.push(e.source);
+      const streamsRead = streamsChanged.get(name);
+      const whole = !k || reconfigured || changed.has(name) || t >= k.readings.quota.resetsAt.getTime();
+      if (whole || streamsRead || changed.has(e.keyScope) || changed.has(healthScope(name)) || t - k.readings.at.getTime() >= REREAD_MS) {
+        if (whole || t - k.fullAt >= REREAD_MS || !canReadInPart(k.readings, now)) reread.push(e.source);
+        else readAgain.push({ source: e.source, readings: k.readings, resources: streamsRead ?? new Set() });
+      }
       const weekday = localWeekday(now, e.zone);
       for (const x of e.streams) {
         const m = k?.models.get(x.resource);
         if (!k || m === undefined || changed.has(modelScope(name, x.resource)) || (m !== null && m.today !== weekday)) remodel.push(x);
       }
     }
-    const [readings, models] = await Promise.all([
+    const [readings, readInPart, models] = await Promise.all([
       reread.length > 0 ? readSources(this.deps, reread, streams, now) : new Map<string, SourceReadings>(),
+      readAgain.length > 0 ? readSourcesAgain(this.deps, readAgain, streams, now) : new Map<string, SourceReadings>(),
       remodel.length > 0
         ? readModels(this.deps.pool, remodel, now, (name) => this.index.get(name)?.zone ?? 'UTC')
         : new Map<string, Map<string, ModelReading>>(),
@@ -399,11 +421,18 @@ export class Scheduler {
       const prev = this.known.get(source.name);
       this.known.set(source.name, {
         readings: readings.get(source.name)!,
+        fullAt: t,
         models: prev?.models ?? new Map(),
         modelled: prev?.modelled ?? null,
         wakeAt: t,
         woken: null,
       });
+    }
+    for (const { source } of readAgain) {
+      const k = this.known.get(source.name)!;
+      k.readings = readInPart.get(source.name)!;
+      k.wakeAt = t;
+      k.woken = null;
     }
     for (const x of remodel) {
       const k = this.known.get(x.source)!;
@@ -434,7 +463,8 @@ export class Scheduler {
     const jobs = await this.dispatchAll(intents.flat(), inFlight);
     this.onDecide?.({
       sources: mine.length,
-      read: reread.length,
+      read: reread.length + readAgain.length,
+      readInPart: readAgain.length,
       planned: planned.length,
       resumed: probes.resumed,
       probes: probes.count,

@@ -7,6 +7,7 @@
 import { z } from 'zod';
 import { PmsyncError } from '../errors.ts';
 import type { Queryable } from '../db/pool.ts';
+import { onlyStreams, type StreamPairs } from './stream-pairs.ts';
 import type { PagingState } from '../api/pager.ts';
 
 const count = z.number().int().min(0);
@@ -159,10 +160,11 @@ export async function readCheckpoints(db: Queryable, source: string): Promise<St
 }
 
 /** The checkpoints of many sources with one query: source -> its streams' checkpoints. */
-export async function readCheckpointsOf(db: Queryable, sources: string[]): Promise<Map<string, StoredCheckpoint[]>> {
+export async function readCheckpointsOf(db: Queryable, sources: string[], only?: StreamPairs): Promise<Map<string, StoredCheckpoint[]>> {
+  const limit = onlyStreams(only, 'source', 'resource', 2);
   const res = await db.query<{ source: string; resource: string; cursor: Date | null; window: unknown }>(
-    'SELECT source, resource, cursor, "window" FROM pmsync.sync_state WHERE source = ANY($1::text[])',
-    [sources],
+    `SELECT source, resource, cursor, "window" FROM pmsync.sync_state WHERE source = ANY($1::text[])${limit.sql}`,
+    [sources, ...limit.params],
   );
   const out = new Map<string, StoredCheckpoint[]>();
   for (const r of res.rows) {

@@ -2,6 +2,7 @@
 import type { Queryable } from '../db/pool.ts';
 import { storableText } from '../db/storable.ts';
 import type { PageTotals } from '../db/table.ts';
+import { onlyStreams, type StreamPairs } from './stream-pairs.ts';
 
 export type RunStatus = 'running' | 'succeeded' | 'failed' | 'quota_exhausted' | 'interrupted';
 
@@ -142,16 +143,18 @@ export async function recentWindows(
 export async function changesFoundOf(
   db: Queryable,
   since: ReadonlyArray<{ source: string; since: Date }>,
+  only?: StreamPairs,
 ): Promise<Map<string, Map<string, number>>> {
   const out = new Map<string, Map<string, number>>(since.map((s) => [s.source, new Map()]));
   if (since.length === 0) return out;
+  const limit = onlyStreams(only, 'r.source', 'r.resource', 3);
   const res = await db.query<{ source: string; resource: string; n: number }>(
     `SELECT r.source, r.resource, sum(r.inserted + r.updated)::int AS n
      FROM unnest($1::text[], $2::timestamptz[]) AS k(source, since)
      JOIN pmsync.runs r ON r.source = k.source AND r.window_end >= k.since
-     WHERE r.status = 'succeeded' AND r.purpose IN ('check', 'webhook', 'full')
+     WHERE r.status = 'succeeded' AND r.purpose IN ('check', 'webhook', 'full')${limit.sql}
      GROUP BY r.source, r.resource`,
-    [since.map((s) => s.source), since.map((s) => s.since)],
+    [since.map((s) => s.source), since.map((s) => s.since), ...limit.params],
   );
   for (const r of res.rows) out.get(r.source)?.set(r.resource, r.n);
   return out;
@@ -163,11 +166,13 @@ export async function recentWindowsOf(
   sources: readonly string[],
   since: Date,
   perStream: number,
+  only?: StreamPairs,
 ): Promise<Map<string, Map<string, Array<{ from: number; to: number; changes: number; firstChangeAt?: number }>>>> {
   const out = new Map<string, Map<string, Array<{ from: number; to: number; changes: number; firstChangeAt?: number }>>>(
     sources.map((s) => [s, new Map()]),
   );
   if (sources.length === 0) return out;
+  const limit = onlyStreams(only, 'source', 'resource', 4);
   const res = await db.query<{
     source: string;
     resource: string;
@@ -181,10 +186,10 @@ export async function recentWindowsOf(
               row_number() OVER (PARTITION BY source, resource ORDER BY window_end DESC, id DESC) AS k
        FROM pmsync.runs
        WHERE source = ANY($1::text[]) AND status = 'succeeded' AND window_start IS NOT NULL AND window_end >= $2
-         AND (purpose IN ('check', 'webhook') OR (purpose = 'backfill' AND window_end - window_start < interval '1 day'))
+         AND (purpose IN ('check', 'webhook') OR (purpose = 'backfill' AND window_end - window_start < interval '1 day'))${limit.sql}
      ) r WHERE k <= $3
      ORDER BY source, resource, window_end DESC, k`,
-    [sources, since, perStream],
+    [sources, since, perStream, ...limit.params],
   );
   for (const r of res.rows) {
     const bySource = out.get(r.source)!;
@@ -218,7 +223,7 @@ export async function recentCheckCosts(db: Queryable, source: string, runs: numb
  */
 export async function recentCheckCostsOf(
   db: Queryable,
-  streams: Array<{ source: string; resource: string }>,
+  streams: ReadonlyArray<{ source: string; resource: string }>,
   runs: number,
 ): Promise<Map<string, number>> {
   const res = await db.query<{ source: string; resource: string; cost: number }>(

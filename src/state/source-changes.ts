@@ -1,13 +1,15 @@
 /**
  * pmsync.source_changes: which sources' scheduling inputs changed, and in what
- * order. Triggers on the tables the scheduler decides from (runs,
- * checkpoints, the quota ledger, webhook events and secrets, stream
- * schedules, change models, source health) bump the written source's row (a
- * gateway key's, `key:<fingerprint>`, for the quota ledger; a stream's,
- * `model:<source>/<resource>`, for its change model) to the next number of one
- * sequence, so every writer in every process is seen without any of
- * them having to remember to say so. The migration
- * 20261127000002_source_changes holds the triggers.
+ * order. Triggers on the tables the scheduler decides from bump the written
+ * rows' scope to the next number of one sequence, so every writer in every
+ * process is seen without any of them having to remember to say so: a
+ * stream's runs, checkpoint, schedule row and notifications its
+ * `stream:<source>/<resource>` (a row with no resource its source's own
+ * scope, the source's name: read it whole); a source's health and webhook
+ * registrations `health:<source>`; a gateway key's quota ledger
+ * `key:<fingerprint>`; a stream's change model `model:<source>/<resource>`.
+ * The migrations 20261127000002_source_changes and
+ * 20261128000001_stream_scopes hold the triggers.
  *
  * A sequence number is taken when a row is written, not when its transaction
  * commits, so a transaction that took number 10 may commit after one that
@@ -20,6 +22,24 @@ import type { Queryable } from '../db/pool.ts';
 /** The scope of a gateway key's quota ledger rows. */
 export function keyScope(keyId: string): string {
   return `key:${keyId}`;
+}
+
+/** The scope of a stream's runs, checkpoint, schedule row and notifications. */
+export function streamScope(source: string, resource: string): string {
+  return `stream:${source}/${resource}`;
+}
+
+/** The stream a `stream:` scope names; null for any other scope. Resources never hold a slash; sources may. */
+export function streamOfScope(scope: string): { source: string; resource: string } | null {
+  if (!scope.startsWith('stream:')) return null;
+  const slash = scope.lastIndexOf('/');
+  if (slash <= 'stream:'.length) return null;
+  return { source: scope.slice('stream:'.length, slash), resource: scope.slice(slash + 1) };
+}
+
+/** The scope of a source's health and webhook registrations. */
+export function healthScope(source: string): string {
+  return `health:${source}`;
 }
 
 /** The scope of a stream's change model rows. */

@@ -16,6 +16,7 @@
  * - warning: the last freshness warning said about the stream, so it is said once.
  */
 import type { Queryable } from '../db/pool.ts';
+import { onlyStreams, type StreamPairs } from './stream-pairs.ts';
 
 export interface StreamScheduleRow {
   resource: string;
@@ -71,11 +72,17 @@ export async function loadStreamSchedules(db: Queryable, source: string): Promis
   return new Map(res.rows.map((r) => [r.resource, rowOf(r)]));
 }
 
-/** The rows of many sources with one query: source -> resource -> row. */
-export async function loadStreamSchedulesOf(db: Queryable, sources: string[]): Promise<Map<string, Map<string, StreamScheduleRow>>> {
-  const res = await db.query<ScheduleRecord>(`SELECT ${SCHEDULE_COLUMNS} FROM pmsync.stream_schedule WHERE source = ANY($1::text[])`, [
-    sources,
-  ]);
+/** The rows of many sources with one query: source -> resource -> row (with `only`, those streams' rows alone). */
+export async function loadStreamSchedulesOf(
+  db: Queryable,
+  sources: string[],
+  only?: StreamPairs,
+): Promise<Map<string, Map<string, StreamScheduleRow>>> {
+  const limit = onlyStreams(only, 'source', 'resource', 2);
+  const res = await db.query<ScheduleRecord>(
+    `SELECT ${SCHEDULE_COLUMNS} FROM pmsync.stream_schedule WHERE source = ANY($1::text[])${limit.sql}`,
+    [sources, ...limit.params],
+  );
   const out = new Map<string, Map<string, StreamScheduleRow>>();
   for (const r of res.rows) {
     const rows = out.get(r.source) ?? new Map<string, StreamScheduleRow>();
@@ -116,9 +123,11 @@ export async function notifiedOf(
   sources: ReadonlyArray<{ source: string; dayStart: Date }>,
   since: Date,
   at: Date,
+  only?: StreamPairs,
 ): Promise<Map<string, Map<string, NotifiedReading>>> {
   const out = new Map<string, Map<string, NotifiedReading>>(sources.map((s) => [s.source, new Map()]));
   if (sources.length === 0) return out;
+  const limit = onlyStreams(only, 'e.source', 'e.resource', 5);
   const res = await db.query<{
     source: string;
     resource: string;
@@ -139,9 +148,9 @@ export async function notifiedOf(
      FROM unnest($1::text[], $2::timestamptz[]) AS k(source, day_start)
      JOIN pmsync.webhook_events e ON e.source = k.source
      LEFT JOIN pmsync.stream_schedule s ON s.source = e.source AND s.resource = e.resource
-     WHERE e.outcome = 'notified' AND e.received_at > $3 AND e.received_at <= $4
+     WHERE e.outcome = 'notified' AND e.received_at > $3 AND e.received_at <= $4${limit.sql}
      GROUP BY e.source, e.resource`,
-    [sources.map((s) => s.source), sources.map((s) => s.dayStart), since, at],
+    [sources.map((s) => s.source), sources.map((s) => s.dayStart), since, at, ...limit.params],
   );
   for (const r of res.rows) {
     out.get(r.source)?.set(r.resource, {
