@@ -16,6 +16,7 @@
  *   node bench/decider.ts --sources 500 --every-tick     planning every source at every tick, as before
  *   node bench/decider.ts --sources 5000 --from 10 --to 11 --every-tick   one busy hour of it
  *   node bench/decider.ts --sources 20000 --tick-seconds 60 --webhooks
+ *   node bench/decider.ts --sources 1000 --history-days 28   with four weeks of runs stored before the day
  *
  * BENCH_DATABASE_URL points it at a PostgreSQL (the embedded one otherwise).
  * Reported: the decider's CPU per tick (process.cpuUsage around each tick,
@@ -52,6 +53,7 @@ const { values } = parseArgs({
     to: { type: 'string', default: '24' },
     'every-tick': { type: 'boolean', default: false },
     webhooks: { type: 'boolean', default: false },
+    'history-days': { type: 'string', default: '0' },
   },
 });
 const SOURCES = Number(values.sources);
@@ -60,6 +62,9 @@ const FROM_HOUR = Number(values.from);
 const TO_HOUR = Number(values.to);
 const EVERY_TICK = values['every-tick'] === true;
 const WEBHOOKS = values.webhooks === true;
+const HISTORY_DAYS = Number(values['history-days']);
+if (!Number.isInteger(HISTORY_DAYS) || HISTORY_DAYS < 0)
+  throw new Error(`--history-days: "${values['history-days']}" is not a whole number of days`);
 for (const [name, v] of [
   ['--sources', SOURCES],
   ['--tick-seconds', TICK / 1000],
@@ -174,6 +179,27 @@ try {
        SELECT s, r, $3, $3, $3, 'succeeded' FROM unnest($1::text[]) s, unnest($2::text[]) r`,
       [names, everyStream, seededAt],
     );
+    if (HISTORY_DAYS > 0) {
+      // The runs of the days before, as pmsync.runs keeps them (every run, never purged): the busy streams checked
+      // every half hour in opening hours, the others nightly. The decider's reads of the last hours must not grow
+      // with them.
+      for (let d = HISTORY_DAYS; d >= 1; d--) {
+        const day = dayStart - d * 24 * HOUR;
+        await seed.query(
+          `INSERT INTO pmsync.runs (source, resource, mode, purpose, status, started_at, ended_at, window_start, window_end, pages, requests, updated)
+           SELECT s, r, 'incremental', 'check', 'succeeded', t, t, t - interval '30 min' - make_interval(secs => $5::float8 / 1000),
+                  t - make_interval(secs => $5::float8 / 1000), 1, 1, (extract(epoch FROM t)::bigint / 60 + length(s)) % 4
+           FROM unnest($1::text[]) s, unnest($2::text[]) r,
+                generate_series($3::timestamptz + interval '8 hours', $3::timestamptz + interval '19 hours', interval '30 min') t
+           WHERE r = ANY($4::text[])
+           UNION ALL
+           SELECT s, r, 'incremental', 'check', 'succeeded', t, t, t - interval '1 day', t - make_interval(secs => $5::float8 / 1000), 1, 1, 0
+           FROM unnest($1::text[]) s, unnest($2::text[]) r, (SELECT $3::timestamptz + interval '3 hours' AS t) n
+           WHERE NOT r = ANY($4::text[])`,
+          [names, everyStream, new Date(day), busy, LAG_MS],
+        );
+      }
+    }
     if (WEBHOOKS) {
       await seed.query(
         `INSERT INTO pmsync.webhook_secrets (source, token_hash, created_at, activated_at) SELECT s, 'h-' || s, $2, $2 FROM unnest($1::text[]) s`,
@@ -429,7 +455,7 @@ try {
       '',
       `- Command: \`${command}\``,
       `- Date: ${new Date().toISOString()}; machine: ${cpus().length} cores (${cpus()[0]?.model ?? '?'}), ${(totalmem() / 1024 ** 3).toFixed(1)} GiB, Node ${process.version}, load average ${loadavg()[0]!.toFixed(1)} at the end`,
-      `- PostgreSQL: ${server.label}; ${fmtInt(SOURCES)} sources x ${catalog.length} streams, the reference day ${FROM_HOUR}:00-${TO_HOUR}:00 local, a tick every ${TICK / 1000} s${WEBHOOKS ? ', the busy streams notified by webhooks' : ', no webhooks'}`,
+      `- PostgreSQL: ${server.label}; ${fmtInt(SOURCES)} sources x ${catalog.length} streams${HISTORY_DAYS > 0 ? ` with ${HISTORY_DAYS} days of runs stored before` : ''}, the reference day ${FROM_HOUR}:00-${TO_HOUR}:00 local, a tick every ${TICK / 1000} s${WEBHOOKS ? ', the busy streams notified by webhooks' : ', no webhooks'}`,
       `- Dispatched: ${fmtInt(dispatched)} runs (${fmtNum(dispatched / SOURCES)} a source); wall time ${fmtNum((performance.now() - started) / 60_000)} min`,
       '',
       table(

@@ -147,14 +147,18 @@ export async function changesFoundOf(
 ): Promise<Map<string, Map<string, number>>> {
   const out = new Map<string, Map<string, number>>(since.map((s) => [s.source, new Map()]));
   if (since.length === 0) return out;
-  const limit = onlyStreams(only, 'r.source', 'r.resource', 3);
+  // The earliest start of all, as a bound of its own: it lets the runs be found by (source, window_end), the recent
+  // ones alone; joined to each source's start only, the planner read the whole table.
+  let earliest = since[0]!.since;
+  for (const s of since) if (s.since < earliest) earliest = s.since;
+  const limit = onlyStreams(only, 'r.source', 'r.resource', 4);
   const res = await db.query<{ source: string; resource: string; n: number }>(
     `SELECT r.source, r.resource, sum(r.inserted + r.updated)::int AS n
      FROM unnest($1::text[], $2::timestamptz[]) AS k(source, since)
      JOIN pmsync.runs r ON r.source = k.source AND r.window_end >= k.since
-     WHERE r.status = 'succeeded' AND r.purpose IN ('check', 'webhook', 'full')${limit.sql}
+     WHERE r.source = ANY($1::text[]) AND r.window_end >= $3 AND r.status = 'succeeded' AND r.purpose IN ('check', 'webhook', 'full')${limit.sql}
      GROUP BY r.source, r.resource`,
-    [since.map((s) => s.source), since.map((s) => s.since), ...limit.params],
+    [since.map((s) => s.source), since.map((s) => s.since), earliest, ...limit.params],
   );
   for (const r of res.rows) out.get(r.source)?.set(r.resource, r.n);
   return out;
