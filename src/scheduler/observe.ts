@@ -379,17 +379,18 @@ export async function readSourcesAgain(
     }
     if (parts) {
       const freshStates = new Map((parts.states.get(name) ?? []).map((r) => [r.resource, stateLite(r)]));
-      const priceable = new Set((streamsOf.get(name) ?? []).map((s) => s.resource));
       for (const resource of resources) {
         putOrDrop(rows, resource, parts.rows.get(name)?.get(resource));
         putOrDrop(states, resource, freshStates.get(resource));
         putOrDrop(notified, resource, parts.notified.get(name)?.get(resource));
         putOrDrop(found, resource, parts.found.get(name)?.get(resource));
         putOrDrop(windows, resource, parts.windows.get(name)?.get(resource));
-        if (priceable.has(resource)) {
-          const cost = parts.costs.get(`${name}/${resource}`);
-          putOrDrop(costs, resource, cost === undefined ? undefined : Math.max(1, cost));
-        }
+      }
+      // Costs are kept for configured streams only, as readSources keeps them.
+      for (const s of streamsOf.get(name) ?? []) {
+        if (!resources.has(s.resource)) continue;
+        const cost = parts.costs.get(s.key);
+        putOrDrop(costs, s.resource, cost === undefined ? undefined : Math.max(1, cost));
       }
     }
     out.set(name, {

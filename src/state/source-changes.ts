@@ -24,12 +24,11 @@ export function keyScope(keyId: string): string {
   return `key:${keyId}`;
 }
 
-/** The scope of a stream's runs, checkpoint, schedule row and notifications. */
-export function streamScope(source: string, resource: string): string {
-  return `stream:${source}/${resource}`;
-}
-
-/** The stream a `stream:` scope names; null for any other scope. Resources never hold a slash; sources may. */
+/**
+ * The stream a `stream:<source>/<resource>` scope names (its runs, checkpoint, schedule row and notifications,
+ * written by the triggers of 20261128000001_stream_scopes); null for any other scope. Resources never hold a slash;
+ * sources may.
+ */
 export function streamOfScope(scope: string): { source: string; resource: string } | null {
   if (!scope.startsWith('stream:')) return null;
   const slash = scope.lastIndexOf('/');

@@ -120,7 +120,8 @@ describe('reading a source again in part', () => {
     const reader = new ChangeReader();
     await reader.poll(db.pool); // the first poll reports nothing: everything is read then
     const T1 = T0 + 20 * MINUTE;
-    await check('a', 'appointments', T0 - 10 * MINUTE, T1 - 2 * MINUTE, 4, T0 - 5 * MINUTE);
+    // Three pages: the stream's cost of a check moves too.
+    await check('a', 'appointments', T0 - 10 * MINUTE, T1 - 2 * MINUTE, 250, T0 - 5 * MINUTE);
     await db.pool.query(`UPDATE pmsync.stream_schedule SET last_fire_at = $1 WHERE source = 'a' AND resource = 'orders'`, [at(T1)]);
     await notify('a', 'customers', T1, 'a-n3');
     await db.pool.query(`UPDATE pmsync.source_health SET last_success_at = $1, updated_at = now() WHERE source = 'a'`, [at(T1)]);
@@ -146,7 +147,8 @@ describe('reading a source again in part', () => {
     const whole = await readSources(deps, [sources[0]!], streams, at(T2));
     expect(again.get('a')).toEqual(whole.get('a'));
     // What the comparison covers: the changed streams read again, a kept one's window gone from the lookback.
-    expect(whole.get('a')!.windows.get('appointments')![0]!.changes).toBe(4);
+    expect(whole.get('a')!.windows.get('appointments')![0]!.changes).toBe(250);
+    expect(whole.get('a')!.costs.get('appointments')).toBeGreaterThan(before.costs.get('appointments')!);
     expect(whole.get('a')!.notified.get('customers')!.pending).toBe(2);
     expect(whole.get('a')!.rows.get('orders')!.lastFireAt).toEqual(at(T0 + 20 * MINUTE));
     expect(before.windows.get('memberships')).toHaveLength(1);
