@@ -14,11 +14,15 @@ export const SIMULATOR = `${ROOT}simulator/main.ts`;
  * The ways the pmsync process can be started, compared by `bench/run.ts --e2e-start` and
  * `bench/fleet.ts --start`: as shipped (the bin with pmsync's heap flags, as its shebang, `npm run
  * pmsync` and the image start it; src/cli/process.ts), with Node's defaults, or with the old
- * generation capped at 1 GB instead of grown by a fixed factor.
+ * generation grown by a factor of 1.5 instead of 2, or capped at 1 GB instead of grown by a fixed factor.
  */
 export const STARTS = {
   bin: { label: `\`node ${START_FLAGS.join(' ')} bin/pmsync.js\` (as shipped)`, args: [...START_FLAGS, CLI] },
   defaults: { label: "`node bin/pmsync.js` (Node's defaults)", args: [CLI] },
+  'grow-50': {
+    label: '`node --max-semi-space-size=8 --heap-growing-percent=50 bin/pmsync.js`',
+    args: ['--max-semi-space-size=8', '--heap-growing-percent=50', CLI],
+  },
   'old-1g': {
     label: '`node --max-semi-space-size=8 --max-old-space-size=1024 bin/pmsync.js`',
     args: ['--max-semi-space-size=8', '--max-old-space-size=1024', CLI],
