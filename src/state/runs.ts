@@ -148,17 +148,23 @@ export async function changesFoundOf(
   const out = new Map<string, Map<string, number>>(since.map((s) => [s.source, new Map()]));
   if (since.length === 0) return out;
   // The earliest start of all, as a bound of its own: it lets the runs be found by (source, window_end), the recent
-  // ones alone; joined to each source's start only, the planner read the whole table.
+  // ones alone. Each source's own start is looked up by its name in a JSON object, a filter on each run rather than a
+  // join: joined to the sources, the plan depended on the table's statistics (on runs analyzed while nearly empty,
+  // every run was compared with every source, 0.9 s for 2,000 sources instead of 35 ms).
   let earliest = since[0]!.since;
-  for (const s of since) if (s.since < earliest) earliest = s.since;
+  const starts: Record<string, string> = {};
+  for (const s of since) {
+    if (s.since < earliest) earliest = s.since;
+    starts[s.source] = s.since.toISOString();
+  }
   const limit = onlyStreams(only, 'r.source', 'r.resource', 4);
   const res = await db.query<{ source: string; resource: string; n: number }>(
     `SELECT r.source, r.resource, sum(r.inserted + r.updated)::int AS n
-     FROM unnest($1::text[], $2::timestamptz[]) AS k(source, since)
-     JOIN pmsync.runs r ON r.source = k.source AND r.window_end >= k.since
-     WHERE r.source = ANY($1::text[]) AND r.window_end >= $3 AND r.status = 'succeeded' AND r.purpose IN ('check', 'webhook', 'full')${limit.sql}
+     FROM pmsync.runs r
+     WHERE r.source = ANY($1::text[]) AND r.window_end >= $2 AND r.window_end >= ($3::jsonb ->> r.source)::timestamptz
+       AND r.status = 'succeeded' AND r.purpose IN ('check', 'webhook', 'full')${limit.sql}
      GROUP BY r.source, r.resource`,
-    [since.map((s) => s.source), since.map((s) => s.since), earliest, ...limit.params],
+    [since.map((s) => s.source), earliest, JSON.stringify(starts), ...limit.params],
   );
   for (const r of res.rows) out.get(r.source)?.set(r.resource, r.n);
   return out;

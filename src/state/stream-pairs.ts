@@ -9,8 +9,15 @@ export type StreamPairs = ReadonlyArray<{ source: string; resource: string }>;
 
 /**
  * A condition keeping the rows (by their source and resource columns) of
- * `only`, to follow a WHERE clause, with its parameters numbered from
- * `first`; nothing when `only` is not given (every stream of the sources).
+ * `only`, to follow a WHERE clause, with its one parameter numbered `first`;
+ * nothing when `only` is not given (every stream of the sources).
+ *
+ * The streams are matched as "source/resource" keys against an array (a
+ * source's name has no "/"), which PostgreSQL evaluates as a filter through a
+ * hash of the array whatever it thinks of the table's size. Matched as a
+ * semi-join of the pairs, the plan depended on the table's statistics: on a
+ * table analyzed while nearly empty, every row was compared with every pair
+ * (4,000 pairs against 6,000 runs: 3.5 s instead of 15 ms).
  */
 export function onlyStreams(
   only: StreamPairs | undefined,
@@ -20,7 +27,7 @@ export function onlyStreams(
 ): { sql: string; params: unknown[] } {
   if (!only) return { sql: '', params: [] };
   return {
-    sql: ` AND (${source}, ${resource}) IN (SELECT * FROM unnest($${first}::text[], $${first + 1}::text[]))`,
-    params: [only.map((s) => s.source), only.map((s) => s.resource)],
+    sql: ` AND ${source} || '/' || ${resource} = ANY($${first}::text[])`,
+    params: [only.map((s) => `${s.source}/${s.resource}`)],
   };
 }

@@ -9,7 +9,18 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addObservation, loadChangeModels, loadChangeModelsOf, loadStreamModels } from '../../src/state/change-model.ts';
 import { completeWindow, readCheckpoints, readCheckpointsOf, saveWindow } from '../../src/state/checkpoints.ts';
 import { QuotaLedger, quotaSnapshots, type QuotaSettings } from '../../src/state/quota.ts';
-import { finishRun, recentCheckCosts, recentCheckCostsOf, recentOutcomes, startRun, type RunStatus } from '../../src/state/runs.ts';
+import {
+  changesFoundOf,
+  changesFoundSince,
+  finishRun,
+  recentCheckCosts,
+  recentCheckCostsOf,
+  recentOutcomes,
+  recentWindows,
+  recentWindowsOf,
+  startRun,
+  type RunStatus,
+} from '../../src/state/runs.ts';
 import { claimDispatch, loadStreamSchedules, loadStreamSchedulesOf, setWarning } from '../../src/state/stream-schedule.ts';
 import { readFailures } from '../../src/status/fleet.ts';
 import { MODEL_BATCH_STREAMS, readModels } from '../../src/scheduler/observe.ts';
@@ -227,5 +238,61 @@ describe('the change models of many streams', () => {
           .rates.some((r) => r > 0),
       ).toBe(true);
     }
+  });
+});
+
+describe('the changes found and the windows of many sources, each from its own start', () => {
+  const at = (h: number) => new Date(NOW.getTime() - h * 3_600_000);
+  // Each source's quota day starts at its own instant: w1's 10 hours ago, w2's 4 hours ago.
+  const since = [
+    { source: 'w1', since: at(10) },
+    { source: 'w2', since: at(4) },
+  ];
+  beforeAll(async () => {
+    const runs: Array<[string, string, number, number, number, string]> = [
+      // source, resource, window end (hours ago), inserted, updated, purpose
+      ['w1', 'customers', 12, 100, 0, 'check'],
+      ['w1', 'customers', 8, 2, 3, 'check'],
+      ['w1', 'customers', 1, 0, 4, 'webhook'],
+      ['w1', 'orders', 6, 1, 1, 'check'],
+      ['w1', 'orders', 2, 0, 0, 'full'],
+      ['w2', 'customers', 8, 50, 0, 'check'],
+      ['w2', 'customers', 3, 7, 0, 'check'],
+      ['w2', 'orders', 5, 9, 9, 'check'],
+      ['w2', 'orders', 1, 1, 0, 'check'],
+      // Another source's runs and a backfill are not counted.
+      ['w3', 'orders', 1, 30, 0, 'check'],
+      ['w2', 'orders', 2, 40, 0, 'backfill'],
+    ];
+    for (const [source, resource, end, inserted, updated, purpose] of runs) {
+      await db.pool.query(
+        `INSERT INTO pmsync.runs (source, resource, mode, purpose, status, started_at, ended_at, window_start, window_end, pages, requests, inserted, updated)
+         VALUES ($1, $2, 'incremental', $3, 'succeeded', $5, $5, $4, $5, 1, 1, $6, $7)`,
+        [source, resource, purpose, new Date(at(end).getTime() - 600_000), at(end), inserted, updated],
+      );
+    }
+  });
+
+  it('sums each source from its own start, as the per-source read does', async () => {
+    const found = await changesFoundOf(db.pool, since);
+    for (const { source, since: from } of since) expect(found.get(source)).toEqual(await changesFoundSince(db.pool, source, from));
+    expect(Object.fromEntries(found.get('w1')!)).toEqual({ customers: 9, orders: 2 });
+    expect(Object.fromEntries(found.get('w2')!)).toEqual({ customers: 7, orders: 1 });
+  });
+
+  it('keeps the streams asked for, and only those, when read in part', async () => {
+    const only = [
+      { source: 'w1', resource: 'orders' },
+      { source: 'w2', resource: 'customers' },
+    ];
+    const found = await changesFoundOf(db.pool, since, only);
+    expect(Object.fromEntries(found.get('w1')!)).toEqual({ orders: 2 });
+    expect(Object.fromEntries(found.get('w2')!)).toEqual({ customers: 7 });
+
+    const windows = await recentWindowsOf(db.pool, ['w1', 'w2'], at(10), 12, only);
+    expect([...windows.get('w1')!.keys()]).toEqual(['orders']);
+    expect([...windows.get('w2')!.keys()]).toEqual(['customers']);
+    expect(windows.get('w1')!.get('orders')).toEqual((await recentWindows(db.pool, 'w1', at(10), 12)).get('orders'));
+    expect(windows.get('w2')!.get('customers')).toEqual((await recentWindows(db.pool, 'w2', at(10), 12)).get('customers'));
   });
 });
