@@ -35,7 +35,7 @@ export class Metrics {
   readonly requests: Counter<'source' | 'resource'>;
   readonly rows: Counter<'source' | 'resource' | 'outcome'>;
   readonly runs: Counter<'source' | 'resource' | 'status'>;
-  readonly runDuration: Histogram<'source' | 'resource' | 'mode' | 'status'>;
+  readonly runDuration: Histogram<'resource' | 'mode' | 'status'>;
   readonly errors: Counter<'source' | 'code'>;
   readonly dispatches: Counter<'source' | 'resource' | 'purpose' | 'reason'>;
   readonly ticks: Histogram;
@@ -67,10 +67,13 @@ export class Metrics {
       labelNames: ['source', 'resource', 'status'],
       registers,
     });
+    // No source label: a histogram is a dozen series per label set, and over a fleet of a thousand sources the
+    // per-source ones were the largest part of a replica's metrics (bench/RESULTS.md, "What a replica's memory
+    // holds"). A source's run durations are in pmsync.runs.
     this.runDuration = new Histogram({
       name: 'pmsync_run_duration_seconds',
-      help: 'Duration of stream runs of this process',
-      labelNames: ['source', 'resource', 'mode', 'status'],
+      help: 'Duration of stream runs of this process, over every source',
+      labelNames: ['resource', 'mode', 'status'],
       buckets: RUN_BUCKETS,
       registers,
     });
@@ -313,7 +316,7 @@ export class Metrics {
     }
     if (error) this.errors.inc({ source: stream.source, code: codeOf(error) });
     this.runs.inc({ ...labels, status });
-    this.runDuration.observe({ ...labels, mode: run?.mode ?? stream.mode, status }, seconds);
+    this.runDuration.observe({ resource: stream.resource, mode: run?.mode ?? stream.mode, status }, seconds);
   }
 
   /**

@@ -101,7 +101,7 @@ describe('pmsync serve', () => {
       /^pmsync_rows_total\{source="clinic",resource="customers",outcome="inserted"\} 1500$/m,
       /^pmsync_rows_total\{source="clinic",resource="customers",outcome="unchanged"\} 0$/m,
       /^pmsync_rows_total\{source="clinic",resource="customers",outcome="rejected"\} 0$/m,
-      /^pmsync_run_duration_seconds_count\{source="clinic",resource="customers",mode="incremental",status="succeeded"\} 1$/m,
+      /^pmsync_run_duration_seconds_count\{resource="customers",mode="incremental",status="succeeded"\} 1$/m,
       /^pmsync_runs_total\{source="clinic",resource="companies",status="succeeded"\} 1$/m,
       /^pmsync_dispatches_total\{source="clinic",resource="orders",purpose="backfill",reason="cron \(first fire\)"\} 1$/m,
       /^pmsync_requests_today\{source="clinic",purpose="backfill"\} [1-9]\d*$/m,
