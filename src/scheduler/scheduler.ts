@@ -73,6 +73,15 @@ import { dispatches, nextWake, type WokenView } from './wake.ts';
  */
 const SOURCES_AT_ONCE = 2;
 
+/**
+ * How long a source's last plan is kept for status and metrics (view()). A
+ * source is planned only when its inputs change or its plan can, so most of a
+ * fleet's plans are older than this; the readers observe those afresh (what
+ * they show is of now, not of the last plan), and kept for every source the
+ * plans were a tenth of a replica's heap over a thousand sources.
+ */
+export const VIEW_KEPT_MS = 60_000;
+
 /** What shardsHeld says of a scheduler that decides every source (no shards: tests, benchmarks). */
 const SHARDS_WITHOUT_LEASES = 1;
 
@@ -299,7 +308,7 @@ export class Scheduler {
     })();
   }
 
-  /** The last view of each source. */
+  /** The source's last view, when it was planned within the last VIEW_KEPT_MS (as of the last tick). */
   view(source: string): SourceView | undefined {
     return this.views.get(source);
   }
@@ -461,6 +470,7 @@ export class Scheduler {
       ),
     );
     const jobs = await this.dispatchAll(intents.flat(), inFlight);
+    for (const [name, v] of this.views) if (t - v.at.getTime() >= VIEW_KEPT_MS) this.views.delete(name);
     this.onDecide?.({
       sources: mine.length,
       read: reread.length + readAgain.length,

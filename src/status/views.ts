@@ -13,11 +13,9 @@ import { streamCatalog } from '../scheduler/catalog.ts';
 import { heldStreamLocks, streamLockKey } from '../state/locks.ts';
 import { planStreams, sourceTimeZone, type ScheduledStream } from '../scheduler/plan.ts';
 import { readModels, readSources, viewAt, type SourceView } from '../scheduler/observe.ts';
-import type { Scheduler } from '../scheduler/scheduler.ts';
+import { VIEW_KEPT_MS, type Scheduler } from '../scheduler/scheduler.ts';
 import { streamsInFlight } from './queues.ts';
 
-/** A view older than this is observed again. */
-const VIEW_MAX_AGE_MS = 60_000;
 /** Sources read in one batch (each batch is one query per kind of state): bounds what a large fleet holds at once. */
 const VIEW_BATCH = 500;
 
@@ -27,7 +25,7 @@ export async function sourceViews(app: App, config: Config, scheduler?: Schedule
   const planned = planStreams(settings, config.sources, streamCatalog);
   const cached = (name: string) => {
     const view = scheduler?.view(name);
-    return view && Math.abs(now.getTime() - view.at.getTime()) < VIEW_MAX_AGE_MS ? view : undefined;
+    return view && Math.abs(now.getTime() - view.at.getTime()) < VIEW_KEPT_MS ? view : undefined;
   };
   const stale = config.sources.filter((s) => !cached(s.name));
   const zones = new Map(config.sources.map((s) => [s.name, sourceTimeZone(s)]));

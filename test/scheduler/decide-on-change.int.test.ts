@@ -9,7 +9,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { DayRig, type RigOptions } from '../../bench/support/day-rig.ts';
 import { EVENING_DAY, REFERENCE_DAY, type DayPattern } from '../../simulator/day.ts';
-import type { DecideStats } from '../../src/scheduler/scheduler.ts';
+import { VIEW_KEPT_MS, type DecideStats } from '../../src/scheduler/scheduler.ts';
+import { sourceViews } from '../../src/status/views.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { scaled } from '../support/time-scale.ts';
 import { PRACTICE_SIZES } from './support/held-out.ts';
@@ -78,4 +79,46 @@ describe('deciding when a plan can change', () => {
       expect(onChange.read).toBeLessThanOrEqual(every.read);
     });
   }
+
+  it('keeps the last plan of a source a minute, and status then observes it afresh', DAY_TIMEOUT, async () => {
+    const db: TestDatabase = await createTestDatabase({ migrate: false });
+    cleanups.push(() => db.drop());
+    const rig = await DayRig.start({
+      databaseUrl: db.url,
+      date: DATE,
+      timeZone: ZONE,
+      sizes: PRACTICE_SIZES,
+      historyDays: 14,
+      historyPattern: REFERENCE_DAY,
+      tickSeconds: 60,
+      webhooks: false,
+    });
+    cleanups.push(() => rig.close());
+    await rig.prepare();
+    const source = rig.config.sources[0]!.name;
+    const planned: number[] = [];
+    rig.serve.scheduler.onDecide = (s) => {
+      if (s.planned - s.resumed > 0) planned.push(rig.clock.ms);
+    };
+    // Ticks of a night: the source is planned at some of them, and at most ticks nothing of it changes.
+    let quietTicks = 0;
+    for (let t = rig.dayStart + 2 * 3_600_000; t < rig.dayStart + 4 * 3_600_000; t += 60_000) {
+      rig.clock.set(t);
+      await rig.tick();
+      const kept = rig.serve.scheduler.view(source);
+      const lastPlanned = planned.at(-1);
+      if (lastPlanned !== undefined && t - lastPlanned < VIEW_KEPT_MS) expect(kept?.at.getTime()).toBe(lastPlanned);
+      else {
+        expect(kept).toBeUndefined();
+        quietTicks++;
+      }
+    }
+    expect(planned.length).toBeGreaterThan(0);
+    expect(quietTicks).toBeGreaterThan(60);
+    // What status reads: the plan of now, observed from state, whether or not the scheduler kept one.
+    const [view] = await sourceViews(rig.app, rig.config, rig.serve.scheduler);
+    expect(view!.source).toBe(source);
+    expect(view!.at.getTime()).toBe(rig.clock.ms);
+    expect(view!.plan.streams.length).toBeGreaterThan(0);
+  });
 });
