@@ -80,6 +80,10 @@ interface DayResult {
   tickWallMs: number[];
   replicaCpuSeconds: number[];
   peakRssBytes: number[];
+  /** Per replica, the local time (simulated) at which its RSS last reached a new peak. */
+  peakRssAt: string[];
+  /** Every rise of a replica's peak RSS: local time, replica, RSS and peak (MB). */
+  rssRises: Array<{ at: string; replica: number; rssMb: number; peakMb: number }>;
   kill: {
     atLocal: string;
     replica: number;
@@ -166,6 +170,14 @@ async function playDay(server: BenchServer, practices: number, replicas: number,
     const cpu = rig.live().map((r) => cpuSeconds(r));
     rig.sampleMemory();
     const peakRssBytes = rig.replicas.map((r) => r.peakRss);
+    const rises = rig.memoryTrace.map((m) => ({ ...m, at: rig.localTime(m.at) }));
+    const peakRssAt = rig.replicas.map((r) => rises.findLast((m) => m.replica === r.index)?.at ?? '-');
+    const rssRises = rises.map((m) => ({
+      at: m.at,
+      replica: m.replica,
+      rssMb: Math.round(m.rss / 2 ** 20),
+      peakMb: Math.round(m.hwm / 2 ** 20),
+    }));
     const statusStarted = performance.now();
     const status = await rig.cli(['status', '--problems', '--limit', '5']);
     const statusSeconds = (performance.now() - statusStarted) / 1000;
@@ -187,6 +199,8 @@ async function playDay(server: BenchServer, practices: number, replicas: number,
       tickWallMs: dayTicks.map((x) => x.wallMs),
       replicaCpuSeconds: cpu,
       peakRssBytes,
+      peakRssAt,
+      rssRises,
       kill: killed,
       compare,
       settleExit: settle.code,
@@ -269,7 +283,7 @@ function report(single: DayResult, fleet: DayResult): string {
       `${fmtNum(sorted.reduce((a, b) => a + b, 0) / sorted.length, 1)} (${sorted[0]}-${sorted.at(-1)})`,
       String(r.requests.filter((n) => n > BUDGET).length + (r.rejected > 0 ? ` + ${r.rejected} answered 429` : '')),
       `${fmtNum(r.schedulerCpuSeconds, 1)} s (tick p50 ${fmtNum(percentile(r.tickWallMs, 50), 0)} ms, p95 ${fmtNum(percentile(r.tickWallMs, 95), 0)} ms)`,
-      r.peakRssBytes.map(fmtMb).join(' / '),
+      r.peakRssBytes.map((b, i) => `${fmtMb(b)} (${r.peakRssAt[i]})`).join(' / '),
       `${fmtInt(r.compare.records)} records: ${r.compare.lost} lost, ${r.compare.duplicated} duplicated`,
       `${fmtNum(r.seconds / 60, 1)} min`,
     ];
@@ -288,7 +302,7 @@ function report(single: DayResult, fleet: DayResult): string {
         'requests per source on the day (mean, range)',
         `sources over budget (${BUDGET})`,
         'scheduling CPU over the day (every replica deciding)',
-        'peak RSS per replica',
+        'peak RSS per replica (reached at)',
         'after the day (pmsync sync, then compared)',
         'wall time',
       ],

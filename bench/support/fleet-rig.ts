@@ -23,7 +23,7 @@ import { applyChange, planDay, type DayChange, type DayPattern } from '../../sim
 import { startSimulator, type CoreResource, type Simulator, type TenantHandle } from '../../simulator/index.ts';
 import { TenantClock } from '../../simulator/time.ts';
 import { DAY, HOUR, localMidnight, RigClock } from './day-rig.ts';
-import { ROOT, STARTS, readMemory, type StartName } from './proc.ts';
+import { ROOT, STARTS, readMemory, startEnv, type StartName } from './proc.ts';
 
 export interface FleetOptions {
   databaseUrl: string;
@@ -181,6 +181,7 @@ export class FleetRig {
       NO_COLOR: '1',
       // E.g. --cpu-prof, to see where a replica spends its time.
       ...(process.env.FLEET_NODE_OPTIONS ? { NODE_OPTIONS: process.env.FLEET_NODE_OPTIONS } : {}),
+      ...startEnv(this.o.start ?? 'bin'),
       ...extra,
     };
   }
@@ -288,9 +289,14 @@ export class FleetRig {
   sampleMemory(): void {
     for (const r of this.live()) {
       const m = readMemory(r.pid);
-      if (m) r.peakRss = Math.max(r.peakRss, m.hwm);
+      if (!m) continue;
+      if (m.hwm > r.peakRss) this.memoryTrace.push({ at: this.clock.ms, replica: r.index, rss: m.rss, hwm: m.hwm });
+      r.peakRss = Math.max(r.peakRss, m.hwm);
     }
   }
+
+  /** Each rise of a replica's peak RSS: when (simulated time) and to what (bytes), for `bench/fleet.ts --memory-trace`. */
+  readonly memoryTrace: Array<{ at: number; replica: number; rss: number; hwm: number }> = [];
 
   /** SIGKILL: no shutdown, no goodbye to the database. */
   kill(r: Replica): Promise<void> {

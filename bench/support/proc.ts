@@ -27,7 +27,26 @@ export const STARTS = {
     label: '`node --max-semi-space-size=8 --max-old-space-size=1024 bin/pmsync.js`',
     args: ['--max-semi-space-size=8', '--max-old-space-size=1024', CLI],
   },
-} as const;
+  // glibc's allocator with a fixed mmap threshold: blocks of 128 KB and more (socket reads, query results) are mapped
+  // and given back to the system when freed, rather than left in the heap (whose threshold otherwise grows to 32 MB).
+  'mmap-128k': {
+    label: `\`MALLOC_MMAP_THRESHOLD_=131072 node ${START_FLAGS.join(' ')} bin/pmsync.js\``,
+    args: [...START_FLAGS, CLI],
+    env: { MALLOC_MMAP_THRESHOLD_: '131072' },
+  },
+  // glibc's allocator with two arenas instead of eight per core: threads share them.
+  'arenas-2': {
+    label: `\`MALLOC_ARENA_MAX=2 node ${START_FLAGS.join(' ')} bin/pmsync.js\``,
+    args: [...START_FLAGS, CLI],
+    env: { MALLOC_ARENA_MAX: '2' },
+  },
+} satisfies Record<string, { label: string; args: readonly string[]; env?: Record<string, string> }>;
+
+/** The environment a start adds to the process's own. */
+export function startEnv(start: StartName): Record<string, string> {
+  const s = STARTS[start];
+  return 'env' in s ? s.env : {};
+}
 export type StartName = keyof typeof STARTS;
 
 /** Parses a comma-separated list of start names, or says which exist. */
@@ -80,7 +99,7 @@ export function runCliMeasured(
   const started = performance.now();
   const child = spawn(process.execPath, [...(options.nodeArgs ?? []), ...STARTS[options.start ?? 'bin'].args, ...args], {
     cwd: ROOT,
-    env,
+    env: { ...env, ...startEnv(options.start ?? 'bin') },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stdout = '';
