@@ -341,6 +341,40 @@ function horizonOf(input: SourceInput): Horizon {
   return out;
 }
 
+/**
+ * A polled stream expected to bring at most this share of the changes of the
+ * practice's busiest polled stream today is left out of the common interval
+ * (the tail rule, commonInterval): memberships beside appointments, 10 changes
+ * a day against 300. Such a stream carries a few of the day's changes, so
+ * checking it as often as the busiest streams buys little of the day's tail,
+ * and on a busy day (a surge, when it passes BUSY_PER_HOUR) its checks were a
+ * fourth share of the interval's budget taken from the streams that carry the
+ * changes. It keeps the exchange rate, its exploration, its own freshness
+ * target and its floor, and today's evidence still raises it (a burst on it
+ * is a share of its own).
+ */
+export const MINOR_SHARE = 0.05;
+
+/** The polled streams of MINOR_SHARE, by today's rates over the quota day; computed once an input. */
+const minorCache = new WeakMap<SourceInput, ReadonlySet<string>>();
+function minorStreams(input: SourceInput): ReadonlySet<string> {
+  const cached = minorCache.get(input);
+  if (cached) return cached;
+  const out = new Set<string>();
+  minorCache.set(input, out);
+  const polled = input.streams.filter(explorable);
+  if (polled.length < 2) return out;
+  const day: Array<[number, number]> = [];
+  const end = input.resetsAt.getTime();
+  forEachSlotPiece(end - 24 * 3_600_000, end, input.timeZone, (slot, a, b) => day.push([slot, (b - a) / MINUTE]));
+  const totals = polled.map((x) => day.reduce((n, [slot, minutes]) => n + (x.rates[slot]! * minutes) / 60, 0));
+  const most = Math.max(...totals);
+  polled.forEach((x, i) => {
+    if (totals[i]! < MINOR_SHARE * most) out.add(x.resource);
+  });
+  return out;
+}
+
 function bounded(s: StreamInput, settings: PlanSettings, stretch: number, explore: number | null, interval: number | null = null): Bounded {
   const target = s.maxStalenessMinutes === null ? null : s.maxStalenessMinutes * stretch;
   const maxWait = Math.min(settings.notifiedWithinMinutes, s.maxStalenessMinutes ?? Number.POSITIVE_INFINITY) * stretch;
@@ -848,7 +882,8 @@ export function planSource(input: SourceInput): SourcePlan {
     stretch === 1 && available > 0
       ? commonInterval(input, horizon, withStretch(1), available - Math.ceil(intervalChance(input, parts) * parts.byDemand), curves)
       : null;
-  const streams = input.streams.map((s) => bounded(s, settings, stretch, explore, interval));
+  const minor = minorStreams(input);
+  const streams = input.streams.map((s) => bounded(s, settings, stretch, explore, minor.has(s.resource) ? null : interval));
   const mu = available <= 0 ? Number.POSITIVE_INFINITY : findMu(input, horizon, streams, planFor, curves);
   const planned: PlannedSpend = { check: 0, webhook: 0, full: 0, backfill: 0 };
   for (const p of input.pinned)
@@ -1018,9 +1053,12 @@ function busySlots(rates: Float64Array): number {
 }
 
 function commonInterval(input: SourceInput, horizon: Horizon, streams: Bounded[], budget: number, curves: Curves): number | null {
+  const minor = minorStreams(input);
   const isPolled = (s: Bounded) => s.kind === 'incremental' && !s.backfill && !s.webhookFed;
   const polled = streams.filter(isPolled);
-  if (polled.length === 0 || !horizon.some(([slot]) => polled.some((s) => busyHour(busyRate(s, slot, horizon[0]![0]))))) return null;
+  const onInterval = polled.filter((s) => !minor.has(s.resource));
+  if (onInterval.length === 0 || !horizon.some(([slot]) => onInterval.some((s) => busyHour(busyRate(s, slot, horizon[0]![0])))))
+    return null;
   // The other streams keep what the exchange rate would give them without the rule: streams fed by webhooks their
   // notified checks, pinned streams their fires, catalogs their floors. The interval takes what polled streams get.
   const rest = streams.filter((s) => !isPolled(s));
@@ -1030,8 +1068,9 @@ function commonInterval(input: SourceInput, horizon: Horizon, streams: Bounded[]
   const mu = restSpend(0) === restSpend(Number.POSITIVE_INFINITY) ? 0 : findMu(input, horizon, streams, budget, curves);
   const others = input.pinned.reduce((n, p) => n + p.firesLeft * p.cost, 0) + restSpend(mu);
   const curvesOf = polled.map((s) => curveOf(curves, s, input, horizon));
-  const spend = (interval: number) => others + curvesOf.reduce((n, c) => n + c.at(Number.POSITIVE_INFINITY, interval).requests, 0);
-  const lo = Math.max(1, input.settings.tickSeconds / 60, intervalFloor(input, polled));
+  const spend = (interval: number) =>
+    others + curvesOf.reduce((n, c, i) => n + c.at(Number.POSITIVE_INFINITY, minor.has(polled[i]!.resource) ? null : interval).requests, 0);
+  const lo = Math.max(1, input.settings.tickSeconds / 60, intervalFloor(input, onInterval));
   const hi = Math.max(lo, input.settings.floorHours * 60);
   const atHi = spend(hi);
   if (atHi > budget) return null;
@@ -1188,7 +1227,7 @@ export function earliestDue(input: SourceInput, plan: SourcePlan, ticks: readonl
       input.settings,
       plan.stretch,
       plan.exploreMinutes === null ? null : plan.exploreMinutes / plan.stretch,
-      plan.intervalMinutes,
+      minorStreams(input).has(s.resource) ? null : plan.intervalMinutes,
     );
     const dueAt = (i: number) => decide(b, { ...input, now: new Date(ticks[i]!) }, plan.mu, plan.available).due !== null;
     const last = first >= 0 ? first - 1 : ticks.length - 1;
@@ -1236,7 +1275,7 @@ export function nextCheck(input: SourceInput, plan: SourcePlan, resource: string
     input.settings,
     plan.stretch,
     plan.exploreMinutes === null ? null : plan.exploreMinutes / plan.stretch,
-    plan.intervalMinutes,
+    minorStreams(input).has(s.resource) ? null : plan.intervalMinutes,
   );
   const dueAt = (t: number) => decide(b, { ...input, now: new Date(t) }, plan.mu, plan.available).due;
   const last = s.lastCheckAt?.getTime() ?? now;

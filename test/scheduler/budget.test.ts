@@ -380,6 +380,32 @@ describe('the tail rule', () => {
     expect(noHours.intervalMinutes! - early.intervalMinutes!).toBeGreaterThan(1);
   });
 
+  it("leaves a stream with a small share of the day's changes to the exchange rate, however busy its hours", () => {
+    const at = new Date('2026-11-23T11:00:00Z');
+    // A surge: every stream three times its usual day; memberships 2.5 changes an hour, 4% of appointments' 60.
+    const surge = (memberships: number, lastCheckAt?: (resource: string) => Date) =>
+      [
+        stream('appointments', { rates: openHours(60) }),
+        stream('customers', { rates: openHours(16) }),
+        stream('orders', { rates: openHours(12) }),
+        stream('memberships', { rates: openHours(memberships) }),
+      ].map((s) => (lastCheckAt ? { ...s, lastCheckAt: lastCheckAt(s.resource) } : s));
+    const plan = planSource(source(surge(2.5), { now: at, activeSlots: hours }));
+    const interval = plan.intervalMinutes!;
+    expect(interval).not.toBeNull();
+    const checks = Object.fromEntries(plan.streams.map((s) => [s.resource, s.expectedChecks]));
+    expect(checks.memberships!).toBeLessThan(checks.orders! / 2);
+    const gone = () => new Date(at.getTime() - (interval + 1) * MIN);
+    expect(due(source(surge(2.5, gone), { now: at, activeSlots: hours }))).toMatchObject({ orders: 'check/interval', memberships: null });
+    // A tenth of the busiest stream's changes is a share of the day's: on the interval with the others.
+    const tenth = planSource(source(surge(6), { now: at, activeSlots: hours }));
+    const goneTenth = () => new Date(at.getTime() - (tenth.intervalMinutes! + 1) * MIN);
+    expect(due(source(surge(6, goneTenth), { now: at, activeSlots: hours }))).toMatchObject({ memberships: 'check/interval' });
+    // Its budget stays with the streams that carry the changes: their interval is about what it is without it.
+    const without = planSource(source(surge(2.5).slice(0, 3), { now: at, activeSlots: hours }));
+    expect(Math.abs(interval - without.intervalMinutes!)).toBeLessThan(1);
+  });
+
   it('checks a busy stream that has gone the interval, and not one whose hours are quiet', () => {
     const at = new Date('2026-11-23T11:00:00Z');
     const plan = planSource(source(busy(), { now: at }));
