@@ -32,10 +32,10 @@ interface Played {
   ticks: number;
 }
 
-async function play(day: DayPattern, options: Partial<RigOptions>): Promise<Played> {
+/** A practice with two weeks of the reference day behind it, its first passes done, at the start of the day. */
+async function preparedRig(options: Partial<RigOptions> = {}): Promise<DayRig> {
   const db: TestDatabase = await createTestDatabase({ migrate: false });
   cleanups.push(() => db.drop());
-  const stats: DecideStats[] = [];
   const rig = await DayRig.start({
     databaseUrl: db.url,
     date: DATE,
@@ -49,6 +49,12 @@ async function play(day: DayPattern, options: Partial<RigOptions>): Promise<Play
   });
   cleanups.push(() => rig.close());
   await rig.prepare();
+  return rig;
+}
+
+async function play(day: DayPattern, options: Partial<RigOptions>): Promise<Played> {
+  const stats: DecideStats[] = [];
+  const rig = await preparedRig(options);
   rig.serve.scheduler.onDecide = (s) => stats.push(s);
   const report = await rig.playDay(day);
   return {
@@ -81,20 +87,7 @@ describe('deciding when a plan can change', () => {
   }
 
   it('keeps the last plan of a source a minute, and status then observes it afresh', DAY_TIMEOUT, async () => {
-    const db: TestDatabase = await createTestDatabase({ migrate: false });
-    cleanups.push(() => db.drop());
-    const rig = await DayRig.start({
-      databaseUrl: db.url,
-      date: DATE,
-      timeZone: ZONE,
-      sizes: PRACTICE_SIZES,
-      historyDays: 14,
-      historyPattern: REFERENCE_DAY,
-      tickSeconds: 60,
-      webhooks: false,
-    });
-    cleanups.push(() => rig.close());
-    await rig.prepare();
+    const rig = await preparedRig();
     const source = rig.config.sources[0]!.name;
     const planned: number[] = [];
     rig.serve.scheduler.onDecide = (s) => {
