@@ -295,7 +295,7 @@ export class FleetRig {
     }
   }
 
-  /** Each rise of a replica's peak RSS: when (simulated time) and to what (bytes), for `bench/fleet.ts --memory-trace`. */
+  /** Each rise of a replica's peak RSS: when (simulated time) and to what (bytes); bench/fleet.ts reports them. */
   readonly memoryTrace: Array<{ at: number; replica: number; rss: number; hwm: number }> = [];
 
   /** SIGKILL: no shutdown, no goodbye to the database. */
