@@ -148,6 +148,12 @@ export interface SourceInput {
   activeSlots?: Uint8Array | null;
   /** Webhooks are registered for the source (notifications will come, whether or not any has yet). */
   webhooksRegistered?: boolean;
+  /**
+   * A check reads changes up to this long before it starts (the source's
+   * lagSeconds, in ms; 0 when absent): a change made in that last stretch is
+   * left to the next check.
+   */
+  lagMs?: number;
   /** Requests backfills may still send today. */
   backfillLeft: number;
   streams: StreamInput[];
@@ -1017,6 +1023,20 @@ function busyLater(s: StreamInput, input: SourceInput, nowSlot: number): boolean
   return busy;
 }
 
+/** The closing check waits at most this long into the hour for the source's lag to pass. */
+const CLOSING_MAX_WAIT_MS = 30 * MINUTE;
+
+/**
+ * Whether a check started at `now` reads past the start of the current hour:
+ * `now` is at least the source's lag (at most CLOSING_MAX_WAIT_MS) after it.
+ * Within an hour it turns true once and stays so, as the wake's segments
+ * need (src/scheduler/wake.ts).
+ */
+function closingReach(input: SourceInput, now: number): boolean {
+  const lag = Math.min(input.lagMs ?? 0, CLOSING_MAX_WAIT_MS);
+  return lag <= 0 || now - nextSlotEdge(now - 3_600_000, input.timeZone) >= lag;
+}
+
 /** Expected unread changes (per request) that make the closing check worth it: about one chance in two. */
 const CLOSING_MIN_CHANGES = 0.5;
 /** A stream gets a closing check after an hour this busy (changes an hour); slower ones wait for the sweep. */
@@ -1179,9 +1199,12 @@ function decide(s: Bounded, input: SourceInput, mu: number, available: number): 
       return { due: { purpose, reason: 'interval' }, waiting: null };
     }
     // The closing check: as a polled stream's busy hours end for the day, the changes since its last check would
-    // otherwise wait for the end-of-day sweep. Once, when about one is expected.
+    // otherwise wait for the end-of-day sweep. Once, when about one is expected, and not before it reaches the end
+    // of the busy hours: a check reads up to the source's lag before it starts, so one at the hour's first tick
+    // would leave the busy hours' last minute unread for the rest of the day (closingReach).
     if (
       explorable(s) &&
+      closingReach(input, now) &&
       (!busyHour(busyRate(s, slot, slot)) || afterClosing(s, input, slot, now)) &&
       busyRate(s, slotOf(now - 3_600_000, input.timeZone), slot) >= CLOSING_MIN_PER_HOUR &&
       expectedSince(s.rates, input.timeZone, last, now).changes >= CLOSING_MIN_CHANGES * s.cost &&

@@ -580,6 +580,7 @@ export function viewAt(
     budget: quota.budget,
     budgetUsed: exhausted ? quota.budget : quota.budgetUsed,
     webhooksRegistered: readings.webhooksUntil !== null && readings.webhooksUntil > now.getTime(),
+    lagMs,
     activeSlots: activeSlotsOf(streams, models),
     backfillLeft: exhausted ? 0 : Math.max(0, quota.allowance - quota.used - Math.max(0, quota.budget - quota.budgetUsed)),
     streams: [...inputs.values()],

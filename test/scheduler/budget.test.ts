@@ -440,6 +440,13 @@ describe('the tail rule', () => {
     // Once: a check after the close leaves nothing expected.
     const checked = streams.map((s) => ({ ...s, lastCheckAt: new Date('2026-11-23T19:02:00Z') }));
     expect(Object.values(due(source(checked, spent)))).toEqual([null, null, null, null]);
+    // A check reads up to the source's lag before it starts: one at 19:00:00 would leave the busy hours' last
+    // minute unread all evening, so the closing check waits for the lag to pass.
+    const edge = { ...spent, now: new Date('2026-11-23T19:00:00Z'), lagMs: 60_000 };
+    expect(due(source(streams, edge)).orders).toBeNull();
+    expect(due(source(streams, { ...edge, now: new Date('2026-11-23T19:00:45Z') })).orders).toBeNull();
+    expect(due(source(streams, { ...edge, now: new Date('2026-11-23T19:01:00Z') })).orders).toBe('check/interval');
+    expect(due(source(streams, { ...edge, lagMs: 0 })).orders).toBe('check/interval');
     // The plan counts it: a stream busy until 19:00 has one check more than its busy hours' share.
     const plan = planSource(source(busy(), { now: new Date('2026-11-23T18:00:00Z') }));
     expect(plan.streams[2]!.expectedChecks).toBeGreaterThanOrEqual(60 / plan.intervalMinutes! + 1 - 0.01);
