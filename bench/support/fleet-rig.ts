@@ -347,7 +347,11 @@ export class FleetRig {
   async markVisible(pending: TrackedChange[], t: number): Promise<TrackedChange[]> {
     const left: TrackedChange[] = [];
     const byResource = new Map<CoreResource, TrackedChange[]>();
-    for (const c of pending) byResource.set(c.resource, [...(byResource.get(c.resource) ?? []), c]);
+    for (const c of pending) {
+      const list = byResource.get(c.resource);
+      if (list) list.push(c);
+      else byResource.set(c.resource, [c]);
+    }
     for (const [resource, list] of byResource) {
       const table = REST_STREAMS.find((s) => s.resource === resource)!.table.name;
       const res = await this.pool.query<{ source: string; id: string; m: string }>(
