@@ -37,6 +37,7 @@ FROM ${NODE_IMAGE} AS runtime
 # (src/cli/process.ts): a 1,000,000-row sync stays under 256 MB of RSS, and the heap keeps Node's own
 # limit, sized from the container's memory (bench/RESULTS.md, "The launcher: start-up flags against a worker thread").
 ENV NODE_ENV=production \
+    MALLOC_MMAP_THRESHOLD_=131072 \
     PMSYNC_DATA_DIR=/home/node/.pmsync \
     PMSYNC_HOST=0.0.0.0 \
     PMSYNC_PORT=8080

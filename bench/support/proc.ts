@@ -5,7 +5,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { START_FLAGS } from '../../src/cli/process.ts';
+import { START_ENV, START_FLAGS } from '../../src/cli/process.ts';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 export const CLI = `${ROOT}bin/pmsync.js`;
@@ -17,7 +17,11 @@ export const SIMULATOR = `${ROOT}simulator/main.ts`;
  * generation grown by a factor of 1.5 instead of 2, or capped at 1 GB instead of grown by a fixed factor.
  */
 export const STARTS = {
-  bin: { label: `\`node ${START_FLAGS.join(' ')} bin/pmsync.js\` (as shipped)`, args: [...START_FLAGS, CLI] },
+  bin: {
+    label: `\`MALLOC_MMAP_THRESHOLD_=${START_ENV.MALLOC_MMAP_THRESHOLD_} node ${START_FLAGS.join(' ')} bin/pmsync.js\` (as shipped)`,
+    args: [...START_FLAGS, CLI],
+    env: { ...START_ENV },
+  },
   defaults: { label: "`node bin/pmsync.js` (Node's defaults)", args: [CLI] },
   'grow-50': {
     label: '`node --max-semi-space-size=8 --heap-growing-percent=50 bin/pmsync.js`',

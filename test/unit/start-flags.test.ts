@@ -5,7 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { START_FLAGS } from '../../src/cli/process.ts';
+import { START_ENV, START_FLAGS } from '../../src/cli/process.ts';
 
 const read = (path: string) => readFileSync(new URL(`../../${path}`, import.meta.url), 'utf8');
 
@@ -22,8 +22,11 @@ function flagsBefore(command: string, script: string): string[] {
 describe('the heap flags pmsync starts with', () => {
   it('are the same in the shebang, the npm scripts and the image', () => {
     const shebang = read('bin/pmsync.js').split('\n')[0]!;
-    expect(shebang.startsWith('#!/usr/bin/env -S node ')).toBe(true);
-    expect(shebang.slice('#!/usr/bin/env -S node '.length).split(' ')).toEqual(START_FLAGS);
+    const env = Object.entries(START_ENV)
+      .map(([k, v]) => `${k}=${v} `)
+      .join('');
+    expect(shebang.startsWith(`#!/usr/bin/env -S ${env}node `)).toBe(true);
+    expect(shebang.slice(`#!/usr/bin/env -S ${env}node `.length).split(' ')).toEqual(START_FLAGS);
 
     const scripts = (JSON.parse(read('package.json')) as { scripts: Record<string, string> }).scripts;
     expect(flagsBefore(scripts.pmsync!, 'bin/pmsync.js')).toEqual(START_FLAGS);
@@ -32,6 +35,8 @@ describe('the heap flags pmsync starts with', () => {
     const entrypoints = [...read('Dockerfile').matchAll(/^ENTRYPOINT (\[.*\])$/gm)].map((m) => JSON.parse(m[1]!) as string[]);
     const pmsync = entrypoints.find((e) => e.at(-1) === 'bin/pmsync.js');
     expect(pmsync).toEqual(['node', ...START_FLAGS, 'bin/pmsync.js']);
+    // The image's runtime stage sets the allocator's environment as the shebang does.
+    for (const [k, v] of Object.entries(START_ENV)) expect(read('Dockerfile')).toMatch(new RegExp(`^\\s+${k}=${v} \\\\$`, 'm'));
   });
 
   it('leave the heap limit to Node: no ceiling on the old generation or the whole heap', () => {
