@@ -26,7 +26,8 @@ export const START_FLAGS = ['--max-semi-space-size=8', '--heap-growing-percent=1
  * 32 MB and keep them in its heap. A replica deciding 250 practices peaked
  * about 20 MB (7%) lower with it, and 1,000 practices on four replicas stayed
  * under 400 MB each (bench/RESULTS.md, "Two parts of it made smaller, and
- * glibc's mmap threshold measured"). Other C libraries ignore it. The npm
+ * glibc's mmap threshold measured" and "The whole day again, with the mmap
+ * threshold"). Other C libraries ignore it. The npm
  * scripts do not set it (they run on any platform's shell).
  */
 export const START_ENV = { MALLOC_MMAP_THRESHOLD_: '131072' } as const;

@@ -1204,9 +1204,9 @@ function decide(s: Bounded, input: SourceInput, mu: number, available: number): 
     // would leave the busy hours' last minute unread for the rest of the day (closingReach).
     if (
       explorable(s) &&
-      closingReach(input, now) &&
       (!busyHour(busyRate(s, slot, slot)) || afterClosing(s, input, slot, now)) &&
       busyRate(s, slotOf(now - 3_600_000, input.timeZone), slot) >= CLOSING_MIN_PER_HOUR &&
+      closingReach(input, now) &&
       expectedSince(s.rates, input.timeZone, last, now).changes >= CLOSING_MIN_CHANGES * s.cost &&
       !busyLater(s, input, slot)
     ) {
