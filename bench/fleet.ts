@@ -3,7 +3,10 @@
  * (each its own gateway key, 1,000-request quota and the reference day's
  * changes), and several `pmsync serve` replicas, as real processes on one
  * PostgreSQL, keep them all in sync (bench/support/fleet-rig.ts). The same day
- * is played first by one practice on one replica, for comparison. Then, in
+ * is played first by a sample of the fleet's practices, each alone on its own
+ * replica (`--alone`, spread evenly over the fleet), for comparison: each
+ * practice draws its own day, so the fleet's requests and staleness are
+ * compared with the same practices' alone, practice by practice. Then, in
  * the fleet's day, one replica is killed (SIGKILL) while it runs work, and
  * the time until that work has resumed and ended elsewhere is measured.
  * After the day every practice is read once more with `pmsync sync` and
@@ -12,6 +15,7 @@
  *   npm run bench:fleet                           500 practices, 3 replicas, a tick every 5 simulated minutes
  *   npm run bench:fleet -- --practices 50 --tick-minutes 10
  *   npm run bench:fleet -- --practices 100 --start defaults   replicas with Node's default heap sizing
+ *   npm run bench:fleet -- --alone 20            20 of the practices played alone first (10 by default)
  *
  * BENCH_DATABASE_URL points it at a PostgreSQL; the embedded one otherwise.
  * The report goes to stdout and bench/out/fleet-<timestamp>.md.
@@ -24,7 +28,7 @@ import { REFERENCE_DAY } from '../simulator/day.ts';
 import type { CoreResource } from '../simulator/index.ts';
 import { createBenchDatabase, startBenchServer, type BenchServer } from './support/db.ts';
 import { DAY, HOUR, MINUTE } from './support/day-rig.ts';
-import { FleetRig, type Replica, type TrackedChange } from './support/fleet-rig.ts';
+import { FleetRig, sourceName, type Replica, type TrackedChange } from './support/fleet-rig.ts';
 import { parseStarts, ROOT, STARTS } from './support/proc.ts';
 import { fmtInt, fmtMb, fmtNum, percentile, table } from './support/stats.ts';
 
@@ -35,6 +39,8 @@ const { values } = parseArgs({
     'tick-minutes': { type: 'string', default: '5' },
     'kill-at': { type: 'string', default: '10' },
     'no-kill': { type: 'boolean', default: false },
+    // How many of the fleet's practices are played alone first, each on its own replica, to compare with.
+    alone: { type: 'string', default: '10' },
     // How the replicas are started: bin (as shipped), defaults or old-1g (bench/support/proc.ts).
     start: { type: 'string', default: 'bin' },
   },
@@ -43,6 +49,12 @@ const PRACTICES = Number(values.practices);
 const REPLICAS = Number(values.replicas);
 const TICK = Number(values['tick-minutes']) * MINUTE;
 const KILL_HOUR = Number(values['kill-at']);
+const ALONE = Math.min(Number(values.alone), PRACTICES);
+if (!(Number.isInteger(ALONE) && ALONE >= 1)) throw new Error(`--alone: "${values.alone}" is not a whole number of practices, 1 or more`);
+/** The practices played alone: spread evenly over the fleet, the first included. */
+/** How many of them are played at once. */
+const ALONE_AT_ONCE = 5;
+const SAMPLE = Array.from({ length: ALONE }, (_, k) => Math.floor((k * PRACTICES) / ALONE));
 const [START = 'bin', ...moreStarts] = parseStarts(values.start);
 if (moreStarts.length > 0) throw new Error('--start: one start per run');
 
@@ -67,10 +79,12 @@ const TARGET_MINUTES = 120;
 const BUSY = ['appointments', 'customers', 'orders'];
 const HISTORY_DAYS = 7;
 
-const log = (line: string) => process.stderr.write(`[fleet ${new Date().toISOString().slice(11, 19)}] ${line}\n`);
+const logLine = (line: string) => process.stderr.write(`[fleet ${new Date().toISOString().slice(11, 19)}] ${line}\n`);
 
 interface DayResult {
   practices: number;
+  /** The fleet-wide index of its first practice (the practice played, when alone). */
+  firstPractice: number;
   replicas: number;
   requests: number[];
   rejected: number;
@@ -101,13 +115,16 @@ interface DayResult {
   seconds: number;
 }
 
-async function playDay(server: BenchServer, practices: number, replicas: number, kill: boolean): Promise<DayResult> {
+async function playDay(server: BenchServer, practices: number, replicas: number, kill: boolean, firstPractice = 0): Promise<DayResult> {
   const started = performance.now();
+  const who = practices === 1 ? `${sourceName(firstPractice)} alone` : `${practices} practices`;
+  const log = (line: string) => logLine(`${who}: ${line}`);
   const db = await createBenchDatabase(server, { migrate: false, poolSize: 2 });
   const rig = await FleetRig.start({
     databaseUrl: db.url,
     practices,
     replicas,
+    firstPractice,
     date: DATE,
     timeZone: ZONE,
     sizes: SIZES,
@@ -118,7 +135,7 @@ async function playDay(server: BenchServer, practices: number, replicas: number,
     start: START,
   });
   try {
-    log(`${practices} practices: playing ${HISTORY_DAYS} days of history at the simulator`);
+    log(`playing ${HISTORY_DAYS} days of history at the simulator`);
     rig.playHistory();
     rig.setClock(rig.dayStart - 3 * HOUR);
     await rig.startReplicas();
@@ -132,7 +149,7 @@ async function playDay(server: BenchServer, practices: number, replicas: number,
     const firstTicks = rig.ticks.length;
 
     const changes = rig.planDay(REFERENCE_DAY);
-    log(`the day: ${fmtInt(changes.length)} changes over ${practices} practices`);
+    log(`the day: ${fmtInt(changes.length)} changes`);
     const tracked: TrackedChange[] = [];
     let pending: TrackedChange[] = [];
     let next = 0;
@@ -190,6 +207,7 @@ async function playDay(server: BenchServer, practices: number, replicas: number,
     const compare = await rig.compare();
     return {
       practices,
+      firstPractice,
       replicas,
       requests: requests.map((r) => r.used),
       rejected,
@@ -271,12 +289,65 @@ function staleness(changes: TrackedChange[]): {
   };
 }
 
-function report(single: DayResult, fleet: DayResult): string {
-  const rows = [single, fleet].map((r) => {
+/** The practices played alone as one row: their requests, changes and records together, the largest replica's peak. */
+function pooled(alone: DayResult[]): DayResult {
+  const peak = Math.max(...alone.map((r) => r.peakRssBytes[0] ?? 0));
+  return {
+    ...alone[0]!,
+    practices: alone.length,
+    requests: alone.flatMap((r) => r.requests),
+    rejected: alone.reduce((n, r) => n + r.rejected, 0),
+    changes: alone.flatMap((r) => r.changes),
+    schedulerCpuSeconds: alone.reduce((n, r) => n + r.schedulerCpuSeconds, 0),
+    tickWallMs: alone.flatMap((r) => r.tickWallMs),
+    peakRssBytes: [peak],
+    peakRssAt: [alone.find((r) => r.peakRssBytes[0] === peak)?.peakRssAt[0] ?? '-'],
+    compare: {
+      records: alone.reduce((n, r) => n + r.compare.records, 0),
+      lost: alone.reduce((n, r) => n + r.compare.lost, 0),
+      duplicated: alone.reduce((n, r) => n + r.compare.duplicated, 0),
+      examples: alone.flatMap((r) => r.compare.examples),
+    },
+    seconds: Math.max(...alone.map((r) => r.seconds)),
+  };
+}
+
+const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+const pct = (a: number, b: number) => `${a >= b ? '+' : ''}${fmtNum((100 * (a - b)) / b, 1)}%`;
+
+/** Each practice played alone against the same practice in the fleet: requests and staleness, practice by practice. */
+function paired(
+  alone: DayResult[],
+  fleet: DayResult,
+): { text: string; requests: { alone: number; fleet: number }; p95: { alone: number; fleet: number } } {
+  const rows = alone.map((a) => {
+    const name = sourceName(a.firstPractice);
+    const inFleet = staleness(fleet.changes.filter((c) => c.source === name));
+    const own = staleness(a.changes);
+    return [name, String(a.requests[0]), String(fleet.requests[a.firstPractice]), `${fmtNum(own.p95, 0)} / ${fmtNum(inFleet.p95, 0)}`];
+  });
+  const names = new Set(alone.map((a) => sourceName(a.firstPractice)));
+  const aloneRequests = mean(alone.map((a) => a.requests[0]!));
+  const fleetRequests = mean(alone.map((a) => fleet.requests[a.firstPractice]!));
+  const aloneP95 = staleness(alone.flatMap((a) => a.changes)).p95;
+  const fleetP95 = staleness(fleet.changes.filter((c) => names.has(c.source))).p95;
+  const same = alone.filter((a) => a.requests[0] === fleet.requests[a.firstPractice]).length;
+  const text = [
+    table(['practice', 'requests alone', 'requests in the fleet', 'staleness p95 alone / in the fleet (min)'], rows),
+    '',
+    `The ${alone.length} practices played alone spent ${fmtNum(aloneRequests, 1)} requests on average and ${fmtNum(fleetRequests, 1)} in the fleet (${pct(fleetRequests, aloneRequests)}; ${same} of ${alone.length} exactly the same); the staleness p95 of their changes was ${fmtNum(aloneP95, 0)} min alone and ${fmtNum(fleetP95, 0)} min in the fleet (${pct(fleetP95, aloneP95)}). Every practice draws its own day, so the fleet's mean over all its practices (${fmtNum(mean(fleet.requests), 1)}) is compared with these practices' only through the draws.`,
+  ].join('\n');
+  return { text, requests: { alone: aloneRequests, fleet: fleetRequests }, p95: { alone: aloneP95, fleet: fleetP95 } };
+}
+
+function report(alone: DayResult[], fleet: DayResult): string {
+  const rows = [pooled(alone), fleet].map((r, n) => {
     const s = staleness(r.changes);
     const sorted = [...r.requests].sort((a, b) => a - b);
     return [
-      `${r.practices} practice${r.practices > 1 ? 's' : ''}, ${r.replicas} replica${r.replicas > 1 ? 's' : ''}`,
+      n === 0
+        ? `${r.practices} practice${r.practices > 1 ? 's' : ''}, each alone on its own replica`
+        : `${r.practices} practices, ${r.replicas} replica${r.replicas > 1 ? 's' : ''}`,
       `${fmtInt(s.streamsWithin)} / ${fmtInt(s.streams)}`,
       `${fmtNum((100 * s.within) / s.busy, 1)}% of ${fmtInt(s.busy)} (all streams: ${fmtInt(s.visible)} of ${fmtInt(r.changes.length)} changes visible by midnight)`,
       `${fmtNum(s.p50, 0)} / ${fmtNum(s.p95, 0)} / ${fmtNum(s.max, 0)}`,
@@ -309,6 +380,10 @@ function report(single: DayResult, fleet: DayResult): string {
       rows,
     ),
     '',
+    `The practices alone against the same practices in the fleet (the first row's peak RSS is the largest of their replicas):`,
+    '',
+    paired(alone, fleet).text,
+    '',
     killLine,
     '',
     `Replica CPU over the whole run (user + system, s): ${fleet.replicaCpuSeconds.map((c) => fmtNum(c, 0)).join(' / ')} (live replicas at the end).`,
@@ -325,16 +400,21 @@ function report(single: DayResult, fleet: DayResult): string {
 const server = await startBenchServer();
 try {
   const started = performance.now();
-  log('one practice on one replica');
-  const single = await playDay(server, 1, 1, false);
-  log(`${PRACTICES} practices on ${REPLICAS} replicas`);
+  logLine(`${SAMPLE.length} of the practices, each alone on its own replica (${SAMPLE.map(sourceName).join(', ')})`);
+  // Played a few at a time: each tick waits for every run it led to, so what one practice does on its day
+  // does not depend on the machine's load; only the wall time does.
+  const alone: DayResult[] = [];
+  for (let k = 0; k < SAMPLE.length; k += ALONE_AT_ONCE)
+    alone.push(...(await Promise.all(SAMPLE.slice(k, k + ALONE_AT_ONCE).map((p) => playDay(server, 1, 1, false, p)))));
+  logLine(`${PRACTICES} practices on ${REPLICAS} replicas`);
   const fleet = await playDay(server, PRACTICES, REPLICAS, !values['no-kill']);
+  const figures = () => ({
+    alone: alone.map((a) => ({ ...a, changes: staleness(a.changes) })),
+    fleet: { ...fleet, changes: staleness(fleet.changes) },
+  });
   // The raw figures first, so a report that fails to format loses nothing.
   mkdirSync(join(ROOT, 'bench', 'out'), { recursive: true });
-  writeFileSync(
-    join(ROOT, 'bench', 'out', `fleet-raw-${Date.now()}.json`),
-    JSON.stringify({ single: { ...single, changes: staleness(single.changes) }, fleet: { ...fleet, changes: staleness(fleet.changes) } }),
-  );
+  writeFileSync(join(ROOT, 'bench', 'out', `fleet-raw-${Date.now()}.json`), JSON.stringify(figures()));
   const command = `node bench/fleet.ts ${process.argv.slice(2).join(' ')}`.trim();
   const markdown = [
     '# pmsync fleet benchmark',
@@ -348,21 +428,14 @@ try {
     `- pmsync started as ${STARTS[START].label}`,
     `- Wall time: ${fmtNum((performance.now() - started) / 60_000, 1)} min`,
     '',
-    report(single, fleet),
+    report(alone, fleet),
     '',
   ].join('\n');
   const out = join(ROOT, 'bench', 'out');
   mkdirSync(out, { recursive: true });
   const stamp = new Date().toISOString().replace(/[:.]/g, '-');
   writeFileSync(join(out, `fleet-${stamp}.md`), markdown);
-  writeFileSync(
-    join(out, `fleet-${stamp}.json`),
-    JSON.stringify(
-      { single: { ...single, changes: staleness(single.changes) }, fleet: { ...fleet, changes: staleness(fleet.changes) } },
-      null,
-      2,
-    ),
-  );
+  writeFileSync(join(out, `fleet-${stamp}.json`), JSON.stringify({ ...figures(), paired: paired(alone, fleet) }, null, 2));
   process.stdout.write(markdown);
 } finally {
   await server.stop();

@@ -46,6 +46,13 @@ export interface FleetOptions {
   schedules?: Record<string, unknown>;
   runHeartbeatSeconds?: number;
   seed?: number;
+  /**
+   * The fleet-wide index of the first practice served (0 by default): practice
+   * i of this rig is practice `firstPractice + i` of the fleet, with that
+   * practice's gateway key, source name, records and changes. So one practice
+   * of a fleet can be played alone and compared with itself in the fleet.
+   */
+  firstPractice?: number;
   /** Sent to the replicas' log (stderr is collected); warn by default. */
   logLevel?: string;
   /** How the pmsync processes are started (bench/support/proc.ts); the bin as shipped by default. */
@@ -102,13 +109,19 @@ export class FleetRig {
     this.o = o;
     this.clock = clock;
     this.sim = sim;
-    this.tenants = Array.from({ length: o.practices }, (_, i) => sim.tenant(apikeyOf(i)));
+    this.tenants = Array.from({ length: o.practices }, (_, i) => sim.tenant(apikeyOf(this.practice(i))));
     this.configFile = configFile;
     this.dayStart = localMidnight(o.date, o.timeZone);
     this.pool = pool;
   }
 
+  /** The fleet-wide index of this rig's practice i. */
+  practice(i: number): number {
+    return (this.o.firstPractice ?? 0) + i;
+  }
+
   static async start(o: FleetOptions): Promise<FleetRig> {
+    const at = (i: number) => (o.firstPractice ?? 0) + i;
     const dayStart = localMidnight(o.date, o.timeZone);
     const clock = new RigClock(dayStart - (o.historyDays + 1) * DAY);
     const offsetHours = -Math.round(new TenantClock(o.timeZone).offset(dayStart) / HOUR);
@@ -117,7 +130,7 @@ export class FleetRig {
       seed: o.seed ?? 11,
       requestLogLimit: 1,
       tenants: Array.from({ length: o.practices }, (_, i) => ({
-        apikey: apikeyOf(i),
+        apikey: apikeyOf(at(i)),
         ...CREDS,
         variant: 'core' as const,
         timeZone: o.timeZone,
@@ -133,15 +146,15 @@ export class FleetRig {
       JSON.stringify({
         databaseUrl: o.databaseUrl,
         sources: Array.from({ length: o.practices }, (_, i) => ({
-          name: sourceName(i),
+          name: sourceName(at(i)),
           kind: 'core',
           baseUrl: sim.coreBaseUrl(),
-          apikey: apikeyOf(i),
+          apikey: apikeyOf(at(i)),
           ...CREDS,
           timeZone: o.timeZone,
           quota: { timeZone: o.timeZone, resetHour: 0 },
           ...o.source,
-          ...o.sourceFor?.(i),
+          ...o.sourceFor?.(at(i)),
         })),
         schedules: { concurrency: o.concurrency ?? 4, ...o.schedules },
         serve: { port: 0, host: '127.0.0.1', runHeartbeatSeconds: o.runHeartbeatSeconds ?? 30, shutdownTimeoutSeconds: 10 },
@@ -312,7 +325,12 @@ export class FleetRig {
       if (date.getUTCDay() === 0) continue; // closed on Sundays
       const local = new TenantClock(this.o.timeZone).date(date.getTime());
       this.tenants.forEach((tenant, i) => {
-        for (const change of planDay(this.o.historyPattern, local, this.o.timeZone, (this.o.seed ?? 11) * 100_000 + d * 1000 + i)) {
+        for (const change of planDay(
+          this.o.historyPattern,
+          local,
+          this.o.timeZone,
+          (this.o.seed ?? 11) * 100_000 + d * 1000 + this.practice(i),
+        )) {
           this.clock.set(change.at);
           applyChange(tenant, change);
         }
@@ -323,7 +341,7 @@ export class FleetRig {
   /** Every practice's changes of the measured day, in time order. */
   planDay(pattern: DayPattern): Array<DayChange & { tenant: number }> {
     const all = this.tenants.flatMap((_, i) =>
-      planDay(pattern, this.o.date, this.o.timeZone, (this.o.seed ?? 11) * 7919 + i).map((c) => ({ ...c, tenant: i })),
+      planDay(pattern, this.o.date, this.o.timeZone, (this.o.seed ?? 11) * 7919 + this.practice(i)).map((c) => ({ ...c, tenant: i })),
     );
     return all.sort((a, b) => a.at - b.at);
   }
@@ -334,7 +352,7 @@ export class FleetRig {
     const record = applyChange(this.tenants[change.tenant]!, change);
     const def = REST_STREAMS.find((s) => s.resource === change.resource)!;
     return {
-      source: sourceName(change.tenant),
+      source: sourceName(this.practice(change.tenant)),
       resource: change.resource,
       id: String(record[def.idField]),
       at: change.at,
@@ -374,7 +392,7 @@ export class FleetRig {
     const stats = this.sim.stats().byApikey;
     const key = new Date(dayStart).toISOString().slice(0, 10); // the simulator names a quota day by the UTC date it starts on
     return this.tenants.map((_, i) => {
-      const usage = stats[apikeyOf(i)]!;
+      const usage = stats[apikeyOf(this.practice(i))]!;
       return { used: usage.byQuotaDay[key] ?? 0, rejected: usage.rejected };
     });
   }
@@ -401,11 +419,11 @@ export class FleetRig {
       this.tenants.forEach((tenant, i) => {
         for (const record of tenant.list(resource)) {
           records++;
-          const row = held.get(`${sourceName(i)}/${String(record[def.idField])}`);
+          const row = held.get(`${sourceName(this.practice(i))}/${String(record[def.idField])}`);
           const modified = typeof record.ModifiedOn === 'string' ? record.ModifiedOn.slice(0, 19) : null;
           if (!row || (modified !== null && row.m < modified)) {
             lost++;
-            if (examples.length < 5) examples.push(`${sourceName(i)}/${resource}/${String(record[def.idField])}`);
+            if (examples.length < 5) examples.push(`${sourceName(this.practice(i))}/${resource}/${String(record[def.idField])}`);
           }
         }
       });
