@@ -77,6 +77,8 @@ export interface ClientOptions {
   dispatcher?: Dispatcher;
   random?: () => number;
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
+  /** The clock the retries' time bound (retry.maxElapsedMs) is measured on: Date.now unless injected. */
+  now?: () => number;
 }
 
 export interface GetOptions {
@@ -118,7 +120,8 @@ export class HttpClient {
     if (body !== undefined) headers['content-type'] = 'application/json';
     this.opts.auth.apply(url, headers);
     const shown = redactUrl(url);
-    const started = Date.now();
+    const now = this.opts.now ?? Date.now;
+    const started = now();
     const sleep = this.opts.sleep ?? abortableSleep;
     const random = this.opts.random ?? Math.random;
     const signal = options.signal;
@@ -140,7 +143,7 @@ export class HttpClient {
         const retryAfterMs = err instanceof RetryAfter ? err.ms : undefined;
         const final = err instanceof RetryAfter ? err.error : err;
         const retryable = final instanceof PmsyncError && final.retryable;
-        const elapsed = Date.now() - started;
+        const elapsed = now() - started;
         if (!retryable || attempt >= this.retry.maxAttempts) throw final;
         const backoff = Math.min(this.retry.maxDelayMs, this.retry.baseDelayMs * 2 ** (attempt - 1));
         const delay = Math.max(retryAfterMs ?? 0, Math.floor(random() * backoff));

@@ -56,9 +56,13 @@ afterEach(() => sim.setFaults({}));
 
 const POLICY: RetryPolicy = { maxAttempts: 4, baseDelayMs: 100, maxDelayMs: 400, maxElapsedMs: 60_000 };
 
-/** Waits are recorded, not slept, unless a test needs real time (`sleep: 'real'`). */
+/**
+ * Waits are recorded, not slept, unless a test needs real time (`sleep: 'real'`): the retries' time bound is then
+ * measured on a clock that moves by the waits alone, so what is retried does not depend on how busy the machine is.
+ */
 function client(options: { retry?: RetryPolicy; timeoutMs?: number; password?: string; sleep?: 'real' } = {}) {
   const sleeps: number[] = [];
+  let waited = 0;
   const redactor = new Redactor();
   redactor.add(TENANT.apikey, TENANT.password);
   const c = new HttpClient({
@@ -77,7 +81,9 @@ function client(options: { retry?: RetryPolicy; timeoutMs?: number; password?: s
         ? undefined
         : async (ms) => {
             sleeps.push(ms);
+            waited += ms;
           },
+    now: options.sleep === 'real' ? undefined : () => waited,
   });
   clients.push(c);
   return { c, sleeps };
@@ -164,9 +170,10 @@ describe('retries against injected faults', () => {
   it('stops retrying once maxElapsedMs would be passed, however many attempts are left', async () => {
     sim.setFaults({ failNext: 100 });
     const from = sim.stats().requests.length;
-    const { c } = client({ retry: { maxAttempts: 50, baseDelayMs: 200, maxDelayMs: 200, maxElapsedMs: 300 }, sleep: 'real' });
+    const { c, sleeps } = client({ retry: { maxAttempts: 50, baseDelayMs: 200, maxDelayMs: 200, maxElapsedMs: 300 } });
     await expect(c.get('/customers')).rejects.toMatchObject({ code: 'RETRYABLE' });
-    // First wait ~199 ms; a second one would end past 300 ms.
+    // The first wait is 199 ms; a second one would end at 398 ms, past 300.
+    expect(sleeps).toEqual([199]);
     expect(sent(from)).toHaveLength(2);
   });
 
