@@ -139,7 +139,7 @@ async function playDay(server: BenchServer, practices: number, replicas: number,
     rig.playHistory();
     rig.setClock(rig.dayStart - 3 * HOUR);
     await rig.startReplicas();
-    log(`${replicas} replicas up; first passes from 21:00 the day before`);
+    log(`${replicas} replica${replicas > 1 ? 's' : ''} up; first passes from 21:00 the day before`);
     let firstPassTicks = 0;
     for (let t = rig.dayStart - 3 * HOUR; t < rig.dayStart; t += TICK) {
       rig.setClock(t);
