@@ -51,9 +51,9 @@ const TICK = Number(values['tick-minutes']) * MINUTE;
 const KILL_HOUR = Number(values['kill-at']);
 const ALONE = Math.min(Number(values.alone), PRACTICES);
 if (!(Number.isInteger(ALONE) && ALONE >= 1)) throw new Error(`--alone: "${values.alone}" is not a whole number of practices, 1 or more`);
-/** The practices played alone: spread evenly over the fleet, the first included. */
-/** How many of them are played at once. */
+/** How many of the practices played alone are played at once. */
 const ALONE_AT_ONCE = 5;
+/** The practices played alone: spread evenly over the fleet, the first included. */
 const SAMPLE = Array.from({ length: ALONE }, (_, k) => Math.floor((k * PRACTICES) / ALONE));
 const [START = 'bin', ...moreStarts] = parseStarts(values.start);
 if (moreStarts.length > 0) throw new Error('--start: one start per run');
@@ -340,7 +340,7 @@ function paired(
   return { text, requests: { alone: aloneRequests, fleet: fleetRequests }, p95: { alone: aloneP95, fleet: fleetP95 } };
 }
 
-function report(alone: DayResult[], fleet: DayResult): string {
+function report(alone: DayResult[], fleet: DayResult, pair: ReturnType<typeof paired>): string {
   const rows = [pooled(alone), fleet].map((r, n) => {
     const s = staleness(r.changes);
     const sorted = [...r.requests].sort((a, b) => a - b);
@@ -382,7 +382,7 @@ function report(alone: DayResult[], fleet: DayResult): string {
     '',
     `The practices alone against the same practices in the fleet (the first row's peak RSS is the largest of their replicas):`,
     '',
-    paired(alone, fleet).text,
+    pair.text,
     '',
     killLine,
     '',
@@ -415,6 +415,7 @@ try {
   // The raw figures first, so a report that fails to format loses nothing.
   mkdirSync(join(ROOT, 'bench', 'out'), { recursive: true });
   writeFileSync(join(ROOT, 'bench', 'out', `fleet-raw-${Date.now()}.json`), JSON.stringify(figures()));
+  const pair = paired(alone, fleet);
   const command = `node bench/fleet.ts ${process.argv.slice(2).join(' ')}`.trim();
   const markdown = [
     '# pmsync fleet benchmark',
@@ -428,14 +429,14 @@ try {
     `- pmsync started as ${STARTS[START].label}`,
     `- Wall time: ${fmtNum((performance.now() - started) / 60_000, 1)} min`,
     '',
-    report(alone, fleet),
+    report(alone, fleet, pair),
     '',
   ].join('\n');
   const out = join(ROOT, 'bench', 'out');
   mkdirSync(out, { recursive: true });
   const stamp = new Date().toISOString().replace(/[:.]/g, '-');
   writeFileSync(join(out, `fleet-${stamp}.md`), markdown);
-  writeFileSync(join(out, `fleet-${stamp}.json`), JSON.stringify({ ...figures(), paired: paired(alone, fleet) }, null, 2));
+  writeFileSync(join(out, `fleet-${stamp}.json`), JSON.stringify({ ...figures(), paired: pair }, null, 2));
   process.stdout.write(markdown);
 } finally {
   await server.stop();
