@@ -9,6 +9,7 @@ import { hashToken, newToken } from '../../src/webhooks/secrets.ts';
 import { activateSecret, addProvisionalSecret } from '../../src/state/webhook-secrets.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { cliEnv, writeConfig } from '../support/cli.ts';
+import { scaled } from '../support/time-scale.ts';
 import { eventually, kill, startServeCli, type ServeProcess } from './support.ts';
 
 const TENANT = { apikey: 'serve-key-K2', username: 'serve.user', password: 'serve-pass-Q8', variant: 'core' as const };
@@ -199,7 +200,8 @@ describe('pmsync serve', () => {
       // Who held the connections at the peak (application_name: count), for a failure to say.
       let heldAtPeak: string | null = null;
       let busiest = 0;
-      const deadline = Date.now() + 60_000;
+      // A guard against a hang, stretched on a slow machine (PMSYNC_TEST_TIME_SCALE): the runs end the loop.
+      const deadline = Date.now() + scaled(60_000);
       while (Date.now() < deadline) {
         const res = await sampler.query<{ connections: number; running: number; held: string | null }>(
           // Client connections only: a parallel query's workers show in pg_stat_activity too (backend_type 'parallel
