@@ -111,7 +111,16 @@ export interface NotifiedReading {
   latestReceived: Date | null;
   /** Notifications received since the start of the source's quota day. */
   today: number;
+  /**
+   * The first notification of today's latest run of them (notifications no more than RUN_GAP_HOURS apart) and how
+   * many that run holds (null, 0: none today): when the practice's day began, a stray change of the night aside.
+   */
+  runStart: Date | null;
+  runCount: number;
 }
+
+/** Notifications further apart than this belong to different runs of a practice's activity (NotifiedReading.runStart). */
+export const RUN_GAP_HOURS = 3;
 
 /**
  * The notifications of many sources' streams received in (since, at], each
@@ -137,19 +146,34 @@ export async function notifiedOf(
     latest_event: Date | null;
     latest_received: Date | null;
     today: number;
+    run_start: Date | null;
+    run_count: number | null;
   }>(
-    `SELECT e.source, e.resource,
-            count(*) FILTER (WHERE e.received_at > coalesce(s.notified_until, '-infinity'))::int AS pending,
-            min(e.received_at) FILTER (WHERE e.received_at > coalesce(s.notified_until, '-infinity')) AS oldest,
-            sum(extract(epoch FROM e.received_at) * 1000) FILTER (WHERE e.received_at > coalesce(s.notified_until, '-infinity'))::float8 AS received_sum_ms,
-            max(e.event_timestamp) FILTER (WHERE e.received_at > coalesce(s.notified_until, '-infinity')) AS latest_event,
-            max(e.received_at) AS latest_received,
-            count(*) FILTER (WHERE e.received_at >= k.day_start)::int AS today
-     FROM unnest($1::text[], $2::timestamptz[]) AS k(source, day_start)
-     JOIN pmsync.webhook_events e ON e.source = k.source
-     LEFT JOIN pmsync.stream_schedule s ON s.source = e.source AND s.resource = e.resource
-     WHERE e.outcome = 'notified' AND e.received_at > $3 AND e.received_at <= $4${limit.sql}
-     GROUP BY e.source, e.resource`,
+    `WITH g AS (
+       SELECT e.source, e.resource, k.day_start,
+              count(*) FILTER (WHERE e.received_at > coalesce(s.notified_until, '-infinity'))::int AS pending,
+              min(e.received_at) FILTER (WHERE e.received_at > coalesce(s.notified_until, '-infinity')) AS oldest,
+              sum(extract(epoch FROM e.received_at) * 1000) FILTER (WHERE e.received_at > coalesce(s.notified_until, '-infinity'))::float8 AS received_sum_ms,
+              max(e.event_timestamp) FILTER (WHERE e.received_at > coalesce(s.notified_until, '-infinity')) AS latest_event,
+              max(e.received_at) AS latest_received,
+              count(*) FILTER (WHERE e.received_at >= k.day_start)::int AS today
+       FROM unnest($1::text[], $2::timestamptz[]) AS k(source, day_start)
+       JOIN pmsync.webhook_events e ON e.source = k.source
+       LEFT JOIN pmsync.stream_schedule s ON s.source = e.source AND s.resource = e.resource
+       WHERE e.outcome = 'notified' AND e.received_at > $3 AND e.received_at <= $4${limit.sql}
+       GROUP BY e.source, e.resource, k.day_start
+     )
+     SELECT g.*, r.run_start, r.run_count
+     FROM g LEFT JOIN LATERAL (
+       SELECT t.run_start, count(*) FILTER (WHERE t.received_at >= t.run_start)::int AS run_count
+       FROM (SELECT x.received_at,
+                    max(x.received_at) FILTER (WHERE x.gap IS NULL OR x.gap > ${RUN_GAP_HOURS} * interval '1 hour') OVER () AS run_start
+             FROM (SELECT w.received_at, w.received_at - lag(w.received_at) OVER (ORDER BY w.received_at) AS gap
+                   FROM pmsync.webhook_events w
+                   WHERE w.source = g.source AND w.resource = g.resource AND w.outcome = 'notified'
+                     AND w.received_at >= g.day_start AND w.received_at <= $4) x) t
+       GROUP BY t.run_start
+     ) r ON g.today > 0`,
     [sources.map((s) => s.source), sources.map((s) => s.dayStart), since, at, ...limit.params],
   );
   for (const r of res.rows) {
@@ -161,6 +185,8 @@ export async function notifiedOf(
       latestEvent: r.latest_event,
       latestReceived: r.latest_received,
       today: r.today,
+      runStart: r.run_start,
+      runCount: r.run_count ?? 0,
     });
   }
   return out;
@@ -371,6 +397,8 @@ export async function notifiedByStream(
     latest_event: Date | null;
     recent: number;
     today: number;
+    run_start: Date | null;
+    run_count: number | null;
   }>(
     `SELECT e.resource,
             count(*) FILTER (WHERE e.received_at > coalesce(s.notified_until, '-infinity'))::int AS pending,
