@@ -142,8 +142,9 @@ export interface SourceInput {
   budgetUsed: number;
   /**
    * Hours of the week (168, in `timeZone`) in which the practice has been
-   * active, from its learned model: quiet streams are explored in them. Null:
-   * not known, no exploration.
+   * active, from its learned model: quiet streams are explored in them. Every
+   * hour until its changes show its hours (rates.ts, hoursShown). Null: not
+   * known, no exploration.
    */
   activeSlots?: Uint8Array | null;
   /** Webhooks are registered for the source (notifications will come, whether or not any has yet). */
@@ -942,16 +943,22 @@ function intervalChance(input: SourceInput, parts: { chance: number }): number {
   if (input.streams.some((s) => s.webhookFed && !s.backfill)) return parts.chance;
   const slots = input.activeSlots;
   if (!slots) return parts.chance;
+  return hoursKnown(slots) ? 0 : parts.chance;
+}
+
+/** Whether a model's active hours (SourceInput.activeSlots) say when the practice works: at most HOURS_KNOWN_SHARE of the week. */
+export function hoursKnown(slots: Uint8Array): boolean {
   let active = 0;
   for (const v of slots) active += v;
-  return active > HOURS_KNOWN_SHARE * slots.length ? parts.chance : 0;
+  return active <= HOURS_KNOWN_SHARE * slots.length;
 }
 
 /**
  * A model whose active hours are at most this share of the week knows the
- * practice's hours (a practice open 8-19 six days a week: 0.39). A new
- * practice's first pass spreads its history round the clock, and the hours
- * its first day has read leave it near 1.
+ * practice's hours (a practice open 8-19 six days a week: 0.39). Until a
+ * practice's changes show its hours (a chi-square test, rates.ts hoursShown:
+ * a new practice's first pass spreads its history round the clock, or reads
+ * too little to show any), every hour of the week is active (observe.ts).
  */
 const HOURS_KNOWN_SHARE = 0.75;
 

@@ -22,6 +22,7 @@ import { loadStreamSchedulesOf, notifiedOf, type NotifiedReading, type StreamSch
 import type { Purpose } from '../api/http.ts';
 import { nextFire, previousFire } from '../cron.ts';
 import {
+  hoursKnown,
   NO_NOTIFICATIONS,
   planSource,
   type Notified,
@@ -30,12 +31,15 @@ import {
   type SourcePlan,
   type StreamInput,
 } from './budget.ts';
-import { slotOf } from '../time.ts';
+import { forEachSlotPiece, nextSlotEdge, slotOf } from '../time.ts';
 import { sourceTimeZone, type ScheduledStream } from './plan.ts';
 import {
   EVIDENCE_LOOKBACK_HOURS,
   evidenceOf,
   expectedSince,
+  hourOfDay,
+  hoursShown,
+  type HourOfDay,
   practiceExcess,
   surprisesFound,
   slotRates,
@@ -101,6 +105,8 @@ export interface SourceView {
   pausedUntil: Date | null;
   /** Some budget stream has not been read yet today: its activity is held at its usual forecast until it is. */
   unreadToday: boolean;
+  /** Today's working day as its notifications show it, for a practice whose hours do not show yet (workdayOf). */
+  workday: Workday | null;
 }
 
 export interface ObserveDeps {
@@ -151,6 +157,8 @@ export interface ModelReading {
   rates: Float64Array;
   /** Slots the recent days raised above the long memory: hours the practice moved into. */
   movedIn: Uint8Array;
+  /** Its changes and exposure by hour of the day: whether the practice's hours show (rates.ts, hoursShown). */
+  byHour?: HourOfDay;
 }
 
 /** The practice's weekday now (0 = Sunday): its recent profile is read without today's own hours. */
@@ -162,7 +170,7 @@ export function localWeekday(now: Date, timeZone: string): number {
 export function modelReading(slots: StoredSlot[], at: Date, timeZone: string): ModelReading {
   const today = localWeekday(at, timeZone);
   const r = slotRatesWithMoved(slots, at, today);
-  return { at: at.getTime(), today, rates: r.rates, movedIn: r.movedIn };
+  return { at: at.getTime(), today, rates: r.rates, movedIn: r.movedIn, byHour: hourOfDay(slots, at, today) };
 }
 
 /**
@@ -513,12 +521,33 @@ export function viewAt(
   // the practice-wide excess is read from all of them.
   const forecasts = new Map<string, { model: Float64Array; forecast: Float64Array; activity: number; evidence: Evidence | null }>();
   let unreadToday = false;
+  const activeSlots = activeSlotsOf(streams, models);
+  const webhooksRegistered = readings.webhooksUntil !== null && readings.webhooksUntil > now.getTime();
+  const workday = hoursKnown(activeSlots) || !webhooksRegistered ? null : workdayOf(readings.notified.values(), quota.startsAt.getTime());
   for (const s of streams) {
     if (s.schedule.mode !== 'budget') continue;
-    const f = forecastOf(s.resource, readings, models, timeZone, quota, now);
+    const f = forecastOf(s.resource, readings, models, timeZone, quota, now, workday?.from);
     if (!f.readToday) unreadToday = true;
+    if (workday && fed(s.resource)) {
+      // Its notifications say both how busy the practice is today and that it is still at work: its rate is theirs.
+      const today = notifiedRate(
+        readings.notified.get(s.resource)?.today ?? 0,
+        workday,
+        now.getTime(),
+        f.model[slotOf(now.getTime(), timeZone)]!,
+      );
+      const flat = new Float64Array(SLOTS).fill(today);
+      forecasts.set(s.resource, {
+        model: f.model,
+        forecast: withWorkday(flat, timeZone, now.getTime(), quota.resetsAt.getTime(), workday),
+        activity: f.activity,
+        evidence: null,
+      });
+      continue;
+    }
     const evidence = evidenceOf(f.forecast, timeZone, windowsOf(s.resource), now.getTime());
-    forecasts.set(s.resource, { model: f.model, forecast: f.forecast, activity: f.activity, evidence });
+    const forecast = workday ? withWorkday(f.forecast, timeZone, now.getTime(), quota.resetsAt.getTime(), workday) : f.forecast;
+    forecasts.set(s.resource, { model: f.model, forecast, activity: f.activity, evidence });
   }
   const practice = streams
     .filter((s) => s.kind === 'incremental' && forecasts.has(s.resource))
@@ -579,9 +608,9 @@ export function viewAt(
     resetsAt: quota.resetsAt,
     budget: quota.budget,
     budgetUsed: exhausted ? quota.budget : quota.budgetUsed,
-    webhooksRegistered: readings.webhooksUntil !== null && readings.webhooksUntil > now.getTime(),
+    webhooksRegistered,
     lagMs,
-    activeSlots: activeSlotsOf(streams, models),
+    activeSlots,
     backfillLeft: exhausted ? 0 : Math.max(0, quota.allowance - quota.used - Math.max(0, quota.budget - quota.budgetUsed)),
     streams: [...inputs.values()],
     pinned,
@@ -602,6 +631,7 @@ export function viewAt(
     health,
     pausedUntil,
     unreadToday,
+    workday,
   };
 }
 
@@ -619,6 +649,7 @@ function forecastOf(
   timeZone: string,
   quota: QuotaSnapshot,
   now: Date,
+  activeFrom?: number,
 ): { model: Float64Array; forecast: Float64Array; activity: number; readToday: boolean } {
   const n = readings.notified.get(resource);
   const model = models.get(resource)?.rates ?? NO_MODEL_RATES;
@@ -626,8 +657,11 @@ function forecastOf(
   // would lower its forecast hour by hour and keep it unread. Its activity waits for its first check of the day.
   const cursor = readings.states.get(resource)?.cursor?.getTime() ?? Number.NEGATIVE_INFINITY;
   const readToday = fedAt(readings, resource, now) || cursor > quota.startsAt.getTime();
-  const seenUntil = readToday ? now : quota.startsAt;
-  const activity = activityToday(model, timeZone, quota.startsAt, seenUntil, Math.max(n?.today ?? 0, readings.found.get(resource) ?? 0));
+  // A practice whose hours are not known yet is measured from its first change of the day (workdayOf): against a
+  // model spread round the clock, the night it was closed would count as a quiet day and price its morning low.
+  const from = activeFrom !== undefined ? new Date(activeFrom) : quota.startsAt;
+  const seenUntil = readToday && now > from ? now : from;
+  const activity = activityToday(model, timeZone, from, seenUntil, Math.max(n?.today ?? 0, readings.found.get(resource) ?? 0));
   // Hours the practice moved into are new: a day whose remembered hours stayed empty says nothing against them.
   const moved = models.get(resource)?.movedIn;
   let forecast = model;
@@ -638,6 +672,83 @@ function forecastOf(
     else for (let i = 0; i < model.length; i++) forecast[i] = model[i]! * activity;
   }
   return { model, forecast, activity, readToday };
+}
+
+/**
+ * How long a practice's working day lasts, in hours from its first change, when its model does not know its hours
+ * yet: its closing is taken as equally likely anywhere in this range. A clinic or an aesthetic practice works a day
+ * of eight to twelve hours; one that works longer shows it by its notifications (workdayClosing).
+ */
+export const WORKDAY_HOURS = [8, 12] as const;
+/** A practice heard from past the longest working day is taken to close within this many hours of its latest change. */
+const WORKDAY_OVERTIME_HOURS = 2;
+
+/** A practice's working day today as its notifications show it: from its first, and still at work at its latest. */
+export interface Workday {
+  from: number;
+  last: number;
+}
+
+/**
+ * Today's working day of a practice whose model does not know its hours (a new one: its first pass spread its
+ * history round the clock), from the notifications of its streams received since its quota day began: from the
+ * earliest start of a stream's latest run of them (NotifiedReading.runStart), to the latest of them; null before a
+ * run of at least WORKDAY_MIN_RUN. Its notifications are how it shows its hours as they come.
+ */
+export function workdayOf(notified: Iterable<NotifiedReading>, dayStart: number): Workday | null {
+  let from = Number.POSITIVE_INFINITY;
+  let last = Number.NEGATIVE_INFINITY;
+  for (const n of notified) {
+    const start = n.runStart?.getTime();
+    // A lone notification (an online booking in the night) is not the practice at work.
+    if (start === undefined || start < dayStart || n.runCount < WORKDAY_MIN_RUN) continue;
+    from = Math.min(from, start);
+    last = Math.max(last, start, n.latestReceived?.getTime() ?? start);
+  }
+  return Number.isFinite(from) ? { from, last } : null;
+}
+
+/** Notifications a stream's run of them needs to say the practice is at work (workdayOf). */
+const WORKDAY_MIN_RUN = 2;
+
+/**
+ * The chance that a practice is still at work at `t`: its closing equally likely anywhere in WORKDAY_HOURS after
+ * its first change, and after its latest one; past the longest day, within WORKDAY_OVERTIME_HOURS of its latest.
+ */
+export function stillAtWork(w: Workday, t: number): number {
+  const { from: lo, to: hi } = closingRange(w);
+  if (t <= lo) return 1;
+  return t >= hi ? 0 : (hi - t) / (hi - lo);
+}
+
+/** When the practice is expected to close today, every instant of [from, to) equally likely (stillAtWork). */
+export function closingRange(w: Workday): { from: number; to: number } {
+  const longest = w.from + WORKDAY_HOURS[1] * 3_600_000;
+  if (w.last >= longest) return { from: w.last, to: w.last + WORKDAY_OVERTIME_HOURS * 3_600_000 };
+  return { from: Math.max(w.from + WORKDAY_HOURS[0] * 3_600_000, w.last), to: longest };
+}
+
+/** Pseudo-hours at the model's rate behind a rate read from today's notifications: the first minutes say little. */
+const NOTIFIED_RATE_PRIOR_HOURS = 0.25;
+
+/** Changes an hour a stream's notifications show since the practice's working day began (workdayOf). */
+export function notifiedRate(today: number, w: Workday, now: number, modelPerHour: number): number {
+  const hours = Math.max(0, now - w.from) / 3_600_000;
+  return (today + NOTIFIED_RATE_PRIOR_HOURS * modelPerHour) / (hours + NOTIFIED_RATE_PRIOR_HOURS);
+}
+
+/**
+ * A forecast whose hours after the current one are weighed by the chance the practice is still at work then
+ * (stillAtWork): a new practice's model, flat round the clock, would hold the afternoon's budget back for an evening
+ * and a night as busy as its morning. The current hour keeps its rate: it is being read, and a rush in it is judged
+ * against it.
+ */
+function withWorkday(forecast: Float64Array, timeZone: string, now: number, resetsAt: number, w: Workday): Float64Array {
+  const out = Float64Array.from(forecast);
+  const from = nextSlotEdge(now, timeZone);
+  if (from < resetsAt)
+    forEachSlotPiece(from, resetsAt, timeZone, (slot, a, b) => (out[slot] = forecast[slot]! * stillAtWork(w, (a + b) / 2)));
+  return out;
 }
 
 /** The practice's excess as read (sharedExcess), kept with the readings and models it was read from. */
@@ -693,7 +804,11 @@ const activeSlotsCache = new WeakMap<Map<string, ModelReading>, { streams: Sched
 function activeSlotsOf(streams: ScheduledStream[], models: Map<string, ModelReading>): Uint8Array {
   const cached = activeSlotsCache.get(models);
   if (cached && cached.streams === streams) return cached.slots;
-  const slots = activeSlots(streams.map((s) => models.get(s.resource)?.rates).filter((r): r is Float64Array => r !== undefined));
+  const read = streams.map((s) => models.get(s.resource)).filter((m): m is ModelReading => m !== undefined);
+  const byHour = read.map((m) => m.byHour).filter((h): h is HourOfDay => h !== undefined);
+  // Until its changes show its hours, every hour of the week is alike: the practice's hours are read as they come.
+  const slots =
+    byHour.length === read.length && !hoursShown(byHour) ? new Uint8Array(SLOTS).fill(1) : activeSlots(read.map((m) => m.rates));
   activeSlotsCache.set(models, { streams, slots });
   return slots;
 }

@@ -69,6 +69,72 @@ function longRates(stored: StoredSlot[], at: Date): Float64Array {
   return rates;
 }
 
+/**
+ * A stream's changes and exposure by hour of the day (0-23, pooled over the weekdays), decayed as the rates are;
+ * `today` (the practice's weekday now) leaves that weekday out.
+ */
+export interface HourOfDay {
+  changes: Float64Array;
+  exposure: Float64Array;
+}
+
+export function hourOfDay(stored: StoredSlot[], at: Date, today?: number): HourOfDay {
+  // By slot first, then by hour in the slots' order: the same sums whatever order the rows came in.
+  const bySlot = new Float64Array(SLOTS);
+  const exposureBySlot = new Float64Array(SLOTS);
+  for (const s of stored) {
+    if (s.slot < 0 || s.slot >= SLOTS) continue;
+    // Today's own hours are today's evidence: a first morning read would show hours of its own at once.
+    if (today !== undefined && Math.floor(s.slot / 24) === today) continue;
+    const f = decayFactor(s.asOf, at);
+    bySlot[s.slot] = bySlot[s.slot]! + s.changes * f;
+    exposureBySlot[s.slot] = exposureBySlot[s.slot]! + s.exposureHours * f;
+  }
+  const changes = new Float64Array(24);
+  const exposure = new Float64Array(24);
+  for (let i = 0; i < SLOTS; i++) {
+    changes[i % 24] = changes[i % 24]! + bySlot[i]!;
+    exposure[i % 24] = exposure[i % 24]! + exposureBySlot[i]!;
+  }
+  return { changes, exposure };
+}
+
+/** The 99th percentile of the chi-square distribution with 23 degrees of freedom (24 hours of the day less one). */
+const CHI2_23_P99 = 41.64;
+/** Fewer changes than this say nothing of a practice's hours, however they fall. */
+const HOURS_MIN_CHANGES = 24;
+
+/**
+ * Whether a practice's changes show its hours: whether, pooled over its streams, they fall by hour of the day
+ * differently from a day without hours (each stream's changes spread over the hours as its exposure is) by more than
+ * chance, by a chi-square test at 1%. A new practice whose first pass read a few hundred records does not show
+ * them, whatever hours its few changes happened to fall in: read as hours, that noise would call the practice
+ * open at 1:00 and closed at 14:00. One whose first pass spread its history round the clock does not either.
+ */
+export function hoursShown(streams: readonly HourOfDay[]): boolean {
+  const observed = new Float64Array(24);
+  const expected = new Float64Array(24);
+  let total = 0;
+  for (const s of streams) {
+    let c = 0;
+    let e = 0;
+    for (let h = 0; h < 24; h++) {
+      c += s.changes[h]!;
+      e += s.exposure[h]!;
+    }
+    if (!(c > 0) || !(e > 0)) continue;
+    total += c;
+    for (let h = 0; h < 24; h++) {
+      observed[h] = observed[h]! + s.changes[h]!;
+      expected[h] = expected[h]! + (c * s.exposure[h]!) / e;
+    }
+  }
+  if (total < HOURS_MIN_CHANGES) return false;
+  let x2 = 0;
+  for (let h = 0; h < 24; h++) if (expected[h]! > 0) x2 += (observed[h]! - expected[h]!) ** 2 / expected[h]!;
+  return x2 > CHI2_23_P99;
+}
+
 /** How far (in standard deviations of a Poisson count) the recent days must differ from the long memory to overrule it. */
 const RECENT_SIGNIFICANCE = 3;
 /** Pseudo-hours and pseudo-changes behind the recent profile's estimates. */

@@ -139,6 +139,13 @@ function renderSource(s: StatusPageData['sources'][number], health: SourceHealth
           'interval',
         )
       : '',
+    b.workday !== null
+      ? item(
+          'Working day',
+          `hours not shown by its changes yet: read from its notifications since ${time(new Date(b.workday.since), now)}, expected to close between ${time(new Date(b.workday.closingFrom), now)} and ${time(new Date(b.workday.closingTo), now)}`,
+          'workday',
+        )
+      : '',
     q ? item('Quota day resets', time(new Date(q.resetsAt), now), 'resets') : '',
   ];
   return `<section class="source" aria-labelledby="${id}">

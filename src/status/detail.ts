@@ -22,7 +22,7 @@ import { describePosition } from '../sync/readers/pro-session.ts';
 import { checkConnectivity } from '../sync/source-kinds.ts';
 import { resourceTablesFor } from '../sync/streams/index.ts';
 import { sourceTimeZone } from '../scheduler/plan.ts';
-import type { SourceView } from '../scheduler/observe.ts';
+import { closingRange, type SourceView, type Workday } from '../scheduler/observe.ts';
 import type { Scheduler } from '../scheduler/scheduler.ts';
 import { slotOf } from '../time.ts';
 import { streamNextCheck, type SourceHealth } from './fleet.ts';
@@ -113,6 +113,11 @@ export interface BudgetStatus {
   busyIntervalMinutes: number | null;
   /** Requests held back from the plan for a busier day than expected (released over the day's last hours). */
   reserve: number;
+  /**
+   * The practice's hours do not show in its changes yet (a new practice) and webhooks are registered: today's
+   * working day as its notifications show it, and when it is expected to close (docs/operations.md). Null otherwise.
+   */
+  workday: { since: string; closingFrom: string; closingTo: string } | null;
 }
 
 /**
@@ -253,12 +258,22 @@ export async function collectStatus(
         exploreWithinMinutes: view.plan.exploreMinutes === null ? null : Math.round(view.plan.exploreMinutes),
         busyIntervalMinutes: view.plan.intervalMinutes === null ? null : Math.round(view.plan.intervalMinutes * 10) / 10,
         reserve: view.plan.reserve,
+        workday: view.workday && workdayStatus(view.workday),
       },
       resources,
       ...(options.check ? { connectivity: await connectivityOf(app, source) } : {}),
     });
   }
   return out;
+}
+
+function workdayStatus(w: Workday): BudgetStatus['workday'] {
+  const closing = closingRange(w);
+  return {
+    since: new Date(w.from).toISOString(),
+    closingFrom: new Date(closing.from).toISOString(),
+    closingTo: new Date(closing.to).toISOString(),
+  };
 }
 
 function scheduleStatus(

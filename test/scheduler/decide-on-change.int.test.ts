@@ -68,13 +68,16 @@ async function play(day: DayPattern, options: Partial<RigOptions>): Promise<Play
 describe('deciding when a plan can change', () => {
   // With webhooks, each tick that brings a notification changes what the source is planned from: it is read and
   // planned again then. Without, only its own checks do, and most ticks plan nothing.
-  for (const [name, day, webhooks, share] of [
-    ['the reference day, with webhooks', REFERENCE_DAY, true, 1],
-    ['an evening rush, without webhooks', EVENING_DAY, false, 0.5],
+  // A new practice (no history) with webhooks reads its day from its notifications (observe.ts, workdayOf): its
+  // forecasts move with the clock between them.
+  for (const [name, day, webhooks, share, historyDays] of [
+    ['the reference day, with webhooks', REFERENCE_DAY, true, 1, 14],
+    ['an evening rush, without webhooks', EVENING_DAY, false, 0.5, 14],
+    ["a new practice's first day, with webhooks", REFERENCE_DAY, true, 1, 0],
   ] as const) {
     it(`dispatches what planning at every tick dispatches: ${name}`, DAY_TIMEOUT, async () => {
-      const every = await play(day, { webhooks, planEveryTick: true });
-      const onChange = await play(day, { webhooks });
+      const every = await play(day, { webhooks, historyDays, planEveryTick: true });
+      const onChange = await play(day, { webhooks, historyDays });
       expect(onChange.dispatches.length).toBeGreaterThan(50);
       expect(onChange.dispatches).toEqual(every.dispatches);
       // Planning every tick plans the one source once a tick; on change, fewer times, probes for the next one included.

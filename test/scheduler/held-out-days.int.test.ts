@@ -100,3 +100,48 @@ describe('hours that moved and stayed', () => {
     },
   );
 });
+
+describe("a new practice's first day, with webhooks", () => {
+  it(
+    'reads its day from its notifications: the morning is not priced as quiet, nor the budget held for an evening and a night',
+    DAY_TIMEOUT,
+    async () => {
+      // No history: the first pass's records are spread round the clock, so the model knows neither the practice's
+      // hours nor how busy it is when open.
+      const r = await startRig({ budget: 150, historyDays: 0, webhooks: true });
+      const [before] = await collectStatus(r.app, r.config);
+      expect(before!.budget.workday).toBeNull();
+      let noon: Awaited<ReturnType<typeof collectStatus>>[number] | undefined;
+      const played = await r.play(
+        planDay(REFERENCE_DAY, r.localDate(r.dayStart + 12 * HOUR), ZONE, 5),
+        r.dayStart,
+        r.dayStart + DAY,
+        async (t) => {
+          if (t === r.dayStart + 12 * HOUR) [noon] = await collectStatus(r.app, r.config);
+        },
+      );
+      // Status says how the day is read: since the first of the morning's notifications (the reference day opens at
+      // 8:00), closing expected 8 to 12 hours after it.
+      const since = Date.parse(noon!.budget.workday!.since);
+      expect(since).toBeGreaterThanOrEqual(r.dayStart + 8 * HOUR);
+      expect(since).toBeLessThan(r.dayStart + 9 * HOUR);
+      expect(Date.parse(noon!.budget.workday!.closingFrom)).toBe(since + 8 * HOUR);
+      expect(Date.parse(noon!.budget.workday!.closingTo)).toBe(since + 12 * HOUR);
+
+      expect(r.requestsOn(r.dayStart, r.dayStart + DAY).requests).toBeLessThanOrEqual(150);
+      const busy = played.changes.filter((c) => ['appointments', 'customers', 'orders'].includes(c.resource));
+      expect(busy.filter((c) => c.visibleAt === null)).toEqual([]);
+      const stale = stalenessMinutes(busy).sort((a, b) => a - b);
+      expect(stale[Math.floor(0.95 * (stale.length - 1))]).toBeLessThanOrEqual(15);
+      // Its notified checks wait about as long in the afternoon as in the morning: the bound is not stretched for
+      // an evening that never comes.
+      const waits = (from: number, to: number) => {
+        const w = busy
+          .filter((c) => c.at >= r.dayStart + from * HOUR && c.at < r.dayStart + to * HOUR)
+          .map((c) => (c.visibleAt! - c.at) / MINUTE);
+        return w.reduce((a, b) => a + b, 0) / w.length;
+      };
+      expect(waits(15, 19)).toBeLessThanOrEqual(waits(9, 13) * 1.5);
+    },
+  );
+});

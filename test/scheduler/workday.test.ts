@@ -1,0 +1,167 @@
+/**
+ * A practice whose model does not know its hours yet (a new one) shows them
+ * through its notifications: its working day today begins with the first of a
+ * run of them, and the hours after the current one are weighed by the chance
+ * it is still at work then. Whether its model knows its hours is a test of its
+ * changes by hour of the day against a day without hours.
+ */
+import { describe, expect, it } from 'vitest';
+import { notifiedRate, stillAtWork, workdayOf, WORKDAY_HOURS } from '../../src/scheduler/observe.ts';
+import { hourOfDay, hoursShown } from '../../src/scheduler/rates.ts';
+import type { StoredSlot } from '../../src/state/change-model.ts';
+import type { NotifiedReading } from '../../src/state/stream-schedule.ts';
+
+const HOUR = 3_600_000;
+const DAY_START = Date.UTC(2026, 10, 19, 5); // local midnight in New York
+const at = (hours: number) => DAY_START + hours * HOUR;
+
+function reading(resource: string, runStart: number | null, runCount: number, latest: number | null): NotifiedReading {
+  return {
+    resource,
+    pending: 0,
+    oldest: null,
+    receivedSumMs: 0,
+    latestEvent: null,
+    latestReceived: latest === null ? null : new Date(latest),
+    today: runCount,
+    runStart: runStart === null ? null : new Date(runStart),
+    runCount,
+  };
+}
+
+describe('workdayOf', () => {
+  it('begins with the earliest run of notifications today and runs to the latest of them', () => {
+    const w = workdayOf([reading('appointments', at(8), 12, at(10.5)), reading('orders', at(8.25), 3, at(11))], DAY_START);
+    expect(w).toEqual({ from: at(8), last: at(11) });
+  });
+
+  it('leaves out a lone notification (an online booking in the night) and yesterday', () => {
+    expect(workdayOf([reading('appointments', at(2), 1, at(2))], DAY_START)).toBeNull();
+    expect(workdayOf([reading('appointments', at(-2), 5, at(-1))], DAY_START)).toBeNull();
+    const w = workdayOf([reading('orders', at(2), 1, at(2)), reading('appointments', at(8), 4, at(9))], DAY_START);
+    expect(w).toEqual({ from: at(8), last: at(9) });
+  });
+
+  it('is null before any notification today', () => {
+    expect(workdayOf([reading('appointments', null, 0, at(-3))], DAY_START)).toBeNull();
+    expect(workdayOf([], DAY_START)).toBeNull();
+  });
+});
+
+describe('stillAtWork', () => {
+  const [shortest, longest] = WORKDAY_HOURS;
+
+  it('is certain through the shortest working day, falls evenly to nothing at the longest', () => {
+    const w = { from: at(8), last: at(9) };
+    expect(stillAtWork(w, at(8 + shortest))).toBe(1);
+    expect(stillAtWork(w, at(8 + (shortest + longest) / 2))).toBeCloseTo(0.5, 12);
+    expect(stillAtWork(w, at(8 + longest))).toBe(0);
+    expect(stillAtWork(w, at(23))).toBe(0);
+  });
+
+  it('counts the practice at work until its latest notification, and weighs only the hours after it', () => {
+    const w = { from: at(8), last: at(8 + shortest + 1) };
+    expect(stillAtWork(w, w.last)).toBe(1);
+    // Closing equally likely over what is left of the range.
+    expect(stillAtWork(w, at(8 + (shortest + 1 + longest) / 2))).toBeCloseTo(0.5, 12);
+    expect(stillAtWork(w, at(8 + longest))).toBe(0);
+  });
+
+  it('past the longest working day, takes it to close within two hours of its latest notification', () => {
+    const w = { from: at(6), last: at(6 + longest + 1) };
+    expect(stillAtWork(w, w.last)).toBe(1);
+    expect(stillAtWork(w, w.last + HOUR)).toBeCloseTo(0.5, 12);
+    expect(stillAtWork(w, w.last + 2 * HOUR)).toBe(0);
+  });
+
+  it('never rises as the hours go on', () => {
+    const w = { from: at(7.5), last: at(16.2) };
+    let before = 1;
+    for (let t = at(7.5); t <= at(24); t += HOUR / 4) {
+      const p = stillAtWork(w, t);
+      expect(p).toBeLessThanOrEqual(before);
+      expect(p).toBeGreaterThanOrEqual(0);
+      before = p;
+    }
+  });
+});
+
+describe('notifiedRate', () => {
+  it("reads today's rate from the notifications since the working day began", () => {
+    const w = { from: at(8), last: at(12) };
+    // 80 notifications in 4 hours: about 20 an hour, whatever the model said (2 an hour).
+    expect(notifiedRate(80, w, at(12), 2)).toBeCloseTo((80 + 0.5) / 4.25, 12);
+  });
+
+  it('leans on the model in the first minutes', () => {
+    const w = { from: at(8), last: at(8) };
+    expect(notifiedRate(1, w, at(8), 2)).toBeCloseTo((1 + 0.5) / 0.25, 12);
+    expect(notifiedRate(0, w, at(8), 2)).toBeCloseTo(2, 12);
+  });
+});
+
+describe('hoursShown', () => {
+  const asOf = new Date(at(0));
+  /** Four weeks of exposure in every slot of the week, and `changes(slot)` changes in it. */
+  const model = (changes: (slot: number) => number): StoredSlot[] =>
+    Array.from({ length: 168 }, (_, slot) => ({
+      slot,
+      changes: changes(slot),
+      exposureHours: 4,
+      recentChanges: 0,
+      recentExposureHours: 0,
+      asOf,
+    }));
+  const open = (slot: number) => slot % 24 >= 8 && slot % 24 < 19 && Math.floor(slot / 24) !== 0;
+
+  it('sees the hours of a practice open 8-19 six days a week', () => {
+    expect(
+      hoursShown([
+        hourOfDay(
+          model((slot) => (open(slot) ? 40 : 0)),
+          asOf,
+        ),
+      ]),
+    ).toBe(true);
+  });
+
+  it('sees none in a history spread round the clock, however large', () => {
+    expect(
+      hoursShown([
+        hourOfDay(
+          model(() => 40),
+          asOf,
+        ),
+      ]),
+    ).toBe(false);
+    // A first pass's few hundred records, one or two in some hours of the week and none in others: chance alone.
+    let seed = 7;
+    const draw = () => ((seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31 < 0.5 ? 0 : 1) + (seed % 5 === 0 ? 1 : 0);
+    const few = Array.from({ length: 168 }, draw);
+    expect(few.some((c) => c === 0) && few.some((c) => c >= 2)).toBe(true);
+    expect(
+      hoursShown([
+        hourOfDay(
+          model((slot) => few[slot]!),
+          asOf,
+        ),
+      ]),
+    ).toBe(false);
+  });
+
+  it('pools its streams: each too small to show the hours alone, together they do', () => {
+    const stream = hourOfDay(
+      model((slot) => (open(slot) && slot % 24 === 10 && Math.floor(slot / 24) === 2 ? 3 : 0)),
+      asOf,
+    );
+    expect(hoursShown([stream])).toBe(false);
+    expect(hoursShown(Array.from({ length: 10 }, () => stream))).toBe(true);
+  });
+
+  it("leaves today's weekday out: a first morning read does not show hours of its own", () => {
+    // A flat first pass, and this Thursday's first hour read with 60 changes in it.
+    const slots = model((slot) => (slot === 4 * 24 + 8 ? 60 : 1));
+    expect(hoursShown([hourOfDay(slots, asOf)])).toBe(true);
+    expect(hoursShown([hourOfDay(slots, asOf, 4)])).toBe(false);
+  });
+});
