@@ -98,6 +98,13 @@ export const HELD_OUT_DAYS: readonly HeldOutDay[] = [
   },
   { key: 'new-practice', name: 'a new practice, no history', date: DATE, history: 'none', scored: [REFERENCE_DAY] },
   {
+    key: 'new-evening',
+    name: 'a new practice, no history, whose changes come at 18:00-21:00',
+    date: DATE,
+    history: 'none',
+    scored: [EVENING_DAY],
+  },
+  {
     key: 'evening-4th',
     name: 'the fourth evening day in a row (18:00-21:00), after 25 ordinary days',
     date: DATE,
