@@ -247,3 +247,15 @@ export function zonedToUtc(y: number, m: number, d: number, h: number, timeZone:
   }
   return new Date(guess);
 }
+
+/** The instant of the local midnight that began the day of `ms` in `timeZone`. */
+export function localDayStart(ms: number, timeZone: string): number {
+  const [y, m, d] = dateInZone(new Date(ms), timeZone).split('-').map(Number) as [number, number, number];
+  return zonedToUtc(y, m, d, 0, timeZone).getTime();
+}
+
+/** The instant of the next local midnight after `ms` in `timeZone`. */
+export function nextLocalMidnight(ms: number, timeZone: string): number {
+  // Noon of the next day is a day ahead whatever the zone's offsets do (a day is 23 to 25 hours).
+  return localDayStart(localDayStart(ms, timeZone) + 36 * 3_600_000, timeZone);
+}

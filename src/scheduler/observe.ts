@@ -31,7 +31,7 @@ import {
   type SourcePlan,
   type StreamInput,
 } from './budget.ts';
-import { forEachSlotPiece, nextSlotEdge, slotOf } from '../time.ts';
+import { forEachSlotPiece, localDayStart, nextLocalMidnight, nextSlotEdge, slotOf } from '../time.ts';
 import { sourceTimeZone, type ScheduledStream } from './plan.ts';
 import {
   EVIDENCE_LOOKBACK_HOURS,
@@ -219,7 +219,7 @@ interface StreamParts {
  */
 async function readStreamParts(
   pool: Pool,
-  dayStarts: ReadonlyArray<{ source: string; dayStart: Date }>,
+  dayStarts: ReadonlyArray<{ source: string; dayStart: Date; localDayStart: Date }>,
   priced: ReadonlyArray<{ source: string; resource: string }>,
   at: Date,
   only?: StreamPairs,
@@ -276,7 +276,11 @@ export async function readSources(
     sources.map((s) => deps.ledgerFor(s).settings),
     at,
   );
-  const dayStarts = names.map((source, i) => ({ source, dayStart: quotas[i]!.startsAt }));
+  const dayStarts = sources.map((source, i) => ({
+    source: source.name,
+    dayStart: quotas[i]!.startsAt,
+    localDayStart: new Date(localDayStart(at.getTime(), sourceTimeZone(source))),
+  }));
   const streamsOf = streamsBySource(names, streams);
   const [parts, hooks, health] = await Promise.all([
     readStreamParts(pool, dayStarts, [...streamsOf.values()].flat(), at),
@@ -363,7 +367,17 @@ export async function readSourcesAgain(
   const streamsOf = streamsBySource(names, streams);
   const priced = again.flatMap((a) => (streamsOf.get(a.source.name) ?? []).filter((s) => a.resources.has(s.resource)));
   // The sources some of whose streams are read again, each with its quota day's start.
-  const dayStarts = again.flatMap((a, i) => (a.resources.size > 0 ? [{ source: a.source.name, dayStart: quotas[i]!.startsAt }] : []));
+  const dayStarts = again.flatMap((a, i) =>
+    a.resources.size > 0
+      ? [
+          {
+            source: a.source.name,
+            dayStart: quotas[i]!.startsAt,
+            localDayStart: new Date(localDayStart(at.getTime(), sourceTimeZone(a.source))),
+          },
+        ]
+      : [],
+  );
   const [parts, hooks, health] = await Promise.all([
     only.length > 0 ? readStreamParts(pool, dayStarts, priced, at, only) : null,
     webhooksUntilOf(pool, names, at),
@@ -523,19 +537,15 @@ export function viewAt(
   let unreadToday = false;
   const activeSlots = activeSlotsOf(streams, models);
   const webhooksRegistered = readings.webhooksUntil !== null && readings.webhooksUntil > now.getTime();
-  const workday = hoursKnown(activeSlots) || !webhooksRegistered ? null : workdayOf(readings.notified.values(), quota.startsAt.getTime());
+  const workday =
+    hoursKnown(activeSlots) || !webhooksRegistered ? null : workdayOf(readings.notified.values(), localDayStart(now.getTime(), timeZone));
   for (const s of streams) {
     if (s.schedule.mode !== 'budget') continue;
     const f = forecastOf(s.resource, readings, models, timeZone, quota, now, workday?.from);
     if (!f.readToday) unreadToday = true;
     if (workday && fed(s.resource)) {
       // Its notifications say both how busy the practice is today and that it is still at work: its rate is theirs.
-      const today = notifiedRate(
-        readings.notified.get(s.resource)?.today ?? 0,
-        workday,
-        now.getTime(),
-        f.model[slotOf(now.getTime(), timeZone)]!,
-      );
+      const today = notifiedRate(readings.notified.get(s.resource), workday, now.getTime(), f.model[slotOf(now.getTime(), timeZone)]!);
       const flat = new Float64Array(SLOTS).fill(today);
       forecasts.set(s.resource, {
         model: f.model,
@@ -677,11 +687,9 @@ function forecastOf(
 /**
  * How long a practice's working day lasts, in hours from its first change, when its model does not know its hours
  * yet: its closing is taken as equally likely anywhere in this range. A clinic or an aesthetic practice works a day
- * of eight to twelve hours; one that works longer shows it by its notifications (workdayClosing).
+ * of eight to twelve hours; one that works longer shows it by its notifications (closingRange).
  */
 export const WORKDAY_HOURS = [8, 12] as const;
-/** A practice heard from past the longest working day is taken to close within this many hours of its latest change. */
-const WORKDAY_OVERTIME_HOURS = 2;
 
 /** A practice's working day today as its notifications show it: from its first, and still at work at its latest. */
 export interface Workday {
@@ -691,16 +699,16 @@ export interface Workday {
 
 /**
  * Today's working day of a practice whose model does not know its hours (a new one: its first pass spread its
- * history round the clock), from the notifications of its streams received since its quota day began: from the
+ * history round the clock), from the notifications of its streams since its local midnight (`dayStart`): from the
  * earliest start of a stream's latest run of them (NotifiedReading.runStart), to the latest of them; null before a
- * run of at least WORKDAY_MIN_RUN. Its notifications are how it shows its hours as they come.
+ * run with notifications in WORKDAY_MIN_RUN minutes. Its notifications are how it shows its hours as they come.
  */
 export function workdayOf(notified: Iterable<NotifiedReading>, dayStart: number): Workday | null {
   let from = Number.POSITIVE_INFINITY;
   let last = Number.NEGATIVE_INFINITY;
   for (const n of notified) {
     const start = n.runStart?.getTime();
-    // A lone notification (an online booking in the night) is not the practice at work.
+    // A lone change in the night (an online booking, its record created and updated) is not the practice at work.
     if (start === undefined || start < dayStart || n.runCount < WORKDAY_MIN_RUN) continue;
     from = Math.min(from, start);
     last = Math.max(last, start, n.latestReceived?.getTime() ?? start);
@@ -708,46 +716,55 @@ export function workdayOf(notified: Iterable<NotifiedReading>, dayStart: number)
   return Number.isFinite(from) ? { from, last } : null;
 }
 
-/** Notifications a stream's run of them needs to say the practice is at work (workdayOf). */
+/** Minutes with notifications a stream's run of them needs to say the practice is at work (workdayOf). */
 const WORKDAY_MIN_RUN = 2;
 
-/**
- * The chance that a practice is still at work at `t`: its closing equally likely anywhere in WORKDAY_HOURS after
- * its first change, and after its latest one; past the longest day, within WORKDAY_OVERTIME_HOURS of its latest.
- */
+/** The chance that a practice is still at work at `t`: its closing equally likely anywhere in closingRange. */
 export function stillAtWork(w: Workday, t: number): number {
   const { from: lo, to: hi } = closingRange(w);
   if (t <= lo) return 1;
   return t >= hi ? 0 : (hi - t) / (hi - lo);
 }
 
-/** When the practice is expected to close today, every instant of [from, to) equally likely (stillAtWork). */
+/**
+ * When the practice is expected to close today, every instant of [from, to) equally likely: WORKDAY_HOURS after its
+ * first change, and after its latest. Past the longest day (a practice open round the clock, or taking bookings at
+ * night) it may go on as long again as it has worked: priced as closing within the hour, it would spend the budget
+ * faster than its changes come.
+ */
 export function closingRange(w: Workday): { from: number; to: number } {
   const longest = w.from + WORKDAY_HOURS[1] * 3_600_000;
-  if (w.last >= longest) return { from: w.last, to: w.last + WORKDAY_OVERTIME_HOURS * 3_600_000 };
+  if (w.last >= longest) return { from: w.last, to: w.last + (w.last - w.from) };
   return { from: Math.max(w.from + WORKDAY_HOURS[0] * 3_600_000, w.last), to: longest };
 }
 
 /** Pseudo-hours at the model's rate behind a rate read from today's notifications: the first minutes say little. */
 const NOTIFIED_RATE_PRIOR_HOURS = 0.25;
 
-/** Changes an hour a stream's notifications show since the practice's working day began (workdayOf). */
-export function notifiedRate(today: number, w: Workday, now: number, modelPerHour: number): number {
-  const hours = Math.max(0, now - w.from) / 3_600_000;
-  return (today + NOTIFIED_RATE_PRIOR_HOURS * modelPerHour) / (hours + NOTIFIED_RATE_PRIOR_HOURS);
+/**
+ * How often a stream's notifications come, an hour: the minutes of its run of them today with some (`runCount`,
+ * since `runStart`: a batch in one minute, an import or a bulk edit, is one arrival, and one check reads it), or
+ * none since the practice's working day began.
+ */
+export function notifiedRate(n: NotifiedReading | undefined, w: Workday, now: number, modelPerHour: number): number {
+  const start = n?.runStart?.getTime();
+  const own = start !== undefined && start >= w.from && (n?.runCount ?? 0) >= WORKDAY_MIN_RUN;
+  const hours = Math.max(0, now - (own ? start : w.from)) / 3_600_000;
+  return ((own ? n!.runCount : 0) + NOTIFIED_RATE_PRIOR_HOURS * modelPerHour) / (hours + NOTIFIED_RATE_PRIOR_HOURS);
 }
 
 /**
- * A forecast whose hours after the current one are weighed by the chance the practice is still at work then
- * (stillAtWork): a new practice's model, flat round the clock, would hold the afternoon's budget back for an evening
- * and a night as busy as its morning. The current hour keeps its rate: it is being read, and a rush in it is judged
- * against it.
+ * A forecast whose hours after the current one, up to the practice's next midnight, are weighed by the chance the
+ * practice is still at work then (stillAtWork): a new practice's model, flat round the clock, would hold the
+ * afternoon's budget back for an evening and a night as busy as its morning. The current hour keeps its rate: it is
+ * being read, and a rush in it is judged against it. Hours of its next day (a quota day that turns later than the
+ * practice's midnight) keep theirs: that day's work has not begun.
  */
 function withWorkday(forecast: Float64Array, timeZone: string, now: number, resetsAt: number, w: Workday): Float64Array {
   const out = Float64Array.from(forecast);
   const from = nextSlotEdge(now, timeZone);
-  if (from < resetsAt)
-    forEachSlotPiece(from, resetsAt, timeZone, (slot, a, b) => (out[slot] = forecast[slot]! * stillAtWork(w, (a + b) / 2)));
+  const to = Math.min(resetsAt, nextLocalMidnight(now, timeZone));
+  if (from < to) forEachSlotPiece(from, to, timeZone, (slot, a, b) => (out[slot] = forecast[slot]! * stillAtWork(w, (a + b) / 2)));
   return out;
 }
 

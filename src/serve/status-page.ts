@@ -142,7 +142,7 @@ function renderSource(s: StatusPageData['sources'][number], health: SourceHealth
     b.workday !== null
       ? item(
           'Working day',
-          `hours not shown by its changes yet: read from its notifications since ${time(new Date(b.workday.since), now)}, expected to close between ${time(new Date(b.workday.closingFrom), now)} and ${time(new Date(b.workday.closingTo), now)}`,
+          `hours not known yet: read from its notifications since ${time(new Date(b.workday.since), now)}, expected to close between ${time(new Date(b.workday.closingFrom), now)} and ${time(new Date(b.workday.closingTo), now)}`,
           'workday',
         )
       : '',

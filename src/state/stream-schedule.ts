@@ -112,8 +112,10 @@ export interface NotifiedReading {
   /** Notifications received since the start of the source's quota day. */
   today: number;
   /**
-   * The first notification of today's latest run of them (notifications no more than RUN_GAP_HOURS apart) and how
-   * many that run holds (null, 0: none today): when the practice's day began, a stray change of the night aside.
+   * The first notification of today's latest run of them (notifications no more than RUN_GAP_HOURS apart) and the
+   * minutes of that run in which some came (null, 0: none today): when the practice's day began, a stray change of
+   * the night aside, and how often notifications come. A check reads every waiting change at once, so a batch of
+   * them in one minute (an import, a bulk edit) is one arrival, not a pace.
    */
   runStart: Date | null;
   runCount: number;
@@ -124,19 +126,20 @@ export const RUN_GAP_HOURS = 3;
 
 /**
  * The notifications of many sources' streams received in (since, at], each
- * source's `today` counted from its own quota day's start: source -> resource
- * -> reading.
+ * source's `today` counted from its own quota day's start and its run from its
+ * own local midnight (`localDayStart`, the practice's day, which a quota day
+ * reset at another hour would cut): source -> resource -> reading.
  */
 export async function notifiedOf(
   db: Queryable,
-  sources: ReadonlyArray<{ source: string; dayStart: Date }>,
+  sources: ReadonlyArray<{ source: string; dayStart: Date; localDayStart: Date }>,
   since: Date,
   at: Date,
   only?: StreamPairs,
 ): Promise<Map<string, Map<string, NotifiedReading>>> {
   const out = new Map<string, Map<string, NotifiedReading>>(sources.map((s) => [s.source, new Map()]));
   if (sources.length === 0) return out;
-  const limit = onlyStreams(only, 'e.source', 'e.resource', 5);
+  const limit = onlyStreams(only, 'e.source', 'e.resource', 6);
   const res = await db.query<{
     source: string;
     resource: string;
@@ -150,31 +153,31 @@ export async function notifiedOf(
     run_count: number | null;
   }>(
     `WITH g AS (
-       SELECT e.source, e.resource, k.day_start,
+       SELECT e.source, e.resource, k.local_day_start,
               count(*) FILTER (WHERE e.received_at > coalesce(s.notified_until, '-infinity'))::int AS pending,
               min(e.received_at) FILTER (WHERE e.received_at > coalesce(s.notified_until, '-infinity')) AS oldest,
               sum(extract(epoch FROM e.received_at) * 1000) FILTER (WHERE e.received_at > coalesce(s.notified_until, '-infinity'))::float8 AS received_sum_ms,
               max(e.event_timestamp) FILTER (WHERE e.received_at > coalesce(s.notified_until, '-infinity')) AS latest_event,
               max(e.received_at) AS latest_received,
               count(*) FILTER (WHERE e.received_at >= k.day_start)::int AS today
-       FROM unnest($1::text[], $2::timestamptz[]) AS k(source, day_start)
+       FROM unnest($1::text[], $2::timestamptz[], $5::timestamptz[]) AS k(source, day_start, local_day_start)
        JOIN pmsync.webhook_events e ON e.source = k.source
        LEFT JOIN pmsync.stream_schedule s ON s.source = e.source AND s.resource = e.resource
        WHERE e.outcome = 'notified' AND e.received_at > $3 AND e.received_at <= $4${limit.sql}
-       GROUP BY e.source, e.resource, k.day_start
+       GROUP BY e.source, e.resource, k.local_day_start
      )
      SELECT g.*, r.run_start, r.run_count
      FROM g LEFT JOIN LATERAL (
-       SELECT t.run_start, count(*) FILTER (WHERE t.received_at >= t.run_start)::int AS run_count
+       SELECT t.run_start, count(DISTINCT date_trunc('minute', t.received_at)) FILTER (WHERE t.received_at >= t.run_start)::int AS run_count
        FROM (SELECT x.received_at,
                     max(x.received_at) FILTER (WHERE x.gap IS NULL OR x.gap > ${RUN_GAP_HOURS} * interval '1 hour') OVER () AS run_start
              FROM (SELECT w.received_at, w.received_at - lag(w.received_at) OVER (ORDER BY w.received_at) AS gap
                    FROM pmsync.webhook_events w
                    WHERE w.source = g.source AND w.resource = g.resource AND w.outcome = 'notified'
-                     AND w.received_at >= g.day_start AND w.received_at <= $4) x) t
+                     AND w.received_at >= g.local_day_start AND w.received_at > $3 AND w.received_at <= $4) x) t
        GROUP BY t.run_start
-     ) r ON g.today > 0`,
-    [sources.map((s) => s.source), sources.map((s) => s.dayStart), since, at, ...limit.params],
+     ) r ON true`,
+    [sources.map((s) => s.source), sources.map((s) => s.dayStart), since, at, sources.map((s) => s.localDayStart), ...limit.params],
   );
   for (const r of res.rows) {
     out.get(r.source)?.set(r.resource, {
@@ -362,69 +365,4 @@ export async function setWarning(db: Queryable, source: string, resource: string
     [source, resource, warning],
   );
   return (res.rowCount ?? 0) > 0;
-}
-
-export interface NotifiedAggregate {
-  resource: string;
-  /** Notifications not yet covered by a check. */
-  pending: number;
-  oldest: Date | null;
-  ageMinutes: number;
-  latestEvent: Date | null;
-  /** Notifications in the lookback, covered or not: the stream is fed by webhooks. */
-  recent: number;
-  /** Notifications received since the start of the quota day. */
-  today: number;
-}
-
-/**
- * Per stream of a source: its webhook notifications received since `since`
- * (the lookback that says whether it is fed by webhooks), and those not yet
- * covered by a dispatched check.
- */
-export async function notifiedByStream(
-  db: Queryable,
-  source: string,
-  now: Date,
-  since: Date,
-  dayStart: Date,
-): Promise<Map<string, NotifiedAggregate>> {
-  const res = await db.query<{
-    resource: string;
-    pending: number;
-    oldest: Date | null;
-    age_minutes: number | null;
-    latest_event: Date | null;
-    recent: number;
-    today: number;
-    run_start: Date | null;
-    run_count: number | null;
-  }>(
-    `SELECT e.resource,
-            count(*) FILTER (WHERE e.received_at > coalesce(s.notified_until, '-infinity'))::int AS pending,
-            min(e.received_at) FILTER (WHERE e.received_at > coalesce(s.notified_until, '-infinity')) AS oldest,
-            sum(extract(epoch FROM $2::timestamptz - e.received_at) / 60.0) FILTER (WHERE e.received_at > coalesce(s.notified_until, '-infinity'))::float8 AS age_minutes,
-            max(e.event_timestamp) FILTER (WHERE e.received_at > coalesce(s.notified_until, '-infinity')) AS latest_event,
-            count(*)::int AS recent,
-            count(*) FILTER (WHERE e.received_at >= $4)::int AS today
-     FROM pmsync.webhook_events e
-     LEFT JOIN pmsync.stream_schedule s ON s.source = e.source AND s.resource = e.resource
-     WHERE e.source = $1 AND e.outcome = 'notified' AND e.received_at > $3 AND e.received_at <= $2
-     GROUP BY e.resource`,
-    [source, now, since, dayStart],
-  );
-  return new Map(
-    res.rows.map((r) => [
-      r.resource,
-      {
-        resource: r.resource,
-        pending: r.pending,
-        oldest: r.oldest,
-        ageMinutes: Math.max(0, r.age_minutes ?? 0),
-        latestEvent: r.latest_event,
-        recent: r.recent,
-        today: r.today,
-      },
-    ]),
-  );
 }

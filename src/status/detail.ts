@@ -114,8 +114,8 @@ export interface BudgetStatus {
   /** Requests held back from the plan for a busier day than expected (released over the day's last hours). */
   reserve: number;
   /**
-   * The practice's hours do not show in its changes yet (a new practice) and webhooks are registered: today's
-   * working day as its notifications show it, and when it is expected to close (docs/operations.md). Null otherwise.
+   * The practice's hours are not known yet (a new practice) and webhooks are registered: today's working day as its
+   * notifications show it, and when it is expected to close (docs/operations.md). Null otherwise.
    */
   workday: { since: string; closingFrom: string; closingTo: string } | null;
 }

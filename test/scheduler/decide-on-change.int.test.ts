@@ -74,6 +74,7 @@ describe('deciding when a plan can change', () => {
     ['the reference day, with webhooks', REFERENCE_DAY, true, 1, 14],
     ['an evening rush, without webhooks', EVENING_DAY, false, 0.5, 14],
     ["a new practice's first day, with webhooks", REFERENCE_DAY, true, 1, 0],
+    ['a new practice opening at 18:00, with webhooks', EVENING_DAY, true, 1, 0],
   ] as const) {
     it(`dispatches what planning at every tick dispatches: ${name}`, DAY_TIMEOUT, async () => {
       const every = await play(day, { webhooks, historyDays, planEveryTick: true });

@@ -6,7 +6,7 @@
  * changes by hour of the day against a day without hours.
  */
 import { describe, expect, it } from 'vitest';
-import { notifiedRate, stillAtWork, workdayOf, WORKDAY_HOURS } from '../../src/scheduler/observe.ts';
+import { closingRange, notifiedRate, stillAtWork, workdayOf, WORKDAY_HOURS } from '../../src/scheduler/observe.ts';
 import { hourOfDay, hoursShown } from '../../src/scheduler/rates.ts';
 import type { StoredSlot } from '../../src/state/change-model.ts';
 import type { NotifiedReading } from '../../src/state/stream-schedule.ts';
@@ -35,9 +35,10 @@ describe('workdayOf', () => {
     expect(w).toEqual({ from: at(8), last: at(11) });
   });
 
-  it('leaves out a lone notification (an online booking in the night) and yesterday', () => {
+  it('leaves out a lone change in the night (an online booking: its record created, then updated) and yesterday', () => {
     expect(workdayOf([reading('appointments', at(2), 1, at(2))], DAY_START)).toBeNull();
     expect(workdayOf([reading('appointments', at(-2), 5, at(-1))], DAY_START)).toBeNull();
+    // Its record created and updated in the same minute: one minute of notifications.
     const w = workdayOf([reading('orders', at(2), 1, at(2)), reading('appointments', at(8), 4, at(9))], DAY_START);
     expect(w).toEqual({ from: at(8), last: at(9) });
   });
@@ -67,11 +68,12 @@ describe('stillAtWork', () => {
     expect(stillAtWork(w, at(8 + longest))).toBe(0);
   });
 
-  it('past the longest working day, takes it to close within two hours of its latest notification', () => {
-    const w = { from: at(6), last: at(6 + longest + 1) };
-    expect(stillAtWork(w, w.last)).toBe(1);
-    expect(stillAtWork(w, w.last + HOUR)).toBeCloseTo(0.5, 12);
-    expect(stillAtWork(w, w.last + 2 * HOUR)).toBe(0);
+  it('past the longest working day, takes it to go on for up to as long again as it has worked', () => {
+    // At work since 00:00 and still at 13:00 (a practice open round the clock): it may close as late as 02:00.
+    const w = { from: at(0), last: at(longest + 1) };
+    expect(closingRange(w)).toEqual({ from: w.last, to: w.last + (longest + 1) * HOUR });
+    expect(stillAtWork(w, w.last + (longest + 1) * HOUR * 0.5)).toBeCloseTo(0.5, 12);
+    expect(stillAtWork(w, w.last + (longest + 1) * HOUR)).toBe(0);
   });
 
   it('never rises as the hours go on', () => {
@@ -87,16 +89,20 @@ describe('stillAtWork', () => {
 });
 
 describe('notifiedRate', () => {
-  it("reads today's rate from the notifications since the working day began", () => {
+  it("reads a stream's rate from its run of notifications today, as of the instant the source was read", () => {
     const w = { from: at(8), last: at(12) };
-    // 80 notifications in 4 hours: about 20 an hour, whatever the model said (2 an hour).
-    expect(notifiedRate(80, w, at(12), 2)).toBeCloseTo((80 + 0.5) / 4.25, 12);
+    // Notifications in 80 minutes since 08:00, at noon: about 20 an hour, whatever the model said (2 an hour).
+    expect(notifiedRate(reading('appointments', at(8), 80, at(12)), w, at(12), 2)).toBeCloseTo((80 + 0.5) / 4.25, 12);
+    // A stream whose run began later is read over its own run.
+    expect(notifiedRate(reading('orders', at(10), 20, at(12)), w, at(12), 2)).toBeCloseTo((20 + 0.5) / 2.25, 12);
   });
 
-  it('leans on the model in the first minutes', () => {
+  it('leans on the model in the first minutes, and reads a stream with no run of its own as quiet since the day began', () => {
     const w = { from: at(8), last: at(8) };
-    expect(notifiedRate(1, w, at(8), 2)).toBeCloseTo((1 + 0.5) / 0.25, 12);
-    expect(notifiedRate(0, w, at(8), 2)).toBeCloseTo(2, 12);
+    expect(notifiedRate(reading('appointments', at(8), 3, at(8)), w, at(8), 2)).toBeCloseTo((3 + 0.5) / 0.25, 12);
+    expect(notifiedRate(undefined, w, at(10), 2)).toBeCloseTo(0.5 / 2.25, 12);
+    // A lone notification in the night is not a run.
+    expect(notifiedRate(reading('orders', at(2), 1, at(2)), w, at(10), 2)).toBeCloseTo(0.5 / 2.25, 12);
   });
 });
 

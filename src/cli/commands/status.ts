@@ -97,7 +97,7 @@ export function printStatus(statuses: SourceStatus[], now: Date): void {
             ? `  busy hours: polled streams are checked at least every ${b.busyIntervalMinutes} min while they change a few times an hour (the tightest the budget carries today)\n`
             : '') +
           (b.workday !== null
-            ? `  hours: not shown by its changes yet; today's working day read from its notifications since ${b.workday.since}, expected to close between ${b.workday.closingFrom} and ${b.workday.closingTo}\n`
+            ? `  hours: not known yet; today's working day read from its notifications since ${b.workday.since}, expected to close between ${b.workday.closingFrom} and ${b.workday.closingTo}\n`
             : ''),
       );
       process.stdout.write(describeSyncChecks(b));
