@@ -539,6 +539,8 @@ export function viewAt(
   const webhooksRegistered = readings.webhooksUntil !== null && readings.webhooksUntil > now.getTime();
   const workday =
     hoursKnown(activeSlots) || !webhooksRegistered ? null : workdayOf(readings.notified.values(), localDayStart(now.getTime(), timeZone));
+  // Where the working day's weights stop: the quota day's end, or the practice's next midnight if sooner (once a plan).
+  const workdayEnd = workday ? Math.min(quota.resetsAt.getTime(), nextLocalMidnight(now.getTime(), timeZone)) : 0;
   for (const s of streams) {
     if (s.schedule.mode !== 'budget') continue;
     const f = forecastOf(s.resource, readings, models, timeZone, quota, now, workday?.from);
@@ -549,14 +551,14 @@ export function viewAt(
       const flat = new Float64Array(SLOTS).fill(today);
       forecasts.set(s.resource, {
         model: f.model,
-        forecast: withWorkday(flat, timeZone, now.getTime(), quota.resetsAt.getTime(), workday),
+        forecast: withWorkday(flat, timeZone, now.getTime(), workdayEnd, workday),
         activity: f.activity,
         evidence: null,
       });
       continue;
     }
     const evidence = evidenceOf(f.forecast, timeZone, windowsOf(s.resource), now.getTime());
-    const forecast = workday ? withWorkday(f.forecast, timeZone, now.getTime(), quota.resetsAt.getTime(), workday) : f.forecast;
+    const forecast = workday ? withWorkday(f.forecast, timeZone, now.getTime(), workdayEnd, workday) : f.forecast;
     forecasts.set(s.resource, { model: f.model, forecast, activity: f.activity, evidence });
   }
   const practice = streams
@@ -760,10 +762,9 @@ export function notifiedRate(n: NotifiedReading | undefined, w: Workday, now: nu
  * being read, and a rush in it is judged against it. Hours of its next day (a quota day that turns later than the
  * practice's midnight) keep theirs: that day's work has not begun.
  */
-function withWorkday(forecast: Float64Array, timeZone: string, now: number, resetsAt: number, w: Workday): Float64Array {
+function withWorkday(forecast: Float64Array, timeZone: string, now: number, to: number, w: Workday): Float64Array {
   const out = Float64Array.from(forecast);
   const from = nextSlotEdge(now, timeZone);
-  const to = Math.min(resetsAt, nextLocalMidnight(now, timeZone));
   if (from < to) forEachSlotPiece(from, to, timeZone, (slot, a, b) => (out[slot] = forecast[slot]! * stillAtWork(w, (a + b) / 2)));
   return out;
 }
