@@ -325,9 +325,58 @@ export function exploreBound(input: SourceInput): number | null {
   const streams = input.streams.filter(explorable);
   if (active === 0 || streams.length === 0) return null;
   const costPerDay = (active / 7) * streams.reduce((n, s) => n + s.cost, 0);
-  const noHours = active === slots.length && !input.webhooksRegistered && !input.streams.some((s) => s.webhookFed);
+  const noHours = active === slots.length && exploresForHours(input);
   const hours = costPerDay / ((noHours ? EXPLORE_SHARE_NO_HOURS : EXPLORE_SHARE) * input.budget);
   return Math.min(EXPLORE_MAX_HOURS, Math.max(EXPLORE_MIN_HOURS, Number.isFinite(hours) ? hours : EXPLORE_MAX_HOURS)) * 60;
+}
+
+/** Exploration is how the practice's day is found: no webhooks show it (exploreBound, EXPLORE_SHARE_NO_HOURS). */
+function exploresForHours(input: SourceInput): boolean {
+  return !input.webhooksRegistered && !input.streams.some((s) => s.webhookFed);
+}
+
+/**
+ * Each explorable stream's phase on the exploration grid (ms), when exploration is how the practice's day is found
+ * (no hours show, no webhooks): its streams take turns. Explored each at its own bound from the same start (a
+ * first pass reads them all at once), they were checked together, so the practice was looked at once every bound
+ * (two hours and more at the default budget) and its opening found up to that late; in turns, one of them looks
+ * every bound / n, and what it finds wakes the others (rates.ts, surprisesFound). The grid's period is the
+ * unstretched bound, which does not move with the clock (wake.ts: what is due stays due).
+ */
+function explorePhases(input: SourceInput): ExplorePhases | null {
+  const slots = input.activeSlots;
+  if (!slots || slots.some((v) => v === 0) || !exploresForHours(input)) return null;
+  const bound = exploreBound(input);
+  if (bound === null) return null;
+  // The busiest first, each at the golden ratio's next multiple (modulo 1) of the period: the first k turns are spread
+  // evenly for every k, so the streams that show the practice at work soonest look at it in evenly spaced turns.
+  const usual = (s: StreamInput) => (s.modelRates ? s.modelRates.reduce((a, b) => a + b, 0) : 0);
+  const streams = input.streams
+    .filter(explorable)
+    .map((s, order) => ({ resource: s.resource, usual: usual(s), order }))
+    .sort((a, b) => b.usual - a.usual || a.order - b.order);
+  const period = bound * MINUTE;
+  return { period, phase: new Map(streams.map((s, k) => [s.resource, ((k * GOLDEN) % 1) * period])) };
+}
+
+/** The golden ratio's fractional part: its multiples modulo 1 are the most evenly spread sequence of phases. */
+const GOLDEN = (Math.sqrt(5) - 1) / 2;
+
+interface ExplorePhases {
+  /** The grid's period, ms: the unstretched exploration bound. */
+  period: number;
+  /** Each explorable stream's offset on it, ms. */
+  phase: Map<string, number>;
+}
+
+/**
+ * Whether a stream's turn on the exploration grid (explorePhases) came, a third of a period or more after its last
+ * check: a stream checked between its turns (by its rate, or woken) keeps its place on the grid, and waits up to a
+ * third more than the bound for its next turn rather than taking one soon after that check.
+ */
+function turnCame(phase: number, period: number, last: number, now: number): boolean {
+  const latest = phase + Math.floor((now - phase) / period) * period;
+  return latest >= last + period / 3;
 }
 
 /** Minutes of [from, to) in the practice's active hours. */
@@ -895,6 +944,7 @@ export function planSource(input: SourceInput): SourcePlan {
   const planned: PlannedSpend = { check: 0, webhook: 0, full: 0, backfill: 0 };
   for (const p of input.pinned)
     planned[p.purpose === 'full' ? 'full' : p.purpose === 'webhook' ? 'webhook' : 'check'] += p.firesLeft * p.cost;
+  const phases = explorePhases(input);
   const plans: StreamPlan[] = streams.map((s) => {
     const spend = curveOf(curves, s, input, horizon).at(mu, s.interval);
     if (s.kind === 'full') planned.full += spend.requests;
@@ -905,7 +955,7 @@ export function planSource(input: SourceInput): SourcePlan {
     const hasBound = s.webhookFed || s.maxStalenessMinutes !== null;
     return {
       resource: s.resource,
-      ...decide(s, input, mu, available),
+      ...decide(s, input, mu, available, phases),
       expectedChecks: spend.polled + spend.notified + spend.safety,
       targetHonoured: hasBound ? stretch === 1 : null,
     };
@@ -1160,7 +1210,13 @@ function sweep(input: SourceInput, streams: Bounded[], plans: StreamPlan[], spar
   }
 }
 
-function decide(s: Bounded, input: SourceInput, mu: number, available: number): { due: Due | null; waiting: string | null } {
+function decide(
+  s: Bounded,
+  input: SourceInput,
+  mu: number,
+  available: number,
+  phases: ExplorePhases | null,
+): { due: Due | null; waiting: string | null } {
   const now = input.now.getTime();
   const { settings } = input;
   const margin = settings.tickSeconds / 60;
@@ -1222,7 +1278,12 @@ function decide(s: Bounded, input: SourceInput, mu: number, available: number): 
     const slots = input.activeSlots;
     if (s.explore !== null && slots) {
       if (slots[slotOf(now, input.timeZone)]) {
-        if (activeMinutes(slots, input.timeZone, last, now) >= s.explore - margin)
+        const phase = phases?.phase.get(s.resource);
+        if (
+          phase !== undefined
+            ? turnCame(phase, phases!.period, last, now)
+            : activeMinutes(slots, input.timeZone, last, now) >= s.explore - margin
+        )
           return { due: { purpose, reason: 'exploration' }, waiting: null };
       } else if (slots[slotOf(now - 3_600_000, input.timeZone)] && s.modelRates) {
         // The hour after the practice's active hours: a stream a usual day would have changed since its
@@ -1251,6 +1312,7 @@ function decide(s: Bounded, input: SourceInput, mu: number, available: number): 
 export function earliestDue(input: SourceInput, plan: SourcePlan, ticks: readonly number[]): number {
   if (ticks.length === 0) return -1;
   let first = -1;
+  const phases = explorePhases(input);
   for (const s of input.streams) {
     const b = bounded(
       s,
@@ -1259,7 +1321,7 @@ export function earliestDue(input: SourceInput, plan: SourcePlan, ticks: readonl
       plan.exploreMinutes === null ? null : plan.exploreMinutes / plan.stretch,
       minorStreams(input).has(s.resource) ? null : plan.intervalMinutes,
     );
-    const dueAt = (i: number) => decide(b, { ...input, now: new Date(ticks[i]!) }, plan.mu, plan.available).due !== null;
+    const dueAt = (i: number) => decide(b, { ...input, now: new Date(ticks[i]!) }, plan.mu, plan.available, phases).due !== null;
     const last = first >= 0 ? first - 1 : ticks.length - 1;
     if (last < 0 || !dueAt(last)) continue;
     let lo = -1;
@@ -1307,7 +1369,8 @@ export function nextCheck(input: SourceInput, plan: SourcePlan, resource: string
     plan.exploreMinutes === null ? null : plan.exploreMinutes / plan.stretch,
     minorStreams(input).has(s.resource) ? null : plan.intervalMinutes,
   );
-  const dueAt = (t: number) => decide(b, { ...input, now: new Date(t) }, plan.mu, plan.available).due;
+  const phases = explorePhases(input);
+  const dueAt = (t: number) => decide(b, { ...input, now: new Date(t) }, plan.mu, plan.available, phases).due;
   const last = s.lastCheckAt?.getTime() ?? now;
   const limit = Math.max(now, last + input.settings.floorHours * 3_600_000) + NEXT_CHECK_STEP_MS;
   let before = now;

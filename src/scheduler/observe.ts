@@ -14,7 +14,7 @@ import { pagesLeft } from '../api/pager.ts';
 import { loadStreamModels, type StoredSlot } from '../state/change-model.ts';
 import { readCheckpointsOf, type StoredCheckpoint } from '../state/checkpoints.ts';
 import { quotaSnapshots, type QuotaLedger, type QuotaSnapshot } from '../state/quota.ts';
-import { changesFoundOf, recentCheckCostsOf, recentWindowsOf } from '../state/runs.ts';
+import { atWorkSinceOf, changesFoundOf, recentCheckCostsOf, recentWindowsOf } from '../state/runs.ts';
 import { loadSourceHealthOf, readSourceHealth, type SourceHealth } from '../state/source-health.ts';
 import { webhooksUntilOf } from '../state/webhook-secrets.ts';
 import type { StreamPairs } from '../state/stream-pairs.ts';
@@ -107,6 +107,12 @@ export interface SourceView {
   unreadToday: boolean;
   /** Today's working day as its notifications show it, for a practice whose hours do not show yet (workdayOf). */
   workday: Workday | null;
+  /**
+   * For a practice whose hours do not show yet and that sends no notifications: the first change its checks found
+   * today (atWorkSince): its streams' rates are measured from there, and those last checked before it are checked
+   * once since; null before one.
+   */
+  atWorkSince: Date | null;
 }
 
 export interface ObserveDeps {
@@ -132,6 +138,8 @@ export interface SourceReadings {
   notified: Map<string, NotifiedReading>;
   /** Rows each stream's checks found changed today. */
   found: Map<string, number>;
+  /** When each stream's checks first found the practice at work since its local midnight (runs.ts, atWorkSinceOf). */
+  atWork: Map<string, Date>;
   windows: Map<string, WindowFound[]>;
   /** Requests a check of each stream took lately. */
   costs: Map<string, number>;
@@ -207,6 +215,7 @@ interface StreamParts {
   states: Map<string, StoredCheckpoint[]>;
   notified: Map<string, Map<string, NotifiedReading>>;
   found: Map<string, Map<string, number>>;
+  atWork: Map<string, Map<string, Date>>;
   windows: Map<string, Map<string, WindowFound[]>>;
   /** By stream key (source/resource). */
   costs: Map<string, number>;
@@ -225,7 +234,7 @@ async function readStreamParts(
   only?: StreamPairs,
 ): Promise<StreamParts> {
   const names = dayStarts.map((d) => d.source);
-  const [rows, states, notified, found, windows, costs] = await Promise.all([
+  const [rows, states, notified, found, atWork, windows, costs] = await Promise.all([
     loadStreamSchedulesOf(pool, names, only),
     readCheckpointsOf(pool, names, only),
     notifiedOf(pool, dayStarts, new Date(at.getTime() - WEBHOOK_LOOKBACK_MS), at, only),
@@ -234,10 +243,16 @@ async function readStreamParts(
       dayStarts.map((d) => ({ source: d.source, since: d.dayStart })),
       only,
     ),
+    atWorkSinceOf(
+      pool,
+      dayStarts.map((d) => ({ source: d.source, since: d.localDayStart })),
+      WORKDAY_MIN_RUN,
+      only,
+    ),
     recentWindowsOf(pool, names, new Date(at.getTime() - EVIDENCE_LOOKBACK_HOURS * 3_600_000), EVIDENCE_RUNS, only),
     priced.length > 0 ? recentCheckCostsOf(pool, priced, COST_RUNS) : new Map<string, number>(),
   ]);
-  return { rows, states, notified, found, windows, costs };
+  return { rows, states, notified, found, atWork, windows, costs };
 }
 
 /** The checkpoint of a stream as the plan takes it. */
@@ -304,6 +319,7 @@ export async function readSources(
       states: new Map((parts.states.get(name) ?? []).map((r) => [r.resource, stateLite(r)])),
       notified: parts.notified.get(name) ?? new Map(),
       found: parts.found.get(name) ?? new Map(),
+      atWork: parts.atWork.get(name) ?? new Map(),
       windows: parts.windows.get(name) ?? new Map(),
       costs: streamCosts,
       webhooksUntil: hooks.get(name) ?? null,
@@ -391,6 +407,7 @@ export async function readSourcesAgain(
     const states = new Map(before.states);
     const notified = new Map(before.notified);
     const found = new Map(before.found);
+    const atWork = new Map(before.atWork);
     const costs = new Map(before.costs);
     // Windows of the streams kept, as a read at `at` would find them: those ending within its lookback.
     const windows = new Map<string, WindowFound[]>();
@@ -406,6 +423,7 @@ export async function readSourcesAgain(
         putOrDrop(states, resource, freshStates.get(resource));
         putOrDrop(notified, resource, parts.notified.get(name)?.get(resource));
         putOrDrop(found, resource, parts.found.get(name)?.get(resource));
+        putOrDrop(atWork, resource, parts.atWork.get(name)?.get(resource));
         putOrDrop(windows, resource, parts.windows.get(name)?.get(resource));
       }
       // Costs are kept for configured streams only, as readSources keeps them.
@@ -422,6 +440,7 @@ export async function readSourcesAgain(
       states,
       notified,
       found,
+      atWork,
       windows,
       costs,
       webhooksUntil: hooks.get(name) ?? null,
@@ -537,8 +556,17 @@ export function viewAt(
   let unreadToday = false;
   const activeSlots = activeSlotsOf(streams, models);
   const webhooksRegistered = readings.webhooksUntil !== null && readings.webhooksUntil > now.getTime();
-  const workday =
-    hoursKnown(activeSlots) || !webhooksRegistered ? null : workdayOf(readings.notified.values(), localDayStart(now.getTime(), timeZone));
+  // A practice whose hours do not show yet reads its working day from what today shows: its notifications when it
+  // sends them, else when its checks found it at work. Those say when its day began, and too little of when it will
+  // end to price its evening by (closingRange): a practice working eleven hours spent its budget by its last hour
+  // and left changes unread, so its streams' rates are taken to hold to the end of the day, and fall as its checks
+  // find less.
+  const hoursUnknown = !hoursKnown(activeSlots);
+  const workday = hoursUnknown && webhooksRegistered ? workdayOf(readings.notified.values(), localDayStart(now.getTime(), timeZone)) : null;
+  const atWork =
+    hoursUnknown && !webhooksRegistered
+      ? atWorkSince(readings.atWork.values(), localDayStart(now.getTime(), timeZone), now.getTime())
+      : null;
   // Where the working day's weights stop: the quota day's end, or the practice's next midnight if sooner (once a plan).
   const workdayEnd = workday ? Math.min(quota.resetsAt.getTime(), nextLocalMidnight(now.getTime(), timeZone)) : 0;
   for (const s of streams) {
@@ -554,6 +582,23 @@ export function viewAt(
         forecast: withWorkday(flat, timeZone, now.getTime(), workdayEnd, workday),
         activity: f.activity,
         evidence: null,
+      });
+      continue;
+    }
+    if (atWork !== null && now.getTime() > atWork) {
+      // Its checks say how busy the practice is today since it was found at work: the stream's rate is the changes
+      // they found today over the hours since (with the model's rate for the first minutes), for the rest of the day.
+      // Its model, spread round the clock, prices the open hours at a fraction of that: checked by its busy-hours
+      // interval in the hours the evidence raised and no others, a stream was checked every two minutes all morning.
+      const hours = (now.getTime() - atWork) / 3_600_000;
+      const model = f.model[slotOf(now.getTime(), timeZone)]!;
+      const today = ((readings.found.get(s.resource) ?? 0) + NOTIFIED_RATE_PRIOR_HOURS * model) / (hours + NOTIFIED_RATE_PRIOR_HOURS);
+      const flat = new Float64Array(SLOTS).fill(today);
+      forecasts.set(s.resource, {
+        model: f.model,
+        forecast: flat,
+        activity: f.activity,
+        evidence: evidenceOf(flat, timeZone, windowsOf(s.resource), now.getTime()),
       });
       continue;
     }
@@ -577,10 +622,15 @@ export function viewAt(
   // A check reads up to lagSeconds before it started (lastCheckAt), while a surprise's window may reach a notified
   // change of a moment ago: the surprise is put on the same footing, so a stream checked since it is not woken again.
   const lagMs = ('lagSeconds' in source ? source.lagSeconds : 0) * 1000;
+  // A practice whose day is read from its checks (atWorkSince) is found at work by one stream's check: the others,
+  // last checked before its first change, are woken by it as by a surprise. A closed night of a practice whose hours
+  // do not show yet is no forecast of its morning, and each of them is checked once to see.
+  const opened = atWork !== null ? atWork + lagMs : undefined;
   const surpriseElsewhere = (resource: string): Date | undefined => {
     let at: number | undefined;
-    for (const [r, t] of surprises) if (r !== resource && (at === undefined || t < at)) at = t;
-    return at === undefined ? undefined : new Date(at - lagMs);
+    for (const [r, t] of surprises) if (r !== resource && (at === undefined || t - lagMs < at)) at = t - lagMs;
+    if (opened !== undefined && (at === undefined || opened < at)) at = opened;
+    return at === undefined ? undefined : new Date(at);
   };
   const inputs = new Map<string, StreamInput>();
   for (const s of streams) {
@@ -644,6 +694,7 @@ export function viewAt(
     pausedUntil,
     unreadToday,
     workday,
+    atWorkSince: atWork !== null ? new Date(atWork) : null,
   };
 }
 
@@ -718,8 +769,26 @@ export function workdayOf(notified: Iterable<NotifiedReading>, dayStart: number)
   return Number.isFinite(from) ? { from, last } : null;
 }
 
-/** Minutes with notifications a stream's run of them needs to say the practice is at work (workdayOf). */
+/**
+ * Minutes with notifications a stream's run of them needs to say the practice is at work (workdayOf), and changes a
+ * check needs to find (atWorkSince).
+ */
 const WORKDAY_MIN_RUN = 2;
+
+/**
+ * When a practice whose model does not know its hours, and that sends no notifications, was first found at work
+ * today by its checks (`atWork`, each stream's: atWorkSinceOf): the earliest first change since its local midnight
+ * (`dayStart`) of a window with WORKDAY_MIN_RUN changes or more, and not after `now`. Null before one: a lone change
+ * in the night (an online booking) is not the practice at work.
+ */
+export function atWorkSince(atWork: Iterable<Date>, dayStart: number, now: number): number | null {
+  let from = Number.POSITIVE_INFINITY;
+  for (const d of atWork) {
+    const t = d.getTime();
+    if (t >= dayStart && t <= now && t < from) from = t;
+  }
+  return Number.isFinite(from) ? from : null;
+}
 
 /** The chance that a practice is still at work at `t`: its closing equally likely anywhere in closingRange. */
 export function stillAtWork(w: Workday, t: number): number {

@@ -146,6 +146,9 @@ function renderSource(s: StatusPageData['sources'][number], health: SourceHealth
           'workday',
         )
       : '',
+    b.atWorkSince !== null
+      ? item('Working day', `hours not known yet: its checks found it at work since ${time(new Date(b.atWorkSince), now)}`, 'at-work')
+      : '',
     q ? item('Quota day resets', time(new Date(q.resetsAt), now), 'resets') : '',
   ];
   return `<section class="source" aria-labelledby="${id}">

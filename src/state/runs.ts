@@ -170,6 +170,39 @@ export async function changesFoundOf(
   return out;
 }
 
+/**
+ * For each stream of many sources, when its reads first found the practice at work today: the earliest first change
+ * (by its ModifiedOn, runs.first_change_at) since the source's local midnight of a window that found at least
+ * `minChanges` changes. Streams with none are left out.
+ */
+export async function atWorkSinceOf(
+  db: Queryable,
+  since: ReadonlyArray<{ source: string; since: Date }>,
+  minChanges: number,
+  only?: StreamPairs,
+): Promise<Map<string, Map<string, Date>>> {
+  const out = new Map<string, Map<string, Date>>(since.map((s) => [s.source, new Map()]));
+  if (since.length === 0) return out;
+  // As changesFoundOf: the earliest start bounds the runs by (source, window_end); each source's own start is a filter.
+  let earliest = since[0]!.since;
+  const starts: Record<string, string> = {};
+  for (const s of since) {
+    if (s.since < earliest) earliest = s.since;
+    starts[s.source] = s.since.toISOString();
+  }
+  const limit = onlyStreams(only, 'r.source', 'r.resource', 5);
+  const res = await db.query<{ source: string; resource: string; first: Date }>(
+    `SELECT r.source, r.resource, min(r.first_change_at) AS first
+     FROM pmsync.runs r
+     WHERE r.source = ANY($1::text[]) AND r.window_end >= $2 AND r.first_change_at >= ($3::jsonb ->> r.source)::timestamptz
+       AND r.inserted + r.updated >= $4 AND r.status = 'succeeded' AND r.window_start IS NOT NULL${limit.sql}
+     GROUP BY r.source, r.resource`,
+    [since.map((s) => s.source), earliest, JSON.stringify(starts), minChanges, ...limit.params],
+  );
+  for (const r of res.rows) out.get(r.source)?.set(r.resource, r.first);
+  return out;
+}
+
 /** recentWindows for many sources with one query: source -> resource -> windows, newest first. */
 export async function recentWindowsOf(
   db: Queryable,

@@ -118,6 +118,11 @@ export interface BudgetStatus {
    * notifications show it, and when it is expected to close (docs/operations.md). Null otherwise.
    */
   workday: { since: string; closingFrom: string; closingTo: string } | null;
+  /**
+   * The practice's hours are not known yet and no webhooks are registered: the first change its checks found today,
+   * from which its day's activity is measured (docs/operations.md). Null otherwise, and before one.
+   */
+  atWorkSince: string | null;
 }
 
 /**
@@ -259,6 +264,7 @@ export async function collectStatus(
         busyIntervalMinutes: view.plan.intervalMinutes === null ? null : Math.round(view.plan.intervalMinutes * 10) / 10,
         reserve: view.plan.reserve,
         workday: view.workday && workdayStatus(view.workday),
+        atWorkSince: view.atWorkSince?.toISOString() ?? null,
       },
       resources,
       ...(options.check ? { connectivity: await connectivityOf(app, source) } : {}),

@@ -713,6 +713,31 @@ describe('a practice whose changes show no hours yet', () => {
       EXPLORE_MAX_HOURS * 60,
     );
   });
+
+  it('explores its streams in turns: checked together, they are not explored together again', () => {
+    // All four were read at midnight (a first pass): each is explored once a bound, at its own turn in it.
+    const midnight = new Date('2026-11-23T00:00:00Z');
+    const bound = exploreBound(source(quiet, { activeSlots: anyHour }))!;
+    const at = (minutes: number) =>
+      source(
+        quiet.map((q) => ({ ...q, lastCheckAt: midnight })),
+        { now: new Date(midnight.getTime() + minutes * MIN), activeSlots: anyHour },
+      );
+    const firstTurns = quiet.map((q) => {
+      for (let m = 1; m <= 2 * bound; m++) if (due(at(m))[q.resource] === 'check/exploration') return m;
+      return null;
+    });
+    // A turn of one of them every bound / 4 or so (the golden ratio's spread), none later than the bound and a third.
+    const sorted = firstTurns.map((t) => t!).sort((a, b) => a - b);
+    expect(new Set(sorted).size).toBe(4);
+    expect(sorted[3]!).toBeLessThanOrEqual((bound * 4) / 3 + 1);
+    const gaps = sorted.slice(1).map((t, i) => t - sorted[i]!);
+    expect(Math.max(...gaps)).toBeLessThanOrEqual(bound / 2);
+    // With webhooks registered, or hours known, a bound from the last check as before: together.
+    const hooked = (minutes: number) => ({ ...at(minutes), webhooksRegistered: true });
+    const hookedBound = exploreBound(hooked(0))!;
+    expect(due(hooked(hookedBound))).toEqual(Object.fromEntries(quiet.map((q) => [q.resource, 'check/exploration'])));
+  });
 });
 
 describe("another stream's surprise", () => {

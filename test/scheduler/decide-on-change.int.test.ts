@@ -75,6 +75,9 @@ describe('deciding when a plan can change', () => {
     ['an evening rush, without webhooks', EVENING_DAY, false, 0.5, 14],
     ["a new practice's first day, with webhooks", REFERENCE_DAY, true, 1, 0],
     ['a new practice opening at 18:00, with webhooks', EVENING_DAY, true, 1, 0],
+    // Without webhooks, a new practice's streams take turns to explore it, and its rates are read from when its checks
+    // found it at work (observe.ts, atWorkSince): they move with the clock too.
+    ["a new practice's first day, without webhooks", REFERENCE_DAY, false, 0.5, 0],
   ] as const) {
     it(`dispatches what planning at every tick dispatches: ${name}`, DAY_TIMEOUT, async () => {
       const every = await play(day, { webhooks, historyDays, planEveryTick: true });

@@ -145,3 +145,52 @@ describe("a new practice's first day, with webhooks", () => {
     },
   );
 });
+
+describe("a new practice's first day, without webhooks", () => {
+  it('looks at the practice in turns through the night, and checks every stream once when one finds it at work', DAY_TIMEOUT, async () => {
+    const r = await startRig({ budget: 150, historyDays: 0, webhooks: false });
+    const streams = ['appointments', 'customers', 'orders', 'memberships', 'products', 'services', 'employees'];
+    let noon: Awaited<ReturnType<typeof collectStatus>>[number] | undefined;
+    const played = await r.play(
+      planDay(REFERENCE_DAY, r.localDate(r.dayStart + 12 * HOUR), ZONE, 5),
+      r.dayStart,
+      r.dayStart + DAY,
+      async (t) => {
+        if (t === r.dayStart + 12 * HOUR) [noon] = await collectStatus(r.app, r.config);
+      },
+    );
+    // Status says when its checks found it at work: after the reference day's opening at 8:00, within the hour.
+    expect(noon!.budget.workday).toBeNull();
+    const since = Date.parse(noon!.budget.atWorkSince!);
+    expect(since).toBeGreaterThanOrEqual(r.dayStart + 8 * HOUR);
+    expect(since).toBeLessThan(r.dayStart + 9 * HOUR);
+
+    // Through the closed night its streams take turns: some stream looks at least every 45 minutes (checked all
+    // at once at the exploration bound, they looked once every two hours and more).
+    const checks = await Promise.all(streams.map((s) => windows(r, s, r.dayStart + HOUR, r.dayStart + 8 * HOUR)));
+    const night = checks.flat().map((w) => w.end);
+    const looks = [r.dayStart + HOUR, ...night, r.dayStart + 8 * HOUR].sort((a, b) => a - b);
+    const gaps = looks.slice(1).map((t, i) => (t - looks[i]!) / MINUTE);
+    expect(Math.max(...gaps)).toBeLessThanOrEqual(45);
+
+    // The first check to find it at work wakes the busy streams: each is checked within 10 minutes of it.
+    const busyStreams = ['appointments', 'customers', 'orders'];
+    const morning = await Promise.all(busyStreams.map((s) => windows(r, s, r.dayStart + 7 * HOUR, r.dayStart + 11 * HOUR)));
+    const found = Math.min(
+      ...morning
+        .flat()
+        .filter((w) => w.found >= 2)
+        .map((w) => w.end),
+    );
+    for (const list of morning) expect(list.some((w) => w.end >= found && w.end <= found + 10 * MINUTE)).toBe(true);
+
+    expect(r.requestsOn(r.dayStart, r.dayStart + DAY).requests).toBeLessThanOrEqual(150);
+    const busy = played.changes.filter((c) => busyStreams.includes(c.resource));
+    expect(busy.filter((c) => c.visibleAt === null)).toEqual([]);
+    const stale = stalenessMinutes(busy).sort((a, b) => a - b);
+    // Before, its streams were looked at together, and once found at work priced by a model spread round the clock:
+    // one of them was checked every two minutes all morning, and 69 busy
+    // changes were left unread at midnight (p95 483 minutes); the night's longest gap between looks was 133 minutes.
+    expect(stale[Math.floor(0.95 * (stale.length - 1))]).toBeLessThanOrEqual(35);
+  });
+});

@@ -100,6 +100,7 @@ function readings(at: number, checkedAgo: number[], found: number[], readFor?: n
     states,
     notified: new Map(),
     found: new Map(STREAMS.map(([resource], i) => [resource, found[i]! * 3])),
+    atWork: new Map(),
     windows,
     costs: new Map(),
     webhooksUntil: null,

@@ -6,7 +6,7 @@
  * changes by hour of the day against a day without hours.
  */
 import { describe, expect, it } from 'vitest';
-import { closingRange, notifiedRate, stillAtWork, workdayOf, WORKDAY_HOURS } from '../../src/scheduler/observe.ts';
+import { atWorkSince, closingRange, notifiedRate, stillAtWork, workdayOf, WORKDAY_HOURS } from '../../src/scheduler/observe.ts';
 import { hourOfDay, hoursShown } from '../../src/scheduler/rates.ts';
 import type { StoredSlot } from '../../src/state/change-model.ts';
 import type { NotifiedReading } from '../../src/state/stream-schedule.ts';
@@ -169,5 +169,19 @@ describe('hoursShown', () => {
     const slots = model((slot) => (slot === 4 * 24 + 8 ? 60 : 1));
     expect(hoursShown([hourOfDay(slots, asOf)])).toBe(true);
     expect(hoursShown([hourOfDay(slots, asOf, 4)])).toBe(false);
+  });
+});
+
+describe('atWorkSince: when a practice without webhooks was found at work by its checks', () => {
+  const d = (t: number) => new Date(t);
+
+  it("is the earliest of its streams' first changes of today", () => {
+    expect(atWorkSince([d(at(8.5)), d(at(8.2)), d(at(11))], DAY_START, at(12.5))).toBe(at(8.2));
+  });
+
+  it('is not found by yesterday, nor by what is later than now, nor by nothing', () => {
+    expect(atWorkSince([d(at(-2))], DAY_START, at(4))).toBeNull();
+    expect(atWorkSince([d(at(9))], DAY_START, at(8))).toBeNull();
+    expect(atWorkSince([], DAY_START, at(8))).toBeNull();
   });
 });
