@@ -340,8 +340,9 @@ function exploresForHours(input: SourceInput): boolean {
  * (no hours show, no webhooks): its streams take turns. Explored each at its own bound from the same start (a
  * first pass reads them all at once), they were checked together, so the practice was looked at once every bound
  * (two hours and more at the default budget) and its opening found up to that late; in turns, one of them looks
- * every bound / n, and what it finds wakes the others (rates.ts, surprisesFound). The grid's period is the
- * unstretched bound, which does not move with the clock (wake.ts: what is due stays due).
+ * every bound / n on average, and the first to find the practice at work wakes the others (observe.ts,
+ * atWorkSince). The grid's period is the bound unstretched: the stretch falls as the day goes on, and a grid that
+ * moved with it would move turns already due out of reach (wake.ts: what is due stays due).
  */
 function explorePhases(input: SourceInput): ExplorePhases | null {
   const slots = input.activeSlots;
