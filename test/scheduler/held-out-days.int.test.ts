@@ -5,9 +5,12 @@
  * against the real simulator and PostgreSQL; requests are the simulator's own
  * count. Days unlike the past within one day: held-out.int.test.ts.
  */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { DAY, HOUR, MINUTE, stalenessMinutes, type DayRig } from '../../bench/support/day-rig.ts';
 import { collectStatus } from '../../src/status/detail.ts';
+import { fleetTotals } from '../../src/status/fleet.ts';
+import { printStatus } from '../../src/cli/commands/status.ts';
+import { renderStatusPage } from '../../src/serve/status-page.ts';
 import { planDay, REFERENCE_DAY } from '../../simulator/day.ts';
 import { slotRatesWithMoved } from '../../src/scheduler/rates.ts';
 import { loadChangeModels } from '../../src/state/change-model.ts';
@@ -164,6 +167,29 @@ describe("a new practice's first day, without webhooks", () => {
     const since = Date.parse(noon!.budget.atWorkSince!);
     expect(since).toBeGreaterThanOrEqual(r.dayStart + 8 * HOUR);
     expect(since).toBeLessThan(r.dayStart + 9 * HOUR);
+    // The text of `pmsync status` and the status page say so, from the same status.
+    const noonAt = new Date(r.dayStart + 12 * HOUR);
+    const written: string[] = [];
+    const write = vi.spyOn(process.stdout, 'write').mockImplementation((chunk) => {
+      written.push(String(chunk));
+      return true;
+    });
+    try {
+      printStatus([noon!], noonAt);
+    } finally {
+      write.mockRestore();
+    }
+    expect(written.join('')).toContain(`hours: not known yet; its checks found it at work today since ${noon!.budget.atWorkSince}`);
+    const page = renderStatusPage({
+      generatedAt: noonAt,
+      fleet: { at: noonAt.toISOString(), totals: fleetTotals([]), sources: [], omitted: 0 },
+      attention: { quarantined: 0, drift: [] },
+      sources: [{ status: noon!, days: [], runs: new Map() }],
+      unknownSource: null,
+      linkedDetail: false,
+      webhooks: null,
+    });
+    expect(page).toContain('hours not known yet: its checks found it at work since');
 
     // Through the closed night its streams take turns: some stream looks at least every 45 minutes (checked all
     // at once at the exploration bound, they looked once every two hours and more).
