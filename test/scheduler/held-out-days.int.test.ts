@@ -7,7 +7,7 @@
  */
 import { describe, expect, it, vi } from 'vitest';
 import { DAY, HOUR, MINUTE, stalenessMinutes, type DayRig } from '../../bench/support/day-rig.ts';
-import { collectStatus } from '../../src/status/detail.ts';
+import { collectStatus, type SourceStatus } from '../../src/status/detail.ts';
 import { fleetTotals } from '../../src/status/fleet.ts';
 import { printStatus } from '../../src/cli/commands/status.ts';
 import { renderStatusPage } from '../../src/serve/status-page.ts';
@@ -18,6 +18,30 @@ import { slotOf } from '../../src/time.ts';
 import { DAY_TIMEOUT, EVENING, heldOutRigs, windows, ZONE } from './support/held-out.ts';
 
 const startRig = heldOutRigs();
+
+/** What `pmsync status` prints and the status page shows of one source's status. */
+function statusTexts(status: SourceStatus, at: Date): { cli: string; page: string } {
+  const written: string[] = [];
+  const write = vi.spyOn(process.stdout, 'write').mockImplementation((chunk) => {
+    written.push(String(chunk));
+    return true;
+  });
+  try {
+    printStatus([status], at);
+  } finally {
+    write.mockRestore();
+  }
+  const page = renderStatusPage({
+    generatedAt: at,
+    fleet: { at: at.toISOString(), totals: fleetTotals([]), sources: [], omitted: 0 },
+    attention: { quarantined: 0, drift: [] },
+    sources: [{ status, days: [], runs: new Map() }],
+    unknownSource: null,
+    linkedDetail: false,
+    webhooks: null,
+  });
+  return { cli: written.join(''), page };
+}
 
 describe('the tail rule, on an ordinary day without webhooks', () => {
   it('spaces the busy streams evenly at the interval status states, not by the square root of their rates', DAY_TIMEOUT, async () => {
@@ -130,6 +154,11 @@ describe("a new practice's first day, with webhooks", () => {
       expect(since).toBeLessThan(r.dayStart + 9 * HOUR);
       expect(Date.parse(noon!.budget.workday!.closingFrom)).toBe(since + 8 * HOUR);
       expect(Date.parse(noon!.budget.workday!.closingTo)).toBe(since + 12 * HOUR);
+      const said = statusTexts(noon!, new Date(r.dayStart + 12 * HOUR));
+      expect(said.cli).toContain(
+        `hours: not known yet; today's working day read from its notifications since ${noon!.budget.workday!.since}`,
+      );
+      expect(said.page).toContain('hours not known yet: read from its notifications since');
 
       expect(r.requestsOn(r.dayStart, r.dayStart + DAY).requests).toBeLessThanOrEqual(150);
       const busy = played.changes.filter((c) => ['appointments', 'customers', 'orders'].includes(c.resource));
@@ -168,28 +197,9 @@ describe("a new practice's first day, without webhooks", () => {
     expect(since).toBeGreaterThanOrEqual(r.dayStart + 8 * HOUR);
     expect(since).toBeLessThan(r.dayStart + 9 * HOUR);
     // The text of `pmsync status` and the status page say so, from the same status.
-    const noonAt = new Date(r.dayStart + 12 * HOUR);
-    const written: string[] = [];
-    const write = vi.spyOn(process.stdout, 'write').mockImplementation((chunk) => {
-      written.push(String(chunk));
-      return true;
-    });
-    try {
-      printStatus([noon!], noonAt);
-    } finally {
-      write.mockRestore();
-    }
-    expect(written.join('')).toContain(`hours: not known yet; its checks found it at work today since ${noon!.budget.atWorkSince}`);
-    const page = renderStatusPage({
-      generatedAt: noonAt,
-      fleet: { at: noonAt.toISOString(), totals: fleetTotals([]), sources: [], omitted: 0 },
-      attention: { quarantined: 0, drift: [] },
-      sources: [{ status: noon!, days: [], runs: new Map() }],
-      unknownSource: null,
-      linkedDetail: false,
-      webhooks: null,
-    });
-    expect(page).toContain('hours not known yet: its checks found it at work since');
+    const said = statusTexts(noon!, new Date(r.dayStart + 12 * HOUR));
+    expect(said.cli).toContain(`hours: not known yet; its checks found it at work today since ${noon!.budget.atWorkSince}`);
+    expect(said.page).toContain('hours not known yet: its checks found it at work since');
 
     // Through the closed night its streams take turns: some stream looks at least every 45 minutes (checked all
     // at once at the exploration bound, they looked once every two hours and more).
