@@ -14,7 +14,7 @@ import { pagesLeft } from '../api/pager.ts';
 import { loadStreamModels, type StoredSlot } from '../state/change-model.ts';
 import { readCheckpointsOf, type StoredCheckpoint } from '../state/checkpoints.ts';
 import { quotaSnapshots, type QuotaLedger, type QuotaSnapshot } from '../state/quota.ts';
-import { atWorkSinceOf, changesFoundOf, recentCheckCostsOf, recentWindowsOf } from '../state/runs.ts';
+import { atWorkSinceOf, changesFoundOf, recentCheckCostsOf, recentWindowsOf, type AtWork } from '../state/runs.ts';
 import { loadSourceHealthOf, readSourceHealth, type SourceHealth } from '../state/source-health.ts';
 import { webhooksUntilOf } from '../state/webhook-secrets.ts';
 import type { StreamPairs } from '../state/stream-pairs.ts';
@@ -138,8 +138,8 @@ export interface SourceReadings {
   notified: Map<string, NotifiedReading>;
   /** Rows each stream's checks found changed today. */
   found: Map<string, number>;
-  /** When each stream's checks first found the practice at work since its local midnight (runs.ts, atWorkSinceOf). */
-  atWork: Map<string, Date>;
+  /** What each stream's checks read of the practice's day since its local midnight (runs.ts, atWorkSinceOf). */
+  atWork: Map<string, AtWork>;
   windows: Map<string, WindowFound[]>;
   /** Requests a check of each stream took lately. */
   costs: Map<string, number>;
@@ -215,7 +215,7 @@ interface StreamParts {
   states: Map<string, StoredCheckpoint[]>;
   notified: Map<string, Map<string, NotifiedReading>>;
   found: Map<string, Map<string, number>>;
-  atWork: Map<string, Map<string, Date>>;
+  atWork: Map<string, Map<string, AtWork>>;
   windows: Map<string, Map<string, WindowFound[]>>;
   /** By stream key (source/resource). */
   costs: Map<string, number>;
@@ -563,10 +563,8 @@ export function viewAt(
   // find less.
   const hoursUnknown = !hoursKnown(activeSlots);
   const workday = hoursUnknown && webhooksRegistered ? workdayOf(readings.notified.values(), localDayStart(now.getTime(), timeZone)) : null;
-  const atWork =
-    hoursUnknown && !webhooksRegistered
-      ? atWorkSince(readings.atWork.values(), localDayStart(now.getTime(), timeZone), now.getTime())
-      : null;
+  const checkedDayStart = hoursUnknown && !webhooksRegistered ? localDayStart(now.getTime(), timeZone) : null;
+  const atWork = checkedDayStart === null ? null : atWorkSince(readings.atWork.values(), checkedDayStart, now.getTime());
   // Where the working day's weights stop: the quota day's end, or the practice's next midnight if sooner (once a plan).
   const workdayEnd = workday ? Math.min(quota.resetsAt.getTime(), nextLocalMidnight(now.getTime(), timeZone)) : 0;
   for (const s of streams) {
@@ -587,12 +585,15 @@ export function viewAt(
     }
     if (atWork !== null && now.getTime() > atWork) {
       // Its checks say how busy the practice is today since it was found at work: the stream's rate is the changes
-      // they found today over the hours since (with the model's rate for the first minutes), for the rest of the day.
+      // they found since its local midnight (not since the quota day began, which may take in last evening's) over
+      // the hours since it was found at work (with the model's rate for the first minutes), for the rest of the day.
       // Its model, spread round the clock, prices the open hours at a fraction of that: checked by its busy-hours
       // interval in the hours the evidence raised and no others, a stream was checked every two minutes all morning.
       const hours = (now.getTime() - atWork) / 3_600_000;
       const model = f.model[slotOf(now.getTime(), timeZone)]!;
-      const today = ((readings.found.get(s.resource) ?? 0) + NOTIFIED_RATE_PRIOR_HOURS * model) / (hours + NOTIFIED_RATE_PRIOR_HOURS);
+      const read = readings.atWork.get(s.resource);
+      const found = read && read.day.getTime() === checkedDayStart ? read.found : 0;
+      const today = (found + NOTIFIED_RATE_PRIOR_HOURS * model) / (hours + NOTIFIED_RATE_PRIOR_HOURS);
       const flat = new Float64Array(SLOTS).fill(today);
       forecasts.set(s.resource, {
         model: f.model,
@@ -781,11 +782,12 @@ const WORKDAY_MIN_RUN = 2;
  * (`dayStart`) of a window with WORKDAY_MIN_RUN changes or more, and not after `now`. Null before one: a lone change
  * in the night (an online booking) is not the practice at work.
  */
-export function atWorkSince(atWork: Iterable<Date>, dayStart: number, now: number): number | null {
+export function atWorkSince(atWork: Iterable<AtWork>, dayStart: number, now: number): number | null {
   let from = Number.POSITIVE_INFINITY;
-  for (const d of atWork) {
-    const t = d.getTime();
-    if (t >= dayStart && t <= now && t < from) from = t;
+  for (const a of atWork) {
+    // What was read for an earlier day (a stream not read again since the practice's midnight) says nothing of today.
+    const t = a.since?.getTime();
+    if (t !== undefined && a.day.getTime() === dayStart && t >= dayStart && t <= now && t < from) from = t;
   }
   return Number.isFinite(from) ? from : null;
 }

@@ -178,30 +178,43 @@ export async function changesFoundOf(
   return out;
 }
 
+/** What a stream's checks read of its practice's day (atWorkSinceOf). */
+export interface AtWork {
+  /** The local midnight it was read from. */
+  day: Date;
+  /** The earliest first change since then of a window that found `minChanges` changes or more; null: none did. */
+  since: Date | null;
+  /** The changes its checks found in windows ending since then. */
+  found: number;
+}
+
 /**
- * For each stream of many sources, when its reads first found the practice at work today: the earliest first change
- * (by its ModifiedOn, runs.first_change_at) since the source's local midnight of a window that found at least
- * `minChanges` changes. Streams with none are left out.
+ * For each stream of many sources, what its checks read of the practice's day since the source's local midnight:
+ * when they first found it at work (the earliest first change, by its ModifiedOn, runs.first_change_at, of a window
+ * that found at least `minChanges` changes), and the changes they found. Streams with no window since are left out.
  */
 export async function atWorkSinceOf(
   db: Queryable,
   since: ReadonlyArray<{ source: string; since: Date }>,
   minChanges: number,
   only?: StreamPairs,
-): Promise<Map<string, Map<string, Date>>> {
-  const out = new Map<string, Map<string, Date>>(since.map((s) => [s.source, new Map()]));
+): Promise<Map<string, Map<string, AtWork>>> {
+  const out = new Map<string, Map<string, AtWork>>(since.map((s) => [s.source, new Map()]));
   if (since.length === 0) return out;
   const { earliest, starts } = sourceStarts(since);
+  const dayOf = new Map(since.map((s) => [s.source, s.since]));
   const limit = onlyStreams(only, 'r.source', 'r.resource', 5);
-  const res = await db.query<{ source: string; resource: string; first: Date }>(
-    `SELECT r.source, r.resource, min(r.first_change_at) AS first
+  const res = await db.query<{ source: string; resource: string; first: Date | null; found: number }>(
+    `SELECT r.source, r.resource,
+            min(r.first_change_at) FILTER (WHERE r.first_change_at >= ($3::jsonb ->> r.source)::timestamptz AND r.inserted + r.updated >= $4) AS first,
+            coalesce(sum(r.inserted + r.updated) FILTER (WHERE r.purpose IN ('check', 'webhook', 'full')), 0)::int AS found
      FROM pmsync.runs r
-     WHERE r.source = ANY($1::text[]) AND r.window_end >= $2 AND r.first_change_at >= ($3::jsonb ->> r.source)::timestamptz
-       AND r.inserted + r.updated >= $4 AND r.status = 'succeeded' AND r.window_start IS NOT NULL${limit.sql}
+     WHERE r.source = ANY($1::text[]) AND r.window_end >= $2 AND r.window_end >= ($3::jsonb ->> r.source)::timestamptz
+       AND r.status = 'succeeded' AND r.window_start IS NOT NULL${limit.sql}
      GROUP BY r.source, r.resource`,
     [since.map((s) => s.source), earliest, starts, minChanges, ...limit.params],
   );
-  for (const r of res.rows) out.get(r.source)?.set(r.resource, r.first);
+  for (const r of res.rows) out.get(r.source)?.set(r.resource, { day: dayOf.get(r.source)!, since: r.first, found: r.found });
   return out;
 }
 

@@ -173,15 +173,20 @@ describe('hoursShown', () => {
 });
 
 describe('atWorkSince: when a practice without webhooks was found at work by its checks', () => {
-  const d = (t: number) => new Date(t);
-
-  it("is the earliest of its streams' first changes of today", () => {
-    expect(atWorkSince([d(at(8.5)), d(at(8.2)), d(at(11))], DAY_START, at(12.5))).toBe(at(8.2));
+  const read = (since: number | null, day = DAY_START) => ({
+    day: new Date(day),
+    since: since === null ? null : new Date(since),
+    found: 3,
   });
 
-  it('is not found by yesterday, nor by what is later than now, nor by nothing', () => {
-    expect(atWorkSince([d(at(-2))], DAY_START, at(4))).toBeNull();
-    expect(atWorkSince([d(at(9))], DAY_START, at(8))).toBeNull();
-    expect(atWorkSince([], DAY_START, at(8))).toBeNull();
+  it("is the earliest of its streams' first changes of today", () => {
+    expect(atWorkSince([read(at(8.5)), read(at(8.2)), read(null), read(at(11))], DAY_START, at(12.5))).toBe(at(8.2));
+  });
+
+  it('is not found by yesterday, nor by what was read for another day, nor by what is later than now, nor by nothing', () => {
+    expect(atWorkSince([read(at(-2))], DAY_START, at(4))).toBeNull();
+    expect(atWorkSince([read(at(3), DAY_START - 24 * HOUR)], DAY_START, at(4))).toBeNull();
+    expect(atWorkSince([read(at(9))], DAY_START, at(8))).toBeNull();
+    expect(atWorkSince([read(null)], DAY_START, at(8))).toBeNull();
   });
 });

@@ -51,14 +51,20 @@ describe('the instant checks first found the practice at work', () => {
     await check('a', 'memberships', 7, 9, 4, null);
 
     const read = await atWorkSinceOf(db.pool, [{ source: 'a', since: DAY_START }], 2);
-    expect(Object.fromEntries(read.get('a')!)).toEqual({ appointments: at(8.2), customers: at(8.4) });
+    // Each with the changes its checks found in windows ending since midnight (the failed check's aside).
+    expect(Object.fromEntries(read.get('a')!)).toEqual({
+      appointments: { day: DAY_START, since: at(8.2), found: 21 },
+      customers: { day: DAY_START, since: at(8.4), found: 3 },
+      orders: { day: DAY_START, since: null, found: 1 },
+      memberships: { day: DAY_START, since: null, found: 4 },
+    });
   });
 
   it('reads each source from its own midnight, and only the streams asked for', async () => {
     await check('b', 'appointments', 6, 7, 3, 6.5);
     await check('b', 'customers', 6, 7, 3, 6.7);
-    await check('c', 'appointments', 6, 7, 3, 6.5);
-    // Source c's day began at 07:00 (another zone): its 06:30 changes are yesterday's.
+    await check('c', 'appointments', 5, 6.9, 3, 6.5);
+    // Source c's day began at 07:00 (another zone): its check that ended at 06:54 was yesterday's.
     const read = await atWorkSinceOf(
       db.pool,
       [
@@ -68,12 +74,11 @@ describe('the instant checks first found the practice at work', () => {
       2,
       [{ source: 'b', resource: 'customers' }],
     );
-    expect(Object.fromEntries(read.get('b')!)).toEqual({ customers: at(6.7) });
+    expect(Object.fromEntries(read.get('b')!)).toEqual({ customers: { day: DAY_START, since: at(6.7), found: 3 } });
     expect(read.get('c')!.size).toBe(0);
-    const all = await atWorkSinceOf(db.pool, [{ source: 'c', since: at(7) }], 2);
-    expect(all.get('c')!.size).toBe(0);
+    expect((await atWorkSinceOf(db.pool, [{ source: 'c', since: at(7) }], 2)).get('c')!.size).toBe(0);
     expect(Object.fromEntries((await atWorkSinceOf(db.pool, [{ source: 'c', since: DAY_START }], 2)).get('c')!)).toEqual({
-      appointments: at(6.5),
+      appointments: { day: DAY_START, since: at(6.5), found: 3 },
     });
   });
 });
