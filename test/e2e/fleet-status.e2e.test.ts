@@ -110,7 +110,9 @@ describe('pmsync status over several sources', () => {
     expect(line('elm')).toMatch(/\s2\/2\s+\d+\/1000\s.*budget used up: 2 of 2/);
     expect(line('cedar')).toMatch(/companies first pass\s.*\sdue now\s+first pass open: companies, customers and orders$/);
     expect(line('birch')).toMatch(/companies 45 min \/ 30 min\s.*companies read 45 min ago, target 30 min; 2 more past target$/);
-    expect(line('alder')).toMatch(/(companies|customers|orders) 45 min \/ 24 h\s+0\/150\s+\d+\/1000\s+in \d+ (min|h)\s+-$/);
+    // alder, in order: a new practice without webhooks explores its streams in turns (every hour at this budget), and
+    // the turn of one of them came at 09:37.
+    expect(line('alder')).toMatch(/(companies|customers|orders) 45 min \/ 24 h\s+0\/150\s+\d+\/1000\s+due now\s+-$/);
     expect(res.stdout).toContain('Per-source detail: pmsync status --source NAME');
     for (const secret of SECRETS()) expect(res.stdout + res.stderr).not.toContain(secret);
   });
@@ -168,7 +170,7 @@ describe('pmsync status over several sources', () => {
     expect(birch!.stalest).toMatchObject({ minutes: 45, targetMinutes: 30, overdueMinutes: 15 });
     expect(alder!.stalest).toMatchObject({ minutes: 45, targetMinutes: 24 * 60, overdueMinutes: 0 });
     expect(alder!.reasons).toEqual([]);
-    expect(Date.parse(alder!.nextCheck!.at)).toBeGreaterThan(clock.ms);
+    expect(alder!.nextCheck).toEqual({ at: clock.iso(), resource: expect.stringMatching(/^(customers|orders)$/), reason: 'exploration' });
     for (const secret of SECRETS()) expect(res.stdout).not.toContain(secret);
   });
 
