@@ -120,7 +120,7 @@ export interface BudgetStatus {
   workday: { since: string; closingFrom: string; closingTo: string } | null;
   /**
    * The practice's hours are not known yet and no webhooks are registered: the first change its checks found today,
-   * from which its day's activity is measured (docs/operations.md). Null otherwise, and before one.
+   * from which its streams' rates are read (docs/operations.md). Null otherwise, and before one.
    */
   atWorkSince: string | null;
 }

@@ -19,6 +19,20 @@ import { DAY_TIMEOUT, EVENING, heldOutRigs, windows, ZONE } from './support/held
 
 const startRig = heldOutRigs();
 
+/** A new practice's reference day (seed 5), with its status as read at noon. */
+async function playReferenceDay(r: DayRig): Promise<{ played: Awaited<ReturnType<DayRig['play']>>; noon: SourceStatus | undefined }> {
+  let noon: SourceStatus | undefined;
+  const played = await r.play(
+    planDay(REFERENCE_DAY, r.localDate(r.dayStart + 12 * HOUR), ZONE, 5),
+    r.dayStart,
+    r.dayStart + DAY,
+    async (t) => {
+      if (t === r.dayStart + 12 * HOUR) [noon] = await collectStatus(r.app, r.config);
+    },
+  );
+  return { played, noon };
+}
+
 /** What `pmsync status` prints and the status page shows of one source's status. */
 function statusTexts(status: SourceStatus, at: Date): { cli: string; page: string } {
   const written: string[] = [];
@@ -138,15 +152,7 @@ describe("a new practice's first day, with webhooks", () => {
       const r = await startRig({ budget: 150, historyDays: 0, webhooks: true });
       const [before] = await collectStatus(r.app, r.config);
       expect(before!.budget.workday).toBeNull();
-      let noon: Awaited<ReturnType<typeof collectStatus>>[number] | undefined;
-      const played = await r.play(
-        planDay(REFERENCE_DAY, r.localDate(r.dayStart + 12 * HOUR), ZONE, 5),
-        r.dayStart,
-        r.dayStart + DAY,
-        async (t) => {
-          if (t === r.dayStart + 12 * HOUR) [noon] = await collectStatus(r.app, r.config);
-        },
-      );
+      const { played, noon } = await playReferenceDay(r);
       // Status says how the day is read: since the first of the morning's notifications (the reference day opens at
       // 8:00), closing expected 8 to 12 hours after it.
       const since = Date.parse(noon!.budget.workday!.since);
@@ -182,15 +188,7 @@ describe("a new practice's first day, without webhooks", () => {
   it('looks at the practice in turns through the night, and checks every stream once when one finds it at work', DAY_TIMEOUT, async () => {
     const r = await startRig({ budget: 150, historyDays: 0, webhooks: false });
     const streams = ['appointments', 'customers', 'orders', 'memberships', 'products', 'services', 'employees'];
-    let noon: Awaited<ReturnType<typeof collectStatus>>[number] | undefined;
-    const played = await r.play(
-      planDay(REFERENCE_DAY, r.localDate(r.dayStart + 12 * HOUR), ZONE, 5),
-      r.dayStart,
-      r.dayStart + DAY,
-      async (t) => {
-        if (t === r.dayStart + 12 * HOUR) [noon] = await collectStatus(r.app, r.config);
-      },
-    );
+    const { played, noon } = await playReferenceDay(r);
     // Status says when its checks found it at work: after the reference day's opening at 8:00, within the hour.
     expect(noon!.budget.workday).toBeNull();
     const since = Date.parse(noon!.budget.atWorkSince!);
