@@ -94,6 +94,11 @@ export function loadConfig(streams: StreamRegistry, options: LoadOptions = {}): 
       password: env.CORE_PASSWORD,
       dailyQuota: env.CORE_DAILY_QUOTA === undefined ? undefined : Number(env.CORE_DAILY_QUOTA),
       timeZone: env.CORE_TIME_ZONE,
+      hours: env.CORE_HOURS?.trim()
+        ? env.CORE_HOURS.split(';')
+            .map((h) => h.trim())
+            .filter(Boolean)
+        : undefined,
       allowInsecureHttp: envBoolean(env.CORE_ALLOW_INSECURE_HTTP),
     });
     if (fromEnv.success)
@@ -230,6 +235,10 @@ const CORE_ENV: Record<string, { name: string; what: string }> = {
   password: { name: 'CORE_PASSWORD', what: "that API user's password" },
   dailyQuota: { name: 'CORE_DAILY_QUOTA', what: "the account's daily request quota, a whole number (default 1000)" },
   timeZone: { name: 'CORE_TIME_ZONE', what: 'the time zone of ModifiedOn values, an IANA name such as UTC or America/New_York' },
+  hours: {
+    name: 'CORE_HOURS',
+    what: 'the practice\'s opening hours in CORE_TIME_ZONE, entries split by ";" (e.g. "Mon-Fri 08:00-19:00; Sat 09:00-13:00")',
+  },
   name: { name: 'CORE_SOURCE_NAME', what: 'the name of the source (lowercase letters, digits, "-" or "_")' },
   allowInsecureHttp: {
     name: 'CORE_ALLOW_INSECURE_HTTP',
@@ -265,7 +274,8 @@ function envProblems(issues: z.core.$ZodIssue[], env: NodeJS.ProcessEnv): string
       problems.push(`environment: ${formatPath(issue.path)}: ${issue.message}`);
       continue;
     }
-    if (reported.has(v.name)) continue;
+    // Each of the hours' entries is checked on its own, and each problem is its own line.
+    if (reported.has(v.name) && key !== 'hours') continue;
     reported.add(v.name);
     const value = env[v.name];
     if (value === undefined || value === '') {

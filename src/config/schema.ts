@@ -7,6 +7,7 @@ import { z } from 'zod';
 import type { LogFormat } from '../log-format.ts';
 import { strictObject } from '../strict-schema.ts';
 import { isValidTimeZone } from '../time.ts';
+import { parseHours } from './hours.ts';
 import type { PrivacySettings } from './privacy.ts';
 import { budgetValue, type ScheduleSettings, type ServeSettings } from './schedules.ts';
 import type { WebhookSettings } from './webhooks.ts';
@@ -36,6 +37,14 @@ export const DEFAULT_RESERVE_PERCENT = 10;
 export const DEFAULT_MAX_RESPONSE_BYTES = 16 * 1024 * 1024;
 
 const timeZone = z.string().refine(isValidTimeZone, 'not a known IANA time zone (e.g. UTC, America/New_York)');
+/** Opening hours: each entry days and a range of times (src/scheduler/hours.ts, parseHours). */
+const openingHours = z
+  .array(z.string())
+  .min(1, 'state at least one range, e.g. ["Mon-Fri 08:00-19:00"], or leave hours out')
+  .superRefine((entries, ctx) => {
+    for (const problem of parseHours(entries).problems) ctx.addIssue({ code: 'custom', message: problem });
+  })
+  .optional();
 /** Largest response body a source may send (see DEFAULT_MAX_RESPONSE_BYTES). */
 const maxResponseBytes = z
   .number()
@@ -133,6 +142,12 @@ const restFields = {
   limiter,
   /** Time zone of ModifiedOn filter values. The spec does not say; UTC is assumed. */
   timeZone: timeZone.default('UTC'),
+  /**
+   * The practice's opening hours in `timeZone` (["Mon-Fri 08:00-19:00", "Sat
+   * 09:00-13:00"]): the budget scheduler plans by them until the practice's own
+   * changes show its hours (src/scheduler/hours.ts).
+   */
+  hours: openingHours,
   overlapSeconds: z.number().int().min(0).default(DEFAULT_OVERLAP_SECONDS),
   lagSeconds: z.number().int().min(0).default(DEFAULT_LAG_SECONDS),
   requestTimeoutMs: z.number().int().min(1000).default(30_000),
