@@ -23,6 +23,7 @@ import type { Purpose } from '../api/http.ts';
 import { nextFire, previousFire } from '../cron.ts';
 import {
   hoursKnown,
+  MINOR_SHARE,
   NO_NOTIFICATIONS,
   planSource,
   type Notified,
@@ -51,6 +52,7 @@ import {
   type WindowFound,
 } from './rates.ts';
 import { pinnedInput } from './pinned.ts';
+import { openingLookOn, openingOn, spreadOverHours, statedHours, type StatedHours } from './hours.ts';
 import { CHECK_COST_RUNS as COST_RUNS } from '../state/runs.ts';
 import { SLOTS } from '../state/change-model.ts';
 import type { ScheduleSettings } from '../config/schedules.ts';
@@ -113,6 +115,11 @@ export interface SourceView {
    * once since; null before one.
    */
   atWorkSince: Date | null;
+  /**
+   * The practice is planned by the hours its operator stated (the source's `hours`, hours.ts): its changes do not
+   * show its own yet.
+   */
+  hoursStated: boolean;
 }
 
 export interface ObserveDeps {
@@ -554,7 +561,11 @@ export function viewAt(
   // the practice-wide excess is read from all of them.
   const forecasts = new Map<string, { model: Float64Array; forecast: Float64Array; activity: number; evidence: Evidence | null }>();
   let unreadToday = false;
-  const activeSlots = activeSlotsOf(streams, models);
+  // Hours its operator stated stand for the practice's own until its changes show them: its models' changes are
+  // spread over them (hours.ts, spreadOverHours), and it is planned as a practice whose hours are known.
+  const stated = statedHours(source);
+  const { slots: activeSlots, useStated } = activeSlotsOf(streams, models, stated);
+  const spreadOver = useStated ? stated : null;
   const webhooksRegistered = readings.webhooksUntil !== null && readings.webhooksUntil > now.getTime();
   // A practice whose hours do not show yet reads its working day from what today shows: its notifications when it
   // sends them, else when its checks found it at work. Those say when its day began, and too little of when it will
@@ -565,11 +576,16 @@ export function viewAt(
   const workday = hoursUnknown && webhooksRegistered ? workdayOf(readings.notified.values(), localDayStart(now.getTime(), timeZone)) : null;
   const checkedDayStart = hoursUnknown && !webhooksRegistered ? localDayStart(now.getTime(), timeZone) : null;
   const atWork = checkedDayStart === null ? null : atWorkSince(readings.atWork.values(), checkedDayStart, now.getTime());
+  // A practice planned by its stated hours without webhooks reads its day from its checks too, from its stated
+  // opening: its model, read from a first pass, says which streams change and little of how often.
+  const statedOpening = spreadOver && !webhooksRegistered ? openingOn(spreadOver, now.getTime(), timeZone) : null;
+  const openedAt = statedOpening !== null && now.getTime() > statedOpening ? statedOpening : null;
+  const dayStart = checkedDayStart ?? (openedAt !== null ? localDayStart(now.getTime(), timeZone) : null);
   // Where the working day's weights stop: the quota day's end, or the practice's next midnight if sooner (once a plan).
   const workdayEnd = workday ? Math.min(quota.resetsAt.getTime(), nextLocalMidnight(now.getTime(), timeZone)) : 0;
   for (const s of streams) {
     if (s.schedule.mode !== 'budget') continue;
-    const f = forecastOf(s.resource, readings, models, timeZone, quota, now, workday?.from);
+    const f = forecastOf(s.resource, readings, models, timeZone, quota, now, workday?.from, spreadOver);
     if (!f.readToday) unreadToday = true;
     if (workday && fed(s.resource)) {
       // Its notifications say both how busy the practice is today and that it is still at work: its rate is theirs.
@@ -583,18 +599,26 @@ export function viewAt(
       });
       continue;
     }
-    if (atWork !== null && now.getTime() > atWork) {
+    const since = atWork !== null && now.getTime() > atWork ? atWork : openedAt;
+    if (since !== null) {
       // Its checks say how busy the practice is today since it was found at work: the stream's rate is the changes
       // they found since its local midnight (not since the quota day began, which may take in last evening's) over
       // the hours since it was found at work (with the model's rate for the first minutes), for the rest of the day.
       // Its model, spread round the clock, prices the open hours at a fraction of that: checked by its busy-hours
       // interval in the hours the evidence raised and no others, a stream was checked every two minutes all morning.
-      const hours = (now.getTime() - atWork) / 3_600_000;
+      // Stated hours say when it closes: the rate holds in them only. And its hours are those its checks have read:
+      // a stream not checked since a look that found nothing in the opening minutes would otherwise be priced lower
+      // with every hour it is not checked, and never be checked again.
+      const last = since === openedAt ? (rows.get(s.resource)?.lastCheckAt ?? states.get(s.resource)?.cursor ?? null) : null;
+      const readUntil = last === null ? now.getTime() : Math.max(since, Math.min(now.getTime(), last.getTime()));
+      const hours = (readUntil - since) / 3_600_000;
       const model = f.model[slotOf(now.getTime(), timeZone)]!;
       const read = readings.atWork.get(s.resource);
-      const found = read && read.day.getTime() === checkedDayStart ? read.found : 0;
+      const found = read && read.day.getTime() === dayStart ? read.found : 0;
       const today = (found + NOTIFIED_RATE_PRIOR_HOURS * model) / (hours + NOTIFIED_RATE_PRIOR_HOURS);
-      const flat = new Float64Array(SLOTS).fill(today);
+      const flat = new Float64Array(SLOTS);
+      if (since === openedAt && spreadOver) for (let i = 0; i < SLOTS; i++) flat[i] = spreadOver.slots[i] ? today : 0;
+      else flat.fill(today);
       forecasts.set(s.resource, {
         model: f.model,
         forecast: flat,
@@ -627,10 +651,23 @@ export function viewAt(
   // last checked before its first change, are woken by it as by a surprise. A closed night of a practice whose hours
   // do not show yet is no forecast of its morning, and each of them is checked once to see.
   const opened = atWork !== null ? atWork + lagMs : undefined;
+  // A practice planned by its stated hours, without webhooks, is looked at once after it opens (hours.ts,
+  // OPENING_LOOK_MINUTES): each polled stream not checked since is checked, as if woken (a check reads to lagSeconds
+  // before it starts). A stream is woken when it was last checked before the look or before a surprise, so the look
+  // is the later of the two instants.
+  // Not a stream its model gives less than MINOR_SHARE of the busiest one's changes (products beside appointments):
+  // its few changes are left to its exploration.
+  const look = spreadOver && !webhooksRegistered ? openingLookOn(spreadOver, now.getTime(), timeZone) : null;
+  const looked = look !== null && now.getTime() >= look ? look - lagMs : undefined;
+  const busiest = looked === undefined ? 0 : Math.max(0, ...practice.map((p) => p.usualPerWeek));
+  const looksAt = new Set(
+    looked === undefined ? [] : practice.filter((p) => p.usualPerWeek >= MINOR_SHARE * busiest).map((p) => p.resource),
+  );
   const surpriseElsewhere = (resource: string): Date | undefined => {
     let at: number | undefined;
     for (const [r, t] of surprises) if (r !== resource && (at === undefined || t - lagMs < at)) at = t - lagMs;
     if (opened !== undefined && (at === undefined || opened < at)) at = opened;
+    if (looked !== undefined && looksAt.has(resource) && (at === undefined || looked > at)) at = looked;
     return at === undefined ? undefined : new Date(at);
   };
   const inputs = new Map<string, StreamInput>();
@@ -696,6 +733,7 @@ export function viewAt(
     unreadToday,
     workday,
     atWorkSince: atWork !== null ? new Date(atWork) : null,
+    hoursStated: useStated,
   };
 }
 
@@ -714,9 +752,11 @@ function forecastOf(
   quota: QuotaSnapshot,
   now: Date,
   activeFrom?: number,
+  spreadOver?: StatedHours | null,
 ): { model: Float64Array; forecast: Float64Array; activity: number; readToday: boolean } {
   const n = readings.notified.get(resource);
-  const model = models.get(resource)?.rates ?? NO_MODEL_RATES;
+  const learned = models.get(resource)?.rates ?? NO_MODEL_RATES;
+  const model = spreadOver ? spreadOverHours(learned, spreadOver) : learned;
   // A polled stream no check has read today has seen nothing of the day yet: counted as a quiet day, its unread hours
   // would lower its forecast hour by hour and keep it unread. Its activity waits for its first check of the day.
   const cursor = readings.states.get(resource)?.cursor?.getTime() ?? Number.NEGATIVE_INFINITY;
@@ -864,10 +904,12 @@ function sharedExcess(
   if (kept && kept.models === models && kept.streams === streams) return kept.shared;
   const timeZone = sourceTimeZone(source);
   const at = readings.at;
+  const stated = statedHours(source);
+  const spreadOver = activeSlotsOf(streams, models, stated).useStated ? stated : null;
   const practice: StreamWindows[] = [];
   for (const s of streams) {
     if (s.schedule.mode !== 'budget' || s.kind !== 'incremental') continue;
-    const f = forecastOf(s.resource, readings, models, timeZone, readings.quota, at);
+    const f = forecastOf(s.resource, readings, models, timeZone, readings.quota, at, undefined, spreadOver);
     const list = readings.windows.get(s.resource) ?? [];
     const windows = fedAt(readings, s.resource, at) ? list.map(({ firstChangeAt: _, ...w }) => w) : list;
     practice.push({ resource: s.resource, forecast: f.forecast, windows, usualPerWeek: usualPerWeek(f.model) });
@@ -889,17 +931,28 @@ function usualPerWeek(rates: Float64Array): number {
 }
 
 /** The practice's active hours from its streams' models, kept with the models (they change only when the models do). */
-const activeSlotsCache = new WeakMap<Map<string, ModelReading>, { streams: ScheduledStream[]; slots: Uint8Array }>();
-function activeSlotsOf(streams: ScheduledStream[], models: Map<string, ModelReading>): Uint8Array {
+const activeSlotsCache = new WeakMap<
+  Map<string, ModelReading>,
+  { streams: ScheduledStream[]; stated: StatedHours | null; slots: Uint8Array; useStated: boolean }
+>();
+/**
+ * The practice's active hours, and whether they are its stated hours (hours.ts): until its changes show its own,
+ * every hour of the week is alike, and the practice's hours are read as they come, unless its operator stated them.
+ */
+function activeSlotsOf(
+  streams: ScheduledStream[],
+  models: Map<string, ModelReading>,
+  stated: StatedHours | null,
+): { slots: Uint8Array; useStated: boolean } {
   const cached = activeSlotsCache.get(models);
-  if (cached && cached.streams === streams) return cached.slots;
+  if (cached && cached.streams === streams && cached.stated === stated) return cached;
   const read = streams.map((s) => models.get(s.resource)).filter((m): m is ModelReading => m !== undefined);
   const byHour = read.map((m) => m.byHour).filter((h): h is HourOfDay => h !== undefined);
-  // Until its changes show its hours, every hour of the week is alike: the practice's hours are read as they come.
-  const slots =
-    byHour.length === read.length && !hoursShown(byHour) ? new Uint8Array(SLOTS).fill(1) : activeSlots(read.map((m) => m.rates));
-  activeSlotsCache.set(models, { streams, slots });
-  return slots;
+  const unknown = byHour.length === read.length && !hoursShown(byHour);
+  const useStated = unknown && stated !== null;
+  const slots = useStated ? stated.slots : unknown ? new Uint8Array(SLOTS).fill(1) : activeSlots(read.map((m) => m.rates));
+  activeSlotsCache.set(models, { streams, stated, slots, useStated });
+  return { slots, useStated };
 }
 
 /** A source is active in an hour of the week when its streams are expected to change this often then (changes an hour)... */

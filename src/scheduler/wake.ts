@@ -18,7 +18,7 @@
  *
  * A segment ends where an input derived from time jumps: the practice's next
  * hour (a slot of the change model: busy hours, opening hours and
- * exploration start and stop there), the quota day's end and its last
+ * exploration start and stop there), a stated opening (hours.ts), the quota day's end and its last
  * minutes (the sweep), a pause ending, a cron fire, a stream's notifications
  * or windows leaving the lookback the plan reads them in (a window that
  * found too few changes to be a surprise has no surprise to let go of; one
@@ -37,6 +37,7 @@ import type { SourceConfig } from '../config/schema.ts';
 import type { ScheduleSettings } from '../config/schedules.ts';
 import { nextSlotEdge } from '../time.ts';
 import { earliestDue, SWEEP_MINUTES } from './budget.ts';
+import { nextOpening, statedHours } from './hours.ts';
 import { REREAD_MS, viewAt, WEBHOOK_LOOKBACK_MS, type ModelReading, type SourceReadings, type SourceView } from './observe.ts';
 import type { ScheduledStream } from './plan.ts';
 import { EVIDENCE_LOOKBACK_HOURS, WAKE_LOOKBACK_HOURS, WAKE_MIN_CHANGES } from './rates.ts';
@@ -72,6 +73,11 @@ export function segmentEnd(w: WakeInput, after: number, until: number): number {
     if (c > after && c < end) end = c;
   };
   consider(nextSlotEdge(after, sourceTimeZone(w.source)));
+  // A practice planned by its stated hours reads its rates from its checks from its stated opening on (observe.ts),
+  // which need not fall on an hour.
+  const stated = statedHours(w.source);
+  const opening = stated && nextOpening(stated, after, sourceTimeZone(w.source));
+  if (opening) consider(opening);
   // The decider reads the source again here (observe.ts, REREAD_MS), and what the plan reads of its practice's excess
   // with it.
   consider(readings.at.getTime() + REREAD_MS);

@@ -149,6 +149,15 @@ function renderSource(s: StatusPageData['sources'][number], health: SourceHealth
     b.atWorkSince !== null
       ? item('Working day', `hours not known yet: its checks found it at work since ${time(new Date(b.atWorkSince), now)}`, 'at-work')
       : '',
+    b.hoursStated !== null
+      ? item(
+          'Hours',
+          b.hoursStated.inUse
+            ? `as stated (${esc(b.hoursStated.hours.join(', '))}) until its changes show its own`
+            : `as its changes show them; the stated ${esc(b.hoursStated.hours.join(', '))} are no longer used`,
+          'hours-stated',
+        )
+      : '',
     q ? item('Quota day resets', time(new Date(q.resetsAt), now), 'resets') : '',
   ];
   return `<section class="source" aria-labelledby="${id}">

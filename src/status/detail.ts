@@ -123,6 +123,11 @@ export interface BudgetStatus {
    * from which its streams' rates are read (docs/operations.md). Null otherwise, and before one.
    */
   atWorkSince: string | null;
+  /**
+   * The opening hours its operator stated (the source's `hours`), and whether the plan goes by them: until the
+   * practice's own changes show its hours, then by those (docs/operations.md). Null when none are stated.
+   */
+  hoursStated: { hours: string[]; inUse: boolean } | null;
 }
 
 /**
@@ -265,6 +270,7 @@ export async function collectStatus(
         reserve: view.plan.reserve,
         workday: view.workday && workdayStatus(view.workday),
         atWorkSince: view.atWorkSince?.toISOString() ?? null,
+        hoursStated: 'hours' in source && source.hours ? { hours: source.hours, inUse: view.hoursStated } : null,
       },
       resources,
       ...(options.check ? { connectivity: await connectivityOf(app, source) } : {}),

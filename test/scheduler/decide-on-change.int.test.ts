@@ -70,18 +70,22 @@ describe('deciding when a plan can change', () => {
   // planned again then. Without, only its own checks do, and most ticks plan nothing.
   // A new practice (no history) with webhooks reads its day from its notifications (observe.ts, workdayOf): its
   // forecasts move with the clock between them.
-  for (const [name, day, webhooks, share, historyDays] of [
-    ['the reference day, with webhooks', REFERENCE_DAY, true, 1, 14],
-    ['an evening rush, without webhooks', EVENING_DAY, false, 0.5, 14],
-    ["a new practice's first day, with webhooks", REFERENCE_DAY, true, 1, 0],
-    ['a new practice opening at 18:00, with webhooks', EVENING_DAY, true, 1, 0],
+  for (const [name, day, webhooks, share, historyDays, hours] of [
+    ['the reference day, with webhooks', REFERENCE_DAY, true, 1, 14, null],
+    ['an evening rush, without webhooks', EVENING_DAY, false, 0.5, 14, null],
+    ["a new practice's first day, with webhooks", REFERENCE_DAY, true, 1, 0, null],
+    ['a new practice opening at 18:00, with webhooks', EVENING_DAY, true, 1, 0, null],
     // Without webhooks, a new practice's streams take turns to explore it, and its rates are read from when its checks
     // found it at work (observe.ts, atWorkSince): they move with the clock too.
-    ["a new practice's first day, without webhooks", REFERENCE_DAY, false, 0.5, 0],
+    ["a new practice's first day, without webhooks", REFERENCE_DAY, false, 0.5, 0, null],
+    // Told its hours, its rates are read from its checks since its stated opening (here at a quarter to the hour, so
+    // no slot edge marks it), and it is looked at once ten minutes after (hours.ts, OPENING_LOOK_MINUTES).
+    ["a new practice's first day, its hours stated, without webhooks", REFERENCE_DAY, false, 0.5, 0, ['Mon-Sat 07:45-19:00']],
   ] as const) {
     it(`dispatches what planning at every tick dispatches: ${name}`, DAY_TIMEOUT, async () => {
-      const every = await play(day, { webhooks, historyDays, planEveryTick: true });
-      const onChange = await play(day, { webhooks, historyDays });
+      const source = hours ? { source: { hours } } : {};
+      const every = await play(day, { webhooks, historyDays, planEveryTick: true, ...source });
+      const onChange = await play(day, { webhooks, historyDays, ...source });
       expect(onChange.dispatches.length).toBeGreaterThan(50);
       expect(onChange.dispatches).toEqual(every.dispatches);
       // Planning every tick plans the one source once a tick; on change, fewer times, probes for the next one included.

@@ -228,3 +228,40 @@ describe("a new practice's first day, without webhooks", () => {
     expect(stale[Math.floor(0.95 * (stale.length - 1))]).toBeLessThanOrEqual(35);
   });
 });
+
+describe("a new practice's first day, without webhooks, its hours stated", () => {
+  it(
+    'plans by the stated hours until its changes show its own: no looks through the night, the day read as told',
+    DAY_TIMEOUT,
+    async () => {
+      const stated = ['Mon-Sat 08:00-19:00'];
+      const r = await startRig({ budget: 150, historyDays: 0, webhooks: false, source: { hours: stated } });
+      const { played, noon } = await playReferenceDay(r);
+      // Status says the plan goes by the stated hours, not by when its checks found it at work.
+      expect(noon!.budget.hoursStated).toEqual({ hours: stated, inUse: true });
+      expect(noon!.budget.atWorkSince).toBeNull();
+      const said = statusTexts(noon!, new Date(r.dayStart + 12 * HOUR));
+      expect(said.cli).toContain('hours: as stated (Mon-Sat 08:00-19:00) until its changes show its own');
+      expect(said.page).toContain('as stated (Mon-Sat 08:00-19:00) until its changes show its own');
+
+      // Nothing is looked at in the night it is closed (told the hours, it does not explore them), and its busy
+      // streams are read through its day.
+      expect(r.requestsOn(r.dayStart, r.dayStart + 8 * HOUR).requests).toBe(0);
+      expect(r.requestsOn(r.dayStart, r.dayStart + DAY).requests).toBeLessThanOrEqual(150);
+      const busy = played.changes.filter((c) => ['appointments', 'customers', 'orders'].includes(c.resource));
+      expect(busy.filter((c) => c.visibleAt === null)).toEqual([]);
+      const stale = stalenessMinutes(busy).sort((a, b) => a - b);
+      // Not told its hours, the same day's p95 is up to 35 minutes (the test above).
+      expect(stale[Math.floor(0.95 * (stale.length - 1))]).toBeLessThanOrEqual(20);
+
+      // Its day's changes show its hours (a weekday's changes count once it is over): from then on the plan goes by
+      // what they show.
+      r.clock.set(r.dayStart + DAY + HOUR);
+      const [after] = await collectStatus(r.app, r.config);
+      expect(after!.budget.hoursStated).toEqual({ hours: stated, inUse: false });
+      expect(statusTexts(after!, new Date(r.clock.ms)).cli).toContain(
+        'hours: as its changes show them (the stated Mon-Sat 08:00-19:00 are no longer used)',
+      );
+    },
+  );
+});

@@ -101,6 +101,11 @@ export function printStatus(statuses: SourceStatus[], now: Date): void {
             : '') +
           (b.atWorkSince !== null
             ? `  hours: not known yet; its checks found it at work today since ${b.atWorkSince} (each of its streams not checked since is checked once)\n`
+            : '') +
+          (b.hoursStated !== null
+            ? b.hoursStated.inUse
+              ? `  hours: as stated (${b.hoursStated.hours.join(', ')}) until its changes show its own\n`
+              : `  hours: as its changes show them (the stated ${b.hoursStated.hours.join(', ')} are no longer used)\n`
             : ''),
       );
       process.stdout.write(describeSyncChecks(b));
