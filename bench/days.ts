@@ -14,6 +14,7 @@
  *   npm run bench:days -- --budget-only        the budget policies alone, no baselines or curves
  *   npm run bench:days -- --budget-only --budgets 150,600 --webhooks off   those budgets, without webhooks only
  *   npm run bench:days -- --seed 8             another draw of the same days (the changes' instants and the rig's chance)
+ *   npm run bench:days -- --hours "Mon-Sat 08:00-19:00"   the budget policies told the practice's hours, as (a) is
  *
  * Policies: budget 150 with and without webhooks, and the baselines, each
  * through the real scheduler with pinned crons (schedules.overrides):
@@ -34,6 +35,7 @@ import { cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { Purpose } from '../src/api/http.ts';
+import { parseHours } from '../src/config/hours.ts';
 import { createBenchDatabase, startBenchServer, type BenchServer } from './support/db.ts';
 import { CANDIDATES, policyName, predict, rigOptions, SIZES, type Baseline, type Policy } from './support/baselines.ts';
 import { DayRig, HOUR, localMidnight } from './support/day-rig.ts';
@@ -53,6 +55,7 @@ const { values } = parseArgs({
     budgets: { type: 'string' },
     webhooks: { type: 'string' },
     seed: { type: 'string' },
+    hours: { type: 'string' },
   },
 });
 /** Streams whose every dispatch (time, purpose, reason) is printed to stderr, for reading a day's decisions. */
@@ -96,6 +99,22 @@ if (!Number.isInteger(SEED) || SEED < 1) {
   process.stderr.write(`--seed: "${values.seed}" is not a positive whole number\n`);
   process.exit(2);
 }
+
+/** The practice's opening hours stated to pmsync (--hours "Mon-Sat 08:00-19:00"; entries split by ";"), as the cron (a) is told them. */
+const HOURS = values.hours ? values.hours.split(';').map((h) => h.trim()) : undefined;
+if (HOURS) {
+  const { problems } = parseHours(HOURS);
+  if (problems.length > 0) {
+    process.stderr.write(`--hours: ${problems.join('; ')}\n`);
+    process.exit(2);
+  }
+}
+const budgetPolicy = (budget: number, webhooks: boolean): Policy => ({
+  kind: 'budget',
+  budget,
+  webhooks,
+  ...(HOURS ? { hours: HOURS } : {}),
+});
 
 interface Result {
   day: string;
@@ -228,8 +247,8 @@ interface Verdict {
 
 function verdicts(day: HeldOutDay, results: Result[], crons: Result[]): Verdict[] {
   const out: Verdict[] = [];
-  const withHooks = results.find((r) => r.policy === policyName({ kind: 'budget', budget: BUDGET, webhooks: true }));
-  const without = results.find((r) => r.policy === policyName({ kind: 'budget', budget: BUDGET, webhooks: false }));
+  const withHooks = results.find((r) => r.policy === policyName(budgetPolicy(BUDGET, true)));
+  const without = results.find((r) => r.policy === policyName(budgetPolicy(BUDGET, false)));
   const v = (target: string, r: Result, measured: string, holds: boolean) =>
     out.push({ day: day.key, target, policy: r.policy, measured, holds });
   if (withHooks) {
@@ -419,11 +438,11 @@ try {
   for (const day of days) {
     const dayResults: Result[] = [];
     for (const budget of BUDGETS) {
-      if (HOOKS !== 'off') dayResults.push(await play(server, day, { kind: 'budget', budget, webhooks: true }));
-      if (HOOKS !== 'on') dayResults.push(await play(server, day, { kind: 'budget', budget, webhooks: false }));
+      if (HOOKS !== 'off') dayResults.push(await play(server, day, budgetPolicy(budget, true)));
+      if (HOOKS !== 'on') dayResults.push(await play(server, day, budgetPolicy(budget, false)));
     }
-    const withHooks = dayResults.find((r) => r.policy === policyName({ kind: 'budget', budget: BUDGET, webhooks: true }));
-    const without = dayResults.find((r) => r.policy === policyName({ kind: 'budget', budget: BUDGET, webhooks: false }));
+    const withHooks = dayResults.find((r) => r.policy === policyName(budgetPolicy(BUDGET, true)));
+    const without = dayResults.find((r) => r.policy === policyName(budgetPolicy(BUDGET, false)));
     for (const kind of baselines) {
       const against = kind === 'cron+webhooks' ? withHooks : without;
       if (!against) continue;
@@ -433,7 +452,7 @@ try {
     }
     const dayCurve: Result[] = [];
     if (FULL && !values['budget-only'] && (day.key === 'reference' || day.key === 'evening')) {
-      for (const budget of [50, 100, 300, 600, 900]) dayCurve.push(await play(server, day, { kind: 'budget', budget, webhooks: false }));
+      for (const budget of [50, 100, 300, 600, 900]) dayCurve.push(await play(server, day, budgetPolicy(budget, false)));
       for (const every of [240, 120, 60, 30, 15]) dayCurve.push(await play(server, day, { kind: 'cron', every }));
       curves.push(...[...(without ? [without] : []), ...dayCurve].sort((a, b) => a.requests - b.requests));
     }

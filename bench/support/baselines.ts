@@ -38,7 +38,8 @@ export const INCREMENTAL = CORE_STREAMS.filter((s) => s.mode !== 'full').map((s)
 export const FULL_STREAMS = CORE_STREAMS.filter((s) => s.mode === 'full').map((s) => s.resource);
 
 export type Policy =
-  | { kind: 'budget'; budget: number; webhooks: boolean }
+  /** `hours`: the practice's opening hours stated to pmsync (a source's `hours`), as the opening-hours cron is told them. */
+  | { kind: 'budget'; budget: number; webhooks: boolean; hours?: readonly string[] }
   /** (a) busy streams every N minutes in opening hours, the rest nightly. */
   | { kind: 'hours-cron'; every: number }
   /** (b) every stream on one plain cron every N minutes. */
@@ -72,7 +73,7 @@ export function cronOf(p: Exclude<Policy, { kind: 'budget' }>, resource: string)
 export function policyName(p: Policy): string {
   switch (p.kind) {
     case 'budget':
-      return `budget ${p.budget}${p.webhooks ? ' + webhooks' : ', no webhooks'}`;
+      return `budget ${p.budget}${p.webhooks ? ' + webhooks' : ', no webhooks'}${p.hours ? `, hours stated (${p.hours.join('; ')})` : ''}`;
     case 'hours-cron':
       return `(a) busy \`${hoursCron(p.every)}\`, rest nightly`;
     case 'cron':
@@ -83,7 +84,7 @@ export function policyName(p: Policy): string {
 }
 
 export function rigOptions(p: Policy): Partial<RigOptions> {
-  if (p.kind === 'budget') return { budget: p.budget, webhooks: p.webhooks };
+  if (p.kind === 'budget') return { budget: p.budget, webhooks: p.webhooks, ...(p.hours ? { source: { hours: p.hours } } : {}) };
   // The whole allowance as budget, so the schedule decides, not the budget.
   return {
     budget: 900,
