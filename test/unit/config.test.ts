@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.ts';
 import { STREAM_REGISTRY } from '../../src/sync/stream-registry.ts';
-import { ConfigError } from '../../src/errors.ts';
+import { configProblems as problems } from '../support/config-problems.ts';
 
 const goodEnv = {
   CORE_BASE_URL: 'https://api.example.com/api/v1',
@@ -12,16 +12,6 @@ const goodEnv = {
   CORE_USERNAME: 'sync-user',
   CORE_PASSWORD: 'pw-xyz',
 };
-
-function problems(fn: () => unknown): string[] {
-  try {
-    fn();
-  } catch (err) {
-    if (err instanceof ConfigError) return err.problems;
-    throw err;
-  }
-  throw new Error('expected a ConfigError');
-}
 
 describe('loadConfig', () => {
   it('builds one Core source from CORE_* variables with documented defaults', () => {

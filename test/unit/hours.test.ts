@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseHours } from '../../src/config/hours.ts';
 import { loadConfig } from '../../src/config/load.ts';
-import { ConfigError } from '../../src/errors.ts';
+import { configProblems } from '../support/config-problems.ts';
 import { nextOpening, openingLookOn, openingOn, spreadOverHours, statedHours } from '../../src/scheduler/hours.ts';
 import { STREAM_REGISTRY } from '../../src/sync/stream-registry.ts';
 import { slotOf } from '../../src/time.ts';
@@ -17,16 +17,6 @@ function openSlots(entries: string[]): string[] {
   const out: string[] = [];
   hours.slots.forEach((v, i) => v && out.push(`${days[Math.floor(i / 24)]} ${i % 24}`));
   return out;
-}
-
-function problemsOf(fn: () => unknown): string[] {
-  try {
-    fn();
-  } catch (err) {
-    if (err instanceof ConfigError) return err.problems;
-    throw err;
-  }
-  throw new Error('expected a ConfigError');
 }
 
 describe('stated opening hours', () => {
@@ -56,17 +46,17 @@ describe('stated opening hours', () => {
     const file = join(dir, 'c.json');
     const source = { name: 'clinic', kind: 'core', baseUrl: 'https://api.example.com/api/v1', apikey: 'k1', username: 'u', password: 'p1' };
     writeFileSync(file, JSON.stringify({ sources: [{ ...source, hours: ['Mon-Fri 8-19', 'Sat 13:00-09:00'] }] }));
-    expect(problemsOf(() => loadConfig(STREAM_REGISTRY, { configFile: file, env: {} }))).toEqual([
+    expect(configProblems(() => loadConfig(STREAM_REGISTRY, { configFile: file, env: {} }))).toEqual([
       expect.stringMatching(/: sources\[0\]\.hours: "Mon-Fri 8-19": not days and a range of times/),
       expect.stringMatching(/: sources\[0\]\.hours: "Sat 13:00-09:00": the range ends before it starts/),
     ]);
     writeFileSync(file, JSON.stringify({ sources: [{ ...source, hours: [] }] }));
-    expect(problemsOf(() => loadConfig(STREAM_REGISTRY, { configFile: file, env: {} }))).toEqual([
+    expect(configProblems(() => loadConfig(STREAM_REGISTRY, { configFile: file, env: {} }))).toEqual([
       expect.stringMatching(/: sources\[0\]\.hours: state at least one range/),
     ]);
 
     const env = { CORE_BASE_URL: 'https://api.example.com/api/v1', CORE_APIKEY: 'key-abc', CORE_USERNAME: 'u', CORE_PASSWORD: 'pw' };
-    const list = problemsOf(() => loadConfig(STREAM_REGISTRY, { env: { ...env, CORE_HOURS: 'Mon-Fri 8-19; Caturday 09:00-13:00' } }));
+    const list = configProblems(() => loadConfig(STREAM_REGISTRY, { env: { ...env, CORE_HOURS: 'Mon-Fri 8-19; Caturday 09:00-13:00' } }));
     expect(list).toEqual([
       expect.stringMatching(/^environment: CORE_HOURS "Mon-Fri 8-19; Caturday 09:00-13:00" is not valid \("Mon-Fri 8-19": not days/),
       expect.stringMatching(/^environment: CORE_HOURS .* is not valid \("Caturday 09:00-13:00": days are Mon/),

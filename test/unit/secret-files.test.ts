@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.ts';
 import { STREAM_REGISTRY } from '../../src/sync/stream-registry.ts';
 import { secretFiles } from '../../src/config/secrets.ts';
-import { ConfigError } from '../../src/errors.ts';
+import { configProblems as problems } from '../support/config-problems.ts';
 
 const KEY = 'file-key-7Qx2';
 const PASSWORD = 'file-pass-M4z8';
@@ -34,16 +34,6 @@ function write(dir: string, config: unknown, name = 'pmsync.json'): string {
   const file = join(dir, name);
   writeFileSync(file, JSON.stringify(config));
   return file;
-}
-
-function problems(fn: () => unknown): string[] {
-  try {
-    fn();
-  } catch (err) {
-    if (err instanceof ConfigError) return err.problems;
-    throw err;
-  }
-  throw new Error('expected a ConfigError');
 }
 
 describe('{ "file": ... } secrets', () => {

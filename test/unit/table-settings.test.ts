@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.ts';
 import { STREAM_REGISTRY } from '../../src/sync/stream-registry.ts';
 import { type SourceConfig } from '../../src/config/schema.ts';
-import { ConfigError } from '../../src/errors.ts';
+import { configProblems } from '../support/config-problems.ts';
 import { validateRecords, idReader } from '../../src/sync/page.ts';
 import appointments from '../../src/sync/streams/core/appointments.ts';
 import { REST_STREAMS, PRO_STREAMS } from '../../src/sync/streams/index.ts';
@@ -23,13 +23,7 @@ function load(sources: unknown[]): SourceConfig[] {
 }
 
 function problems(sources: unknown[]): string[] {
-  try {
-    load(sources);
-  } catch (err) {
-    if (err instanceof ConfigError) return err.problems;
-    throw err;
-  }
-  throw new Error('expected a ConfigError');
+  return configProblems(() => load(sources));
 }
 
 describe('columns and history in the config file', () => {
