@@ -169,7 +169,7 @@ describe('one answer per mistake', () => {
   it('lists the problems of every level of a config file at once', async () => {
     const file = writeConfig({
       colour: 'blue',
-      sources: [coreEntry(sim, 'clinic', TENANT, { lagSeconds: -1, streams: ['custmers'] })],
+      sources: [coreEntry(sim, 'clinic', TENANT, { lagSeconds: -1, streams: ['custmers'], hours: ['Mon-Fri 8-19'] })],
       schedules: { budget: 'lots', overrides: [{ source: 'clinik', cron: 'off' }] },
       webhooks: { concurrency: 0 },
     });
@@ -181,13 +181,14 @@ describe('one answer per mistake', () => {
         expect.stringMatching(/\(root\): unknown key "colour"/),
         expect.stringMatching(/sources\[0\]\.lagSeconds: /),
         expect.stringMatching(/sources\[0\]\.streams\[0\]: "custmers" is not a resource of the core API/),
+        expect.stringMatching(/sources\[0\]\.hours: "Mon-Fri 8-19": not days and a range of times \(write e\.g\. "Mon-Fri 08:00-19:00"\)$/),
         expect.stringMatching(/schedules\.budget: /),
         expect.stringMatching(/schedules\.overrides\[0\]\.source: no source named "clinik" \(did you mean "clinic"\?\)$/),
         expect.stringMatching(/webhooks\.concurrency: /),
         expect.stringMatching(/LOG_LEVEL: "loud" is not a log level/),
       ]),
     );
-    expect(lines).toHaveLength(7);
+    expect(lines).toHaveLength(8);
     expect(res.requests).toEqual([]);
   });
 });
