@@ -248,14 +248,31 @@ export function zonedToUtc(y: number, m: number, d: number, h: number, timeZone:
   return new Date(guess);
 }
 
-/** The instant of the local midnight that began the day of `ms` in `timeZone`. */
-export function localDayStart(ms: number, timeZone: string): number {
+/** The instant of the local midnight that began the day of `ms` in `timeZone`, worked out through Intl. */
+function dayStartOf(ms: number, timeZone: string): number {
   const [y, m, d] = dateInZone(new Date(ms), timeZone).split('-').map(Number) as [number, number, number];
   return zonedToUtc(y, m, d, 0, timeZone).getTime();
 }
 
+/**
+ * Each zone's latest local day, [start, next midnight): the scheduler asks for the day of the same few instants at
+ * every source it reads, and each answer through Intl's formatting cost about as much as reading the source.
+ */
+const lastDay = new Map<string, { start: number; end: number }>();
+
+/** The instant of the local midnight that began the day of `ms` in `timeZone`. */
+export function localDayStart(ms: number, timeZone: string): number {
+  const day = lastDay.get(timeZone);
+  if (day && ms >= day.start && ms < day.end) return day.start;
+  const start = dayStartOf(ms, timeZone);
+  // Noon of the next day is a day ahead whatever the zone's offsets do (a day is 23 to 25 hours).
+  lastDay.set(timeZone, { start, end: dayStartOf(start + 36 * 3_600_000, timeZone) });
+  return start;
+}
+
 /** The instant of the next local midnight after `ms` in `timeZone`. */
 export function nextLocalMidnight(ms: number, timeZone: string): number {
-  // Noon of the next day is a day ahead whatever the zone's offsets do (a day is 23 to 25 hours).
-  return localDayStart(localDayStart(ms, timeZone) + 36 * 3_600_000, timeZone);
+  // Leaves the day of `ms` as the zone's latest.
+  localDayStart(ms, timeZone);
+  return lastDay.get(timeZone)!.end;
 }
