@@ -12,7 +12,7 @@
  * day (docs/operations.md).
  */
 import { parseHours, type StatedHours } from '../config/hours.ts';
-import { dateInZone, localDayStart, zonedToUtc } from '../time.ts';
+import { localDayStart, nextLocalMidnight, slotOf, zoneOffsetMs } from '../time.ts';
 
 export type { StatedHours };
 
@@ -67,15 +67,20 @@ export const OPENING_LOOK_MINUTES = 10;
 
 /**
  * The instant of the earliest stated opening of the local day of `ms`, plus `afterMinutes`; null when closed that
- * day.
+ * day. From the zone's local midnight and offsets, both kept per zone (time.ts): a plan asks this at every
+ * evaluation, and Intl's formatting would cost more than the rest of it.
  */
 export function openingOn(hours: StatedHours, ms: number, timeZone: string, afterMinutes = 0): number | null {
-  const [y, m, d] = dateInZone(new Date(ms), timeZone).split('-').map(Number) as [number, number, number];
-  const weekday = new Date(Date.UTC(y, m - 1, d)).getUTCDay();
-  const opens = hours.opens[weekday]!;
+  return openingFrom(hours, localDayStart(ms, timeZone), timeZone, afterMinutes);
+}
+
+/** openingOn for the day that begins at `dayStart`, a local midnight. */
+function openingFrom(hours: StatedHours, dayStart: number, timeZone: string, afterMinutes = 0): number | null {
+  const opens = hours.opens[Math.floor(slotOf(dayStart, timeZone) / 24)]!;
   if (opens < 0) return null;
-  const minutes = opens + afterMinutes;
-  return zonedToUtc(y, m, d, Math.floor(minutes / 60), timeZone).getTime() + (minutes % 60) * 60_000;
+  // Minutes of wall-clock time after midnight, less what the zone's offset moved since (a daylight-saving change).
+  const wall = dayStart + (opens + afterMinutes) * 60_000;
+  return wall - (zoneOffsetMs(wall, timeZone) - zoneOffsetMs(dayStart, timeZone));
 }
 
 /** The instant of the opening look of the local day of `ms` (OPENING_LOOK_MINUTES after its opening); null when closed. */
@@ -85,10 +90,11 @@ export function openingLookOn(hours: StatedHours, ms: number, timeZone: string):
 
 /** The first stated opening after `after`, within the next eight days; null when none (no day open). */
 export function nextOpening(hours: StatedHours, after: number, timeZone: string): number | null {
+  let dayStart = localDayStart(after, timeZone);
   for (let day = 0; day <= 8; day++) {
-    // The day `day` days after the one of `after`, from its noon: a day is 23 to 25 hours long.
-    const at = openingOn(hours, localDayStart(after, timeZone) + day * 86_400_000 + 12 * 3_600_000, timeZone);
+    const at = openingFrom(hours, dayStart, timeZone);
     if (at !== null && at > after) return at;
+    dayStart = nextLocalMidnight(dayStart, timeZone);
   }
   return null;
 }

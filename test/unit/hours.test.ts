@@ -104,5 +104,10 @@ describe('stated opening hours', () => {
     expect(iso(nextOpening(hours, Date.parse('2026-11-19T13:29:00Z'), zone))).toBe('2026-11-19T13:30:00.000Z');
     expect(iso(nextOpening(hours, Date.parse('2026-11-19T13:30:00Z'), zone))).toBe('2026-11-20T13:30:00.000Z');
     expect(nextOpening(parseHours([]).hours, Date.parse('2026-11-19T13:30:00Z'), zone)).toBeNull();
+    // On the days of the changes themselves, the wall clock's 08:00 after the hour gained or lost at 2:00.
+    const sundays = parseHours(['Sun 08:00-12:00']).hours;
+    expect(iso(openingOn(sundays, Date.parse('2026-03-08T15:00:00Z'), zone))).toBe('2026-03-08T12:00:00.000Z');
+    expect(iso(openingOn(sundays, Date.parse('2026-11-01T15:00:00Z'), zone))).toBe('2026-11-01T13:00:00.000Z');
+    expect(iso(openingLookOn(sundays, Date.parse('2026-03-08T15:00:00Z'), zone))).toBe('2026-03-08T12:10:00.000Z');
   });
 });
