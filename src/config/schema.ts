@@ -37,7 +37,7 @@ export const DEFAULT_RESERVE_PERCENT = 10;
 export const DEFAULT_MAX_RESPONSE_BYTES = 16 * 1024 * 1024;
 
 const timeZone = z.string().refine(isValidTimeZone, 'not a known IANA time zone (e.g. UTC, America/New_York)');
-/** Opening hours: each entry days and a range of times (src/scheduler/hours.ts, parseHours). */
+/** Opening hours: each entry days and a range of times (./hours.ts, parseHours). */
 const openingHours = z
   .array(z.string())
   .min(1, 'state at least one range, e.g. ["Mon-Fri 08:00-19:00"], or leave hours out')
