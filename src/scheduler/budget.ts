@@ -147,6 +147,11 @@ export interface SourceInput {
    * known, no exploration.
    */
   activeSlots?: Uint8Array | null;
+  /**
+   * `activeSlots` are the hours its operator states (config `hours`, src/scheduler/hours.ts), not learned: the
+   * practice closes when they end.
+   */
+  hoursStated?: boolean;
   /** Webhooks are registered for the source (notifications will come, whether or not any has yet). */
   webhooksRegistered?: boolean;
   /**
@@ -1097,6 +1102,15 @@ function closingReach(input: SourceInput, now: number): boolean {
 
 /** Expected unread changes (per request) that make the closing check worth it: about one chance in two. */
 const CLOSING_MIN_CHANGES = 0.5;
+/**
+ * The same where the practice closes when the hours its operator stated end: about one chance in five. What the
+ * closing check leaves waits all evening (the sweep reads only what is known to wait), twenty times the wait of a
+ * change left in the busy hours, and the close is the operator's word, not a rate fading in a model. At one chance
+ * in two, a new practice's customers, last checked six minutes before its stated close, kept a change unread until
+ * midnight. Learned hours keep one in two: at one in five the held-out days read their busy changes up to a minute
+ * later at the 95th percentile (bench/RESULTS.md, "After: the closing check of a practice told its hours").
+ */
+const CLOSING_MIN_CHANGES_STATED = 0.2;
 /** A stream gets a closing check after an hour this busy (changes an hour); slower ones wait for the sweep. */
 const CLOSING_MIN_PER_HOUR = 3;
 
@@ -1271,7 +1285,8 @@ function decide(
       (!busyHour(busyRate(s, slot, slot)) || afterClosing(s, input, slot, now)) &&
       busyRate(s, slotOf(now - 3_600_000, input.timeZone), slot) >= CLOSING_MIN_PER_HOUR &&
       closingReach(input, now) &&
-      expectedSince(s.rates, input.timeZone, last, now).changes >= CLOSING_MIN_CHANGES * s.cost &&
+      expectedSince(s.rates, input.timeZone, last, now).changes >=
+        (input.hoursStated ? CLOSING_MIN_CHANGES_STATED : CLOSING_MIN_CHANGES) * s.cost &&
       !busyLater(s, input, slot)
     ) {
       return { due: { purpose, reason: 'interval' }, waiting: null };

@@ -711,6 +711,7 @@ export function viewAt(
     webhooksRegistered,
     lagMs,
     activeSlots,
+    hoursStated: useStated,
     backfillLeft: exhausted ? 0 : Math.max(0, quota.allowance - quota.used - Math.max(0, quota.budget - quota.budgetUsed)),
     streams: [...inputs.values()],
     pinned,
