@@ -20,9 +20,9 @@ import { assertPolicy } from '../state/privacy-policies.ts';
 import { clearQuarantine, quarantine, type Rejected } from '../state/quarantine.ts';
 import type { DriftObserver } from './drift.ts';
 import { applyPolicy } from './privacy-policies.ts';
-import { DEFAULT_SETTINGS, remap, settingsFor, type ColumnOverride, type TableSettings } from './table-settings.ts';
+import { DEFAULT_SETTINGS, remap, settingsFor, type TableSettings } from './table-settings.ts';
 import type { MappedRow, PageTotals, TableDef } from '../db/table.ts';
-import type { StreamBase } from './types.ts';
+import type { ColumnOverride, StreamBase } from './types.ts';
 
 export type ValidRow = MappedRow & { raw: unknown };
 

@@ -21,9 +21,8 @@ import { keyFingerprint, stricterOf, type Normalise, type ValueShape } from '../
 import { OPEN_STORED, type StoredPolicy } from '../privacy/stored.ts';
 import { suggestion } from '../strict-schema.ts';
 import { PRO_STREAMS, REST_STREAMS } from './streams/index.ts';
-import type { ColumnOverride } from './table-settings.ts';
 import type { ColumnType } from '../db/table.ts';
-import type { ColumnFacts, StreamBase } from './types.ts';
+import type { ColumnFacts, ColumnOverride, StreamBase } from './types.ts';
 
 /** A source's policy for one table. */
 export interface TablePolicy extends RecordPolicy {

@@ -9,15 +9,7 @@ import type { SourceConfig } from '../config/schema.ts';
 import { tablePolicy, type TablePolicy } from './privacy.ts';
 import { PRO_STREAMS, restStreamsFor } from './streams/index.ts';
 import type { ProFanOutStream, ProListStream } from './streams/pro/stream.ts';
-import type { StreamBase } from './types.ts';
-
-export interface ColumnOverride {
-  column: string;
-  /** The raw field pmsync reads by default. */
-  defaultField: string;
-  /** The raw field the operator configured instead. */
-  field: string;
-}
+import type { ColumnOverride, StreamBase } from './types.ts';
 
 export interface TableSettings {
   /** Keep `<table>_history` versions. */

@@ -53,3 +53,12 @@ export interface StreamBase<Raw extends Record<string, unknown> = Record<string,
   /** Per typed column: its raw paths and whether it holds personal data (src/sync/columns.ts). */
   columnFacts: Record<string, ColumnFacts>;
 }
+
+/** A typed column read from another raw field than pmsync's default (a source's `columns`, src/sync/table-settings.ts). */
+export interface ColumnOverride {
+  column: string;
+  /** The raw field pmsync reads by default. */
+  defaultField: string;
+  /** The raw field the operator configured instead. */
+  field: string;
+}
