@@ -21,6 +21,7 @@ import { openJobQueue, type JobQueue } from '../../src/queue.ts';
 import { RegistrationApi, registrationUrl } from '../../src/webhooks/registration.ts';
 import { hashToken, newToken } from '../../src/webhooks/secrets.ts';
 import { writeConfig } from '../support/cli.ts';
+import { scaled } from '../support/time-scale.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { coreSourceEntry, openTestApp } from './support.ts';
 
@@ -58,8 +59,16 @@ async function rename(n: number, offset: number, name: string): Promise<string[]
     .list('customers')
     .slice(offset, offset + n)
     .map((c) => String(c.CustomerId));
+  const sent = sim.stats().webhookDeliveries.length;
   for (const id of ids) tenant().update('customers', id, { FirstName: name });
   await sim.webhooksSettled();
+  // Every test below reads these notifications as stored at this instant: a delivery that failed (the receiver
+  // slower than the attempt's timeout, every attempt) would show up later as a check that was never due.
+  const states = sim
+    .stats()
+    .webhookDeliveries.slice(sent)
+    .map((d) => d.state);
+  expect(states, 'every webhook delivery of the renames reached the receiver').toEqual(ids.map(() => 'delivered'));
   return ids;
 }
 
@@ -78,7 +87,7 @@ beforeAll(async () => {
     now: clock.now,
     seed: 31,
     tenants: [{ ...TENANT, sizes: { customers: 120, appointments: 40, orders: 30 } }],
-    webhookTiming: { attemptTimeoutMs: 2_000, retryIntervalMs: 400, maxAttempts: 3 },
+    webhookTiming: { attemptTimeoutMs: scaled(2_000), retryIntervalMs: 400, maxAttempts: 3 },
   });
   db = await createTestDatabase();
   const file = writeConfig({
