@@ -570,6 +570,19 @@ function woken(s: StreamInput): boolean {
   return at !== undefined && explorable(s) && s.lastCheckAt !== null && s.lastCheckAt.getTime() < at.getTime();
 }
 
+/**
+ * Minutes between the checks an interval gives, as the plan counts them: the interval itself. A stream is due at the
+ * first tick at least the interval after its last check, so its checks come up to a tick later, but the interval is
+ * set again at every tick from what is left, and what a plan counts decides where the day's spend goes: counted a
+ * tick short (as before), a plan expected more checks than were made, kept budget back all day and spent it in the
+ * last busy hour, at gaps of 12-14 minutes after a day of 15-16 (the widest gaps make the tail); counted half a tick
+ * long, it spent ahead in the morning and ran at 10-11 checks an hour in the afternoon against 13 (bench/RESULTS.md,
+ * "After: the plan counts the interval's checks as they come").
+ */
+function spacing(interval: number): number {
+  return Math.max(1, interval);
+}
+
 /** Minutes between checks the common interval asks of a polled stream changing `perHour`: never more often than once per expected change. */
 function intervalAt(interval: number | null, perHour: number, cost: number): number {
   if (interval === null || !busyHour(perHour)) return Number.POSITIVE_INFINITY;
@@ -607,11 +620,8 @@ function streamSpend(s: Bounded, input: SourceInput, horizon: Horizon, mu: numbe
       if (perMinute > 0 && Number.isFinite(wait)) out.notified += (minutes * perMinute) / (1 + perMinute * wait);
     } else {
       let x = pollInterval(mu, perMinute, s.cost, s.target !== null && activeHour(perHour) ? s.target : null);
-      // Counted a tick short: the interval runs from the start of the last check, which the tick that dispatched
-      // it may have preceded, and a plan that expects too few checks runs short in the evening, when the widest
-      // gaps would be left.
       const busyNow = busyRate(s, slot, nowSlot);
-      x = Math.min(x, Math.max(1, intervalAt(s.interval, busyNow, s.cost) - settings.tickSeconds / 60));
+      x = Math.min(x, spacing(intervalAt(s.interval, busyNow, s.cost)));
       if (s.explore !== null && input.activeSlots?.[slot]) x = Math.min(x, s.explore);
       if (Number.isFinite(x)) out.polled += minutes / x;
       if (explorable(s) && busyNow >= CLOSING_MIN_PER_HOUR) busyAhead = true;
@@ -670,11 +680,10 @@ function spendCurve(s: Bounded, input: SourceInput, horizon: Horizon): SpendCurv
   // The closing check (decide): one more as its busy hours end today.
   const closing = busyAhead && !busyHour(busyRate(s, horizon[n - 1]![0], nowSlot));
   const floorDue = (s.lastCheckAt?.getTime() ?? input.now.getTime()) + settings.floorHours * 3_600_000 <= input.resetsAt.getTime();
-  const tickMinutes = settings.tickSeconds / 60;
   // A search holds one of the two arguments while it moves the other (findMu the interval, commonInterval the
   // exchange rate): what each piece takes from the held one is kept from the evaluation before. For a polled stream,
-  // its interval in a piece is min(pollInterval(mu), bound(interval)), with bound the common interval's (less a tick)
-  // and the exploration bound's: Math.min is exact and associative, so the result is streamSpend's to the bit.
+  // its interval in a piece is min(pollInterval(mu), bound(interval)), with bound the spacing of the common interval
+  // and the exploration bound: Math.min is exact and associative, so the result is streamSpend's to the bit.
   const perChange: number[] = perMinute.map((pm) => s.cost / pm);
   const poll: number[] = [];
   const bound: number[] = [];
@@ -696,10 +705,7 @@ function spendCurve(s: Bounded, input: SourceInput, horizon: Horizon): SpendCurv
   const boundAt = (interval: number | null) => {
     if (boundInterval !== undefined && Object.is(interval, boundInterval)) return;
     boundInterval = interval;
-    // Counted a tick short: the interval runs from the start of the last check, which the tick that dispatched it
-    // may have preceded, and a plan that expects too few checks runs short in the evening, when the widest gaps
-    // would be left.
-    for (let i = 0; i < n; i++) bound[i] = Math.min(Math.max(1, intervalAt(interval, busyNow[i]!, s.cost) - tickMinutes), explore[i]!);
+    for (let i = 0; i < n; i++) bound[i] = Math.min(spacing(intervalAt(interval, busyNow[i]!, s.cost)), explore[i]!);
   };
   return {
     at(mu, interval) {

@@ -421,6 +421,18 @@ describe('the tail rule', () => {
     expect(due(source(slow, { now: at }))).toEqual({ memberships: null });
   });
 
+  it("counts the interval's checks an interval apart, whatever the tick: the budget is planned for the checks that come", () => {
+    // A stream is due at the first tick an interval after its last check, so its checks come no sooner than the
+    // interval. Counted a tick apart sooner, the plan expected more checks than came and held their budget back for
+    // the evening, by more the longer the tick: the interval the plan sets is the tick's own.
+    const at = new Date('2026-11-23T09:00:00Z');
+    const plan = (tickSeconds: number) =>
+      planSource(source(busy(), { now: at, activeSlots: hours, settings: { ...source([]).settings, tickSeconds } }));
+    const fine = plan(15).intervalMinutes!;
+    expect(fine).toBeGreaterThan(10);
+    expect(plan(300).intervalMinutes).toBeCloseTo(fine, 6);
+  });
+
   it('checks a busy stream once more as its busy hours end, so its last changes do not wait for the sweep', () => {
     const closing = new Date('2026-11-23T19:05:00Z');
     const last = new Date('2026-11-23T18:50:00Z');
