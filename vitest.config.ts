@@ -1,5 +1,6 @@
 import { availableParallelism } from 'node:os';
 import { configDefaults, defineConfig } from 'vitest/config';
+import LongestFirst from './test/support/sequencer.ts';
 import { scaled } from './test/support/time-scale.ts';
 
 /**
@@ -20,6 +21,8 @@ export default defineConfig({
     // Vitest's default is one file fewer than the cores: one at a time on a 2-core CI machine, where most files wait
     // on PostgreSQL, a child process or the injected clock's next tick rather than compute. Two at a time there.
     maxWorkers: Math.max(2, availableParallelism() - 1),
+    // Longest files first, whatever their project: a long file started last runs alone at the end.
+    sequence: { sequencer: LongestFirst },
     projects: [
       {
         test: {
