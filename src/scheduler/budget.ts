@@ -349,7 +349,14 @@ function exploresForHours(input: SourceInput): boolean {
  * atWorkSince). The grid's period is the bound unstretched: the stretch falls as the day goes on, and a grid that
  * moved with it would move turns already due out of reach (wake.ts: what is due stays due).
  */
+const phasesCache = new WeakMap<SourceInput, ExplorePhases | null>();
 function explorePhases(input: SourceInput): ExplorePhases | null {
+  let phases = phasesCache.get(input);
+  if (phases === undefined) phasesCache.set(input, (phases = phasesOf(input)));
+  return phases;
+}
+
+function phasesOf(input: SourceInput): ExplorePhases | null {
   const slots = input.activeSlots;
   if (!slots || slots.some((v) => v === 0) || !exploresForHours(input)) return null;
   const bound = exploreBound(input);
@@ -390,6 +397,38 @@ function activeMinutes(slots: Uint8Array, timeZone: string, from: number, to: nu
   let minutes = 0;
   if (to > from) forEachSlotPiece(from, to, timeZone, (slot, a, b) => (minutes += slots[slot] ? (b - a) / MINUTE : 0));
   return minutes;
+}
+
+/**
+ * The exploring checks a polled stream gets before the reset, counted at their instants (decide): one each time its
+ * active minutes since its last check reach the exploration bound, or, where its streams take turns (explorePhases),
+ * one at each of its turns from a third of a period after its last check. Counted as a share of the active minutes
+ * left instead (a bound of four hours, seven hours before closing: 1.75), a stream explored at 11:59 was priced at
+ * 1.75 more checks though its next turn, at 15:59, would be its last; explored then, it was still priced at 0.8 for an
+ * evening that has none. Through the afternoon the plan held three requests or so back from the busy streams for
+ * exploring that would not come, and gave them back only as the active hours ended: the common interval rose from 15
+ * to 17 minutes at 16:00 and fell back to 15 at 18:30 on the 3x surge (bench/RESULTS.md, "After: checks counted as
+ * they come, and a day's activity read up to what was read"). A count is the same at every instant between two
+ * checks of the stream, as the wake needs (src/scheduler/wake.ts): its active minutes since the last check grow as
+ * those left shrink.
+ */
+function exploreChecks(s: Bounded, input: SourceInput, horizon: Horizon): number {
+  const slots = input.activeSlots;
+  if (s.explore === null || !slots || s.backfill) return 0;
+  const now = input.now.getTime();
+  const last = Math.min(s.lastCheckAt?.getTime() ?? now, now);
+  const phases = explorePhases(input);
+  const phase = phases?.phase.get(s.resource);
+  if (phases && phase !== undefined) {
+    const { period } = phases;
+    const first = phase + Math.ceil((last + period / 3 - phase) / period) * period;
+    const end = input.resetsAt.getTime();
+    return first > end ? 0 : Math.floor((end - first) / period) + 1;
+  }
+  let left = 0;
+  for (const [slot, minutes] of horizon) if (slots[slot]) left += minutes;
+  const margin = input.settings.tickSeconds / 60;
+  return Math.floor((activeMinutes(slots, input.timeZone, last, now) + left + margin) / s.explore);
 }
 
 /** The rest of the quota day as (slot, minutes) pieces: every evaluation of a plan walks the same ones. */
@@ -571,16 +610,22 @@ function woken(s: StreamInput): boolean {
 }
 
 /**
- * Minutes between the checks an interval gives, as the plan counts them: the interval itself. A stream is due at the
- * first tick at least the interval after its last check, so its checks come up to a tick later, but the interval is
- * set again at every tick from what is left, and what a plan counts decides where the day's spend goes: counted a
- * tick short (as before), a plan expected more checks than were made, kept budget back all day and spent it in the
- * last busy hour, at gaps of 12-14 minutes after a day of 15-16 (the widest gaps make the tail); counted half a tick
- * long, it spent ahead in the morning and ran at 10-11 checks an hour in the afternoon against 13 (bench/RESULTS.md,
- * "After: the plan counts the interval's checks as they come").
+ * Minutes between the checks an interval gives, as they come. A stream is due at the first tick at which the
+ * interval has passed since its last check, and its last check is what that check read up to: the source's lag
+ * before it started (observe.ts, lastCheckAt). So its checks come the interval less the lag apart, rounded up to
+ * the tick: every 14 minutes at an interval of 14.9, a lag of a minute and a tick of one. What a plan counts
+ * decides where the day's spend goes. Counted at the interval itself (as before), the plan expected fewer checks
+ * than came: it spent ahead in the morning at gaps of 14 minutes and stretched the afternoon's to 16-17 (the widest
+ * gaps make the tail). Counted a tick short, with no rounding (as before that), it expected more than came, kept
+ * budget back all day and spent it in the last busy hour. Half a tick long spent ahead as well (bench/RESULTS.md,
+ * "After: the plan counts the interval's checks as they come", and "After: checks counted as they come, and a day's
+ * activity read up to what was read").
  */
-function spacing(interval: number): number {
-  return Math.max(1, interval);
+function spacing(interval: number, input: SourceInput): number {
+  const tick = Math.max(1 / 60, input.settings.tickSeconds / 60);
+  const gap = interval - (input.lagMs ?? 0) / MINUTE;
+  // A hair under a whole number of ticks is that number: the interval is searched in floating point.
+  return Math.max(tick, Math.ceil(gap / tick - 1e-9) * tick);
 }
 
 /** Minutes between checks the common interval asks of a polled stream changing `perHour`: never more often than once per expected change. */
@@ -621,12 +666,13 @@ function streamSpend(s: Bounded, input: SourceInput, horizon: Horizon, mu: numbe
     } else {
       let x = pollInterval(mu, perMinute, s.cost, s.target !== null && activeHour(perHour) ? s.target : null);
       const busyNow = busyRate(s, slot, nowSlot);
-      x = Math.min(x, spacing(intervalAt(s.interval, busyNow, s.cost)));
-      if (s.explore !== null && input.activeSlots?.[slot]) x = Math.min(x, s.explore);
+      x = Math.min(x, spacing(intervalAt(s.interval, busyNow, s.cost), input));
       if (Number.isFinite(x)) out.polled += minutes / x;
       if (explorable(s) && busyNow >= CLOSING_MIN_PER_HOUR) busyAhead = true;
     }
   }
+  // Exploring is a least count of checks: where the rates and the interval check a stream at least as often, it adds none.
+  if (!s.webhookFed) out.polled = Math.max(out.polled, exploreChecks(s, input, horizon));
   if (notified) out.safety = safetyChecks(s, input, horizon, notified);
   if (woken(s)) out.polled += 1;
   // The closing check (decide): one more as its busy hours end today.
@@ -658,9 +704,8 @@ function spendCurve(s: Bounded, input: SourceInput, horizon: Horizon): SpendCurv
   const n = horizon.length;
   const minutes: number[] = [];
   const perMinute: number[] = [];
-  // Polled: the freshness target in each piece (NaN: none), the exploration bound there, the busy rate.
+  // Polled: the freshness target in each piece (NaN: none), the busy rate.
   const target: number[] = [];
-  const explore: number[] = [];
   const busyNow: number[] = [];
   let busyAhead = false;
   const notified = s.webhookFed ? notifiedRates(s, horizon) : null;
@@ -671,19 +716,19 @@ function spendCurve(s: Bounded, input: SourceInput, horizon: Horizon): SpendCurv
     perMinute[i] = perHour / 60;
     if (!s.webhookFed) {
       target[i] = s.target !== null && activeHour(perHour) ? s.target : Number.NaN;
-      explore[i] = s.explore !== null && input.activeSlots?.[slot] ? s.explore : Number.POSITIVE_INFINITY;
       busyNow[i] = busyRate(s, slot, nowSlot);
       if (explorable(s) && busyNow[i]! >= CLOSING_MIN_PER_HOUR) busyAhead = true;
     }
   }
   const safety = notified ? safetyChecks(s, input, horizon, notified) : 0;
+  const explored = s.webhookFed ? 0 : exploreChecks(s, input, horizon);
   // The closing check (decide): one more as its busy hours end today.
   const closing = busyAhead && !busyHour(busyRate(s, horizon[n - 1]![0], nowSlot));
   const floorDue = (s.lastCheckAt?.getTime() ?? input.now.getTime()) + settings.floorHours * 3_600_000 <= input.resetsAt.getTime();
   // A search holds one of the two arguments while it moves the other (findMu the interval, commonInterval the
   // exchange rate): what each piece takes from the held one is kept from the evaluation before. For a polled stream,
-  // its interval in a piece is min(pollInterval(mu), bound(interval)), with bound the spacing of the common interval
-  // and the exploration bound: Math.min is exact and associative, so the result is streamSpend's to the bit.
+  // its interval in a piece is min(pollInterval(mu), bound(interval)), with bound the spacing of the common interval:
+  // Math.min is exact and associative, so the result is streamSpend's to the bit.
   const perChange: number[] = perMinute.map((pm) => s.cost / pm);
   const poll: number[] = [];
   const bound: number[] = [];
@@ -705,7 +750,7 @@ function spendCurve(s: Bounded, input: SourceInput, horizon: Horizon): SpendCurv
   const boundAt = (interval: number | null) => {
     if (boundInterval !== undefined && Object.is(interval, boundInterval)) return;
     boundInterval = interval;
-    for (let i = 0; i < n; i++) bound[i] = Math.min(spacing(intervalAt(interval, busyNow[i]!, s.cost)), explore[i]!);
+    for (let i = 0; i < n; i++) bound[i] = spacing(intervalAt(interval, busyNow[i]!, s.cost), input);
   };
   return {
     at(mu, interval) {
@@ -724,6 +769,7 @@ function spendCurve(s: Bounded, input: SourceInput, horizon: Horizon): SpendCurv
           const x = Math.min(poll[i]!, bound[i]!);
           if (Number.isFinite(x)) polled += minutes[i]! / x;
         }
+        polled = Math.max(polled, explored);
       }
       if (woken(s)) polled += 1;
       if (closing) polled += 1;

@@ -585,7 +585,7 @@ export function viewAt(
   const workdayEnd = workday ? Math.min(quota.resetsAt.getTime(), nextLocalMidnight(now.getTime(), timeZone)) : 0;
   for (const s of streams) {
     if (s.schedule.mode !== 'budget') continue;
-    const f = forecastOf(s.resource, readings, models, timeZone, quota, now, workday?.from, spreadOver);
+    const f = forecastOf(s.resource, readings, models, timeZone, quota, now, workday?.from, spreadOver, webhooksRegistered);
     if (!f.readToday) unreadToday = true;
     if (workday && fed(s.resource)) {
       // Its notifications say both how busy the practice is today and that it is still at work: its rate is theirs.
@@ -752,8 +752,9 @@ function forecastOf(
   timeZone: string,
   quota: QuotaSnapshot,
   now: Date,
-  activeFrom?: number,
-  spreadOver?: StatedHours | null,
+  activeFrom: number | undefined,
+  spreadOver: StatedHours | null,
+  webhooksRegistered: boolean,
 ): { model: Float64Array; forecast: Float64Array; activity: number; readToday: boolean } {
   const n = readings.notified.get(resource);
   const learned = models.get(resource)?.rates ?? NO_MODEL_RATES;
@@ -761,11 +762,19 @@ function forecastOf(
   // A polled stream no check has read today has seen nothing of the day yet: counted as a quiet day, its unread hours
   // would lower its forecast hour by hour and keep it unread. Its activity waits for its first check of the day.
   const cursor = readings.states.get(resource)?.cursor?.getTime() ?? Number.NEGATIVE_INFINITY;
-  const readToday = fedAt(readings, resource, now) || cursor > quota.startsAt.getTime();
+  const fed = fedAt(readings, resource, now);
+  const readToday = fed || cursor > quota.startsAt.getTime();
   // A practice whose hours are not known yet is measured from its first change of the day (workdayOf): against a
   // model spread round the clock, the night it was closed would count as a quiet day and price its morning low.
   const from = activeFrom !== undefined ? new Date(activeFrom) : quota.startsAt;
-  const seenUntil = readToday && now > from ? now : from;
+  // What has been seen of the day: up to now where webhooks are registered (a minute no notification came is a
+  // minute without changes, as far as they show), up to what its checks read where they are not. Taken up to now
+  // there too, the minutes since a polled stream's last check counted as minutes without changes, and its activity
+  // fell by the minute until it was checked again: the busiest stream, checked at 8:02 by a window of the closed
+  // night, was forecast at a tenth of its morning an hour later and not checked until 9:10 (bench/RESULTS.md,
+  // "After: checks counted as they come, and a day's activity read up to what was read").
+  const readUntil = fed || webhooksRegistered ? now : new Date(Math.min(now.getTime(), cursor));
+  const seenUntil = readToday && readUntil > from ? readUntil : from;
   const activity = activityToday(model, timeZone, from, seenUntil, Math.max(n?.today ?? 0, readings.found.get(resource) ?? 0));
   // Hours the practice moved into are new: a day whose remembered hours stayed empty says nothing against them.
   const moved = models.get(resource)?.movedIn;
@@ -907,10 +916,11 @@ function sharedExcess(
   const at = readings.at;
   const stated = statedHours(source);
   const spreadOver = activeSlotsOf(streams, models, stated).useStated ? stated : null;
+  const registered = readings.webhooksUntil !== null && readings.webhooksUntil > at.getTime();
   const practice: StreamWindows[] = [];
   for (const s of streams) {
     if (s.schedule.mode !== 'budget' || s.kind !== 'incremental') continue;
-    const f = forecastOf(s.resource, readings, models, timeZone, readings.quota, at, undefined, spreadOver);
+    const f = forecastOf(s.resource, readings, models, timeZone, readings.quota, at, undefined, spreadOver, registered);
     const list = readings.windows.get(s.resource) ?? [];
     const windows = fedAt(readings, s.resource, at) ? list.map(({ firstChangeAt: _, ...w }) => w) : list;
     practice.push({ resource: s.resource, forecast: f.forecast, windows, usualPerWeek: usualPerWeek(f.model) });

@@ -421,16 +421,37 @@ describe('the tail rule', () => {
     expect(due(source(slow, { now: at }))).toEqual({ memberships: null });
   });
 
-  it("counts the interval's checks an interval apart, whatever the tick: the budget is planned for the checks that come", () => {
-    // A stream is due at the first tick an interval after its last check, so its checks come no sooner than the
-    // interval. Counted a tick apart sooner, the plan expected more checks than came and held their budget back for
-    // the evening, by more the longer the tick: the interval the plan sets is the tick's own.
+  it("counts the interval's checks as they come: the interval less the source's lag, rounded up to the tick", () => {
+    // A stream is due at the first tick the interval has passed since what its last check read up to: the check's
+    // start less the source's lag. The plan made at 9:00 is followed at its interval, tick by tick, to the end of
+    // the busy hours: it expected the checks that come (a closing check beside them). Counted at the interval itself,
+    // it expected 37 where 40 came at a lag of one minute, and spent ahead.
     const at = new Date('2026-11-23T09:00:00Z');
-    const plan = (tickSeconds: number) =>
-      planSource(source(busy(), { now: at, activeSlots: hours, settings: { ...source([]).settings, tickSeconds } }));
-    const fine = plan(15).intervalMinutes!;
-    expect(fine).toBeGreaterThan(10);
-    expect(plan(300).intervalMinutes).toBeCloseTo(fine, 6);
+    const end = Date.parse('2026-11-23T19:00:00Z');
+    for (const [tickSeconds, lagSeconds] of [
+      [60, 60],
+      [15, 120],
+      [300, 0],
+      [15, 0],
+    ] as const) {
+      const input = source(
+        busy().map((x) => ({ ...x, lastCheckAt: new Date(at.getTime() - lagSeconds * 1000) })),
+        { now: at, activeSlots: hours, lagMs: lagSeconds * 1000, settings: { ...source([]).settings, tickSeconds } },
+      );
+      const plan = planSource(input);
+      const interval = plan.intervalMinutes!;
+      expect(plan.mu).toBe(Number.POSITIVE_INFINITY);
+      let last = at.getTime() - lagSeconds * 1000;
+      let came = 0;
+      for (let t = at.getTime(); t < end; t += tickSeconds * 1000) {
+        if ((t - last) / MIN >= interval) {
+          came++;
+          last = t - lagSeconds * 1000;
+        }
+      }
+      const expected = plan.streams.find((x) => x.resource === 'customers')!.expectedChecks;
+      expect(Math.abs(expected - 1 - came), `tick ${tickSeconds} s, lag ${lagSeconds} s`).toBeLessThanOrEqual(1);
+    }
   });
 
   it('checks a busy stream once more as its busy hours end, so its last changes do not wait for the sweep', () => {
@@ -703,6 +724,23 @@ describe('exploration', () => {
     expect(Math.abs(next!.at.getTime() - (Date.parse('2026-11-24T08:00:00Z') + (bound - 60) * MIN - 15_000))).toBeLessThanOrEqual(MIN);
     // The plan pays for it.
     expect(total(planSource(products(0)))).toBeGreaterThan(total(planSource({ ...products(0), activeSlots: null })));
+  });
+
+  it('counts its checks at their instants: none planned for an evening its next turn does not reach', () => {
+    // A bound of four hours, active 8-19. Explored at 11:59, a stream's next turn is at 15:59, its last of the day;
+    // explored then, it has none left. Counted as a share of the active minutes left, the plan held 1.75 and then
+    // 0.75 checks for it, budget the busy streams did not get until the active hours ended.
+    const checks = (now: string, last: string) => {
+      const input = source([stream('products', { lastCheckAt: new Date(last) })], { now: new Date(now), activeSlots: office, budget: 40 });
+      expect(exploreBound(input)).toBe(EXPLORE_MAX_HOURS * 60);
+      return planSource(input).streams[0]!.expectedChecks;
+    };
+    expect(checks('2026-11-23T12:00:00Z', '2026-11-23T11:59:00Z')).toBe(1);
+    expect(checks('2026-11-23T15:00:00Z', '2026-11-23T11:59:00Z')).toBe(1);
+    // What is left is its rate's share: a change in a thousand hours.
+    expect(checks('2026-11-23T16:00:00Z', '2026-11-23T15:57:00Z')).toBeLessThan(0.01);
+    // Before the practice opens, checked last at 18:00 the evening before: 2 hours of the bound are left to pass.
+    expect(checks('2026-11-23T07:00:00Z', '2026-11-22T17:00:00Z')).toBe(3);
   });
 
   it('keeps its share on a budget the freshness bounds strain: the bounds stretch a little more instead', () => {

@@ -309,3 +309,18 @@ describe('the wake', () => {
     expect(checked).toBeGreaterThan(10);
   });
 });
+
+describe("today's activity of a polled stream", () => {
+  it('is read from what its checks read, not from the minutes since: unread, they are not minutes without changes', () => {
+    // Its streams were checked at 8:02 (read up to 8:00, the lag of two minutes) and found nothing of the morning yet.
+    // Taken up to now, each minute after it counted as one without changes, and the busiest stream's activity fell
+    // by the minute until it was forecast too quiet to check: 0.23 at 8:10, 0.08 by 9:30. (Read up to 8:00, it is
+    // 0.38: this model expects a few changes in the night.)
+    const r = readings(MIDNIGHT + 8 * HOUR + 10 * MINUTE, [8, 8, 8, 8], [0, 0, 0, 0]);
+    const activity = (at: number) =>
+      viewAt(source, streams, r, models(MIDNIGHT), new Date(at), new Set(), settings).inputs.get('appointments')!.activity;
+    const early = activity(MIDNIGHT + 8 * HOUR + 10 * MINUTE);
+    expect(early).toBeGreaterThan(0.3);
+    expect(activity(MIDNIGHT + 9 * HOUR + 30 * MINUTE)).toBe(early);
+  });
+});
