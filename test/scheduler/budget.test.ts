@@ -425,7 +425,8 @@ describe('the tail rule', () => {
     // A stream is due at the first tick the interval has passed since what its last check read up to: the check's
     // start less the source's lag. The plan made at 9:00 is followed at its interval, tick by tick, to the end of
     // the busy hours: it expected the checks that come (a closing check beside them). Counted at the interval itself,
-    // it expected 37 where 40 came at a lag of one minute, and spent ahead.
+    // it expected 45.5 where 53 came at a lag of two minutes and a tick of 15 s, and 45.5 where 39 came at a tick of
+    // five minutes and no lag.
     const at = new Date('2026-11-23T09:00:00Z');
     const end = Date.parse('2026-11-23T19:00:00Z');
     for (const [tickSeconds, lagSeconds] of [
