@@ -17,6 +17,7 @@
  *   node bench/decider.ts --sources 5000 --from 10 --to 11 --every-tick   one busy hour of it
  *   node bench/decider.ts --sources 20000 --tick-seconds 60 --webhooks
  *   node bench/decider.ts --sources 1000 --history-days 28   with four weeks of runs stored before the day
+ *   node bench/decider.ts --sources 300 --dispatches /tmp/a.txt   every dispatch written down, to compare two versions
  *
  * BENCH_DATABASE_URL points it at a PostgreSQL (the embedded one otherwise).
  * Reported: the decider's CPU per tick (process.cpuUsage around each tick,
@@ -54,6 +55,7 @@ const { values } = parseArgs({
     'every-tick': { type: 'boolean', default: false },
     webhooks: { type: 'boolean', default: false },
     'history-days': { type: 'string', default: '0' },
+    dispatches: { type: 'string' },
   },
 });
 const SOURCES = Number(values.sources);
@@ -63,6 +65,8 @@ const TO_HOUR = Number(values.to);
 const EVERY_TICK = values['every-tick'] === true;
 const WEBHOOKS = values.webhooks === true;
 const HISTORY_DAYS = Number(values['history-days']);
+/** Where to write every dispatch (its tick, source, stream, purpose and reason), a line each: two versions' files compare with diff. */
+const DISPATCHES = values.dispatches;
 if (!Number.isInteger(HISTORY_DAYS) || HISTORY_DAYS < 0)
   throw new Error(`--history-days: "${values['history-days']}" is not a whole number of days`);
 for (const [name, v] of [
@@ -348,6 +352,7 @@ try {
   gcSeen.observe({ entryTypes: ['gc'] });
   let gcMsAtHour = 0;
   let dispatched = 0;
+  const dispatchLines: string[] = [];
   while (now < end) {
     await completeRuns();
     if (WEBHOOKS) await notify(now - TICK, now);
@@ -357,6 +362,8 @@ try {
     const wallMs = performance.now() - t0;
     const used = process.cpuUsage(cpu);
     dispatched += jobs.length;
+    if (DISPATCHES)
+      for (const j of jobs) dispatchLines.push(`${j.firedAt} ${j.source} ${j.resource} ${j.purpose} ${j.reason} ${j.mustInclude ?? '-'}`);
     ticks.push({ at: now, cpuMs: (used.user + used.system) / 1000, wallMs, stats: stats! });
     if (ticks.length % Math.round(HOUR / TICK) === 0) {
       const hour = ticks.slice(-Math.round(HOUR / TICK));
@@ -380,6 +387,8 @@ try {
   }
   await pool.end();
   gcSeen.disconnect();
+  // Sorted: within a tick, the order sources are decided in is the order their reads come back.
+  if (DISPATCHES) writeFileSync(DISPATCHES, dispatchLines.sort().map((l) => `${l}\n`).join(''));
 
   const local = (t: number) => new Date(t - 5 * HOUR).getUTCHours();
   const busyTicks = ticks.filter((t) => local(t.at) >= BUSY_FROM && local(t.at) < BUSY_TO);

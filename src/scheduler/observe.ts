@@ -51,6 +51,7 @@ import {
   type StreamWindows,
   type WindowFound,
 } from './rates.ts';
+import { keptWith } from './kept.ts';
 import { pinnedInput } from './pinned.ts';
 import { openingLookOn, openingOn, spreadOverHours, statedHours, type StatedHours } from './hours.ts';
 import { CHECK_COST_RUNS as COST_RUNS } from '../state/runs.ts';
@@ -76,6 +77,8 @@ export const WEBHOOK_LOOKBACK_MS = 24 * 3_600_000;
 const NO_MODEL_RATES = slotRates([], new Date(0));
 /** Recent windows of a stream that today's evidence is read from. */
 const EVIDENCE_RUNS = 8;
+/** A stream with no windows read: one list for all of them, so what is kept with a list is kept with it too. */
+const NO_WINDOWS: WindowFound[] = [];
 
 /** A pinned stream's cron fire, due now. */
 export interface CronFire {
@@ -554,8 +557,8 @@ export function viewAt(
   // hours that finds a rush's first minutes says the rush's rate. A stream fed by webhooks is checked a few minutes
   // after each change is notified, so its windows start at its changes already, and are read whole.
   const windowsOf = (resource: string): WindowFound[] => {
-    const list = readings.windows.get(resource) ?? [];
-    return fed(resource) ? list.map(({ firstChangeAt: _, ...w }) => w) : list;
+    const list = readings.windows.get(resource) ?? NO_WINDOWS;
+    return fed(resource) ? readWhole(list) : list;
   };
   // Each budget stream's forecast (its model scaled by today's activity) and its own evidence first:
   // the practice-wide excess is read from all of them.
@@ -774,10 +777,44 @@ function forecastOf(
   // night, was forecast at a tenth of its morning an hour later and not checked until 9:10 (bench/RESULTS.md,
   // "After: checks counted as they come, and a day's activity read up to what was read").
   const readUntil = fed || webhooksRegistered ? now : new Date(Math.min(now.getTime(), cursor));
-  const seenUntil = readToday && readUntil > from ? readUntil : from;
-  const activity = activityToday(model, timeZone, from, seenUntil, Math.max(n?.today ?? 0, readings.found.get(resource) ?? 0));
+  const seenUntil = (readToday && readUntil > from ? readUntil : from).getTime();
+  const seen = Math.max(n?.today ?? 0, readings.found.get(resource) ?? 0);
   // Hours the practice moved into are new: a day whose remembered hours stayed empty says nothing against them.
   const moved = models.get(resource)?.movedIn;
+  // Kept with the model: between two checks of a polled stream, every probe of its source asks for the same forecast
+  // (the same day read up to the same instant), and the evidence and corrections read from it are kept with it.
+  const dayFrom = from.getTime();
+  const { forecast, activity } = keptWith(
+    forecastCache,
+    model,
+    (k) => k.timeZone === timeZone && k.from === dayFrom && k.until === seenUntil && k.seen === seen && k.moved === moved,
+    () => ({ timeZone, from: dayFrom, until: seenUntil, seen, moved, ...scaledForecast(model, timeZone, dayFrom, seenUntil, seen, moved) }),
+  );
+  return { model, forecast, activity, readToday };
+}
+const forecastCache = new WeakMap<
+  Float64Array,
+  Array<{
+    timeZone: string;
+    from: number;
+    until: number;
+    seen: number;
+    moved: Uint8Array | undefined;
+    forecast: Float64Array;
+    activity: number;
+  }>
+>();
+
+/** A model scaled by today's activity (seen changes against those it expected from `from` to `until`). */
+function scaledForecast(
+  model: Float64Array,
+  timeZone: string,
+  from: number,
+  until: number,
+  seen: number,
+  moved: Uint8Array | undefined,
+): { forecast: Float64Array; activity: number } {
+  const activity = activityToday(model, timeZone, new Date(from), new Date(until), seen);
   let forecast = model;
   if (activity !== 1) {
     // A loop, not Float64Array.prototype.map: with a callback that costs several times as much, at every plan.
@@ -785,8 +822,19 @@ function forecastOf(
     if (moved && activity < 1) for (let i = 0; i < model.length; i++) forecast[i] = model[i]! * (moved[i] ? 1 : activity);
     else for (let i = 0; i < model.length; i++) forecast[i] = model[i]! * activity;
   }
-  return { model, forecast, activity, readToday };
+  return { forecast, activity };
 }
+
+/** A webhook-fed stream's windows, read whole (without their first change), kept with the list read. */
+function readWhole(list: WindowFound[]): WindowFound[] {
+  let whole = wholeCache.get(list);
+  if (!whole) {
+    whole = list.map(({ firstChangeAt: _, ...w }) => w);
+    wholeCache.set(list, whole);
+  }
+  return whole;
+}
+const wholeCache = new WeakMap<WindowFound[], WindowFound[]>();
 
 /**
  * How long a practice's working day lasts, in hours from its first change, when its model does not know its hours
@@ -921,8 +969,8 @@ function sharedExcess(
   for (const s of streams) {
     if (s.schedule.mode !== 'budget' || s.kind !== 'incremental') continue;
     const f = forecastOf(s.resource, readings, models, timeZone, readings.quota, at, undefined, spreadOver, registered);
-    const list = readings.windows.get(s.resource) ?? [];
-    const windows = fedAt(readings, s.resource, at) ? list.map(({ firstChangeAt: _, ...w }) => w) : list;
+    const list = readings.windows.get(s.resource) ?? NO_WINDOWS;
+    const windows = fedAt(readings, s.resource, at) ? readWhole(list) : list;
     practice.push({ resource: s.resource, forecast: f.forecast, windows, usualPerWeek: usualPerWeek(f.model) });
   }
   const shared = practiceExcess(practice, timeZone, at.getTime());

@@ -10,6 +10,7 @@
  */
 import { HALF_LIFE_DAYS, RECENT_HALF_LIFE_DAYS, SLOTS, type StoredSlot } from '../state/change-model.ts';
 import { forEachSlotPiece, nextSlotEdge } from '../time.ts';
+import { keptWith } from './kept.ts';
 
 /** What a stream is assumed to do before anything is seen: one change a day. */
 export const PRIOR_PER_HOUR = 1 / 24;
@@ -286,6 +287,20 @@ const HOUR_MS = 3_600_000;
  */
 export function withEvidence(rates: Float64Array, timeZone: string, e: Evidence | null, until?: number): Float64Array {
   if (!e || e.observedPerHour === e.forecastPerHour) return rates;
+  // Kept with the evidence (evidenceOf keeps its own): a source's probes correct the same rates by the same evidence.
+  return keptWith(
+    correctedCache,
+    e,
+    (k) => k.rates === rates && k.timeZone === timeZone && k.until === until,
+    () => ({ rates, timeZone, until, out: corrected(rates, timeZone, e, until) }),
+  ).out;
+}
+const correctedCache = new WeakMap<
+  Evidence,
+  Array<{ rates: Float64Array; timeZone: string; until: number | undefined; out: Float64Array }>
+>();
+
+function corrected(rates: Float64Array, timeZone: string, e: Evidence, until: number | undefined): Float64Array {
   const out = Float64Array.from(rates);
   const apply = (slot: number, w: number) => {
     const base = rates[slot]!;
@@ -405,18 +420,81 @@ export function splitAtFirstChange(windows: readonly WindowFound[]): WindowFound
   return out;
 }
 
-/** The windows a stream's evidence reads: each hour counted once, each split at its first change. */
+/**
+ * The windows a stream's evidence reads: each hour counted once, each split at its first change. Kept with the list
+ * read (a stream's windows are the same list from plan to plan until its next check; lists are never written into).
+ */
 function readWindows(windows: readonly WindowFound[]): WindowFound[] {
-  return splitAtFirstChange(disjoint(windows));
+  let read = readCache.get(windows);
+  if (!read) {
+    read = splitAtFirstChange(disjointOf(windows));
+    readCache.set(windows, read);
+  }
+  return read;
+}
+const readCache = new WeakMap<readonly WindowFound[], WindowFound[]>();
+
+/** disjoint, kept with the list. */
+function disjointOf(windows: readonly WindowFound[]): WindowFound[] {
+  let out = disjointCache.get(windows);
+  if (!out) {
+    out = disjoint(windows);
+    disjointCache.set(windows, out);
+  }
+  return out;
+}
+const disjointCache = new WeakMap<readonly WindowFound[], WindowFound[]>();
+
+/**
+ * The windows of `list` (ordered by their ends, as disjoint and readWindows give them) ending in [from, to], as the
+ * range [lo, hi) of its indices; null if they are not one run of the list (then the caller does not keep its result).
+ */
+function endingIn(list: readonly WindowFound[], from: number, to: number): { lo: number; hi: number } | null {
+  let lo = -1;
+  let hi = -1;
+  let n = 0;
+  for (let i = 0; i < list.length; i++) {
+    const end = list[i]!.to;
+    if (end < from || end > to) continue;
+    if (lo < 0) lo = i;
+    hi = i + 1;
+    n++;
+  }
+  if (n === 0) return { lo: 0, hi: 0 };
+  return n === hi - lo ? { lo, hi } : null;
 }
 
 /**
  * The evidence of a stream's recent windows (any order) against `rates`, its
  * forecast; null when none is recent enough to say anything.
  */
-export function evidenceOf(rates: Float64Array, timeZone: string, windows: WindowFound[], now: number): Evidence | null {
+export function evidenceOf(rates: Float64Array, timeZone: string, windows: readonly WindowFound[], now: number): Evidence | null {
   forgetOldFading(now);
-  const recent = readWindows(windows).filter((w) => w.to <= now && now - w.to <= EVIDENCE_LOOKBACK_HOURS * HOUR_MS);
+  const read = readWindows(windows);
+  // The instant enters only through which windows are recent: the evidence of the same ones against the same rates is
+  // kept (a source's probes ask for it at every instant between two of its checks).
+  const range = endingIn(read, now - EVIDENCE_LOOKBACK_HOURS * HOUR_MS, now);
+  if (!range)
+    return evidenceOfRecent(
+      rates,
+      timeZone,
+      read.filter((w) => w.to <= now && now - w.to <= EVIDENCE_LOOKBACK_HOURS * HOUR_MS),
+    );
+  const { lo, hi } = range;
+  return keptWith(
+    evidenceCache,
+    rates,
+    (k) => k.windows === windows && k.timeZone === timeZone && k.lo === lo && k.hi === hi,
+    () => ({ windows, timeZone, lo, hi, e: evidenceOfRecent(rates, timeZone, read.slice(lo, hi)) }),
+  ).e;
+}
+const evidenceCache = new WeakMap<
+  Float64Array,
+  Array<{ windows: readonly WindowFound[]; timeZone: string; lo: number; hi: number; e: Evidence | null }>
+>();
+
+/** The evidence of `recent`, windows oldest first, against `rates`. */
+function evidenceOfRecent(rates: Float64Array, timeZone: string, recent: readonly WindowFound[]): Evidence | null {
   let e: Evidence | null = null;
   for (const w of recent) {
     const hours = (w.to - w.from) / HOUR_MS;
@@ -575,18 +653,39 @@ export const WAKE_LOOKBACK_HOURS = 3;
 export function surprisesFound(streams: readonly StreamWindows[], timeZone: string, now: number): Map<string, number> {
   const out = new Map<string, number>();
   for (const s of streams) {
-    for (const w of disjoint(s.windows)) {
-      if (w.to > now || now - w.to > WAKE_LOOKBACK_HOURS * HOUR_MS) continue;
-      // Read from its first change, when the window was split there (splitAtFirstChange): the rest is the news.
-      const pieces = splitAtFirstChange([w]);
-      const last = pieces[pieces.length - 1]!;
-      if (surprising(w.changes, last.changes, expectedSince(s.forecast, timeZone, last.from, last.to).changes)) {
-        out.set(s.resource, w.to);
-        break;
-      }
-    }
+    const list = disjointOf(s.windows);
+    const range = endingIn(list, now - WAKE_LOOKBACK_HOURS * HOUR_MS, now);
+    // As with evidenceOf, the instant enters only through which windows are recent.
+    const at = range
+      ? keptWith(
+          surpriseCache,
+          s.windows,
+          (k) => k.forecast === s.forecast && k.timeZone === timeZone && k.lo === range.lo && k.hi === range.hi,
+          () => ({ forecast: s.forecast, timeZone, ...range, at: firstSurprise(s.forecast, timeZone, list.slice(range.lo, range.hi)) }),
+        ).at
+      : firstSurprise(
+          s.forecast,
+          timeZone,
+          list.filter((w) => w.to <= now && now - w.to <= WAKE_LOOKBACK_HOURS * HOUR_MS),
+        );
+    if (at !== null) out.set(s.resource, at);
   }
   return out;
+}
+const surpriseCache = new WeakMap<
+  readonly WindowFound[],
+  Array<{ forecast: Float64Array; timeZone: string; lo: number; hi: number; at: number | null }>
+>();
+
+/** The end of the first of `recent` (disjoint windows, oldest first) that found a surprise against `forecast`. */
+function firstSurprise(forecast: Float64Array, timeZone: string, recent: readonly WindowFound[]): number | null {
+  for (const w of recent) {
+    // Read from its first change, when the window was split there (splitAtFirstChange): the rest is the news.
+    const pieces = splitAtFirstChange([w]);
+    const last = pieces[pieces.length - 1]!;
+    if (surprising(w.changes, last.changes, expectedSince(forecast, timeZone, last.from, last.to).changes)) return w.to;
+  }
+  return null;
 }
 
 /**
@@ -596,10 +695,21 @@ export function surprisesFound(streams: readonly StreamWindows[], timeZone: stri
  */
 export function withExcess(rates: Float64Array, timeZone: string, now: number, perHour: number): Float64Array {
   if (!(perHour > 0)) return rates;
-  return withEvidence(rates, timeZone, {
-    from: now - EVIDENCE_PRIOR_HOURS * HOUR_MS,
-    at: now,
-    observedPerHour: perHour,
-    forecastPerHour: 0,
-  });
+  return keptWith(
+    excessCache,
+    rates,
+    (k) => k.timeZone === timeZone && k.now === now && k.perHour === perHour,
+    () => ({
+      timeZone,
+      now,
+      perHour,
+      out: withEvidence(rates, timeZone, {
+        from: now - EVIDENCE_PRIOR_HOURS * HOUR_MS,
+        at: now,
+        observedPerHour: perHour,
+        forecastPerHour: 0,
+      }),
+    }),
+  ).out;
 }
+const excessCache = new WeakMap<Float64Array, Array<{ timeZone: string; now: number; perHour: number; out: Float64Array }>>();

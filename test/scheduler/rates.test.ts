@@ -212,6 +212,43 @@ describe("today's evidence", () => {
     }
   });
 
+  it('keeps what it read of a stream between instants, and gives at each what fresh lists would give', () => {
+    // A source's probes ask for the same stream's evidence, surprises and corrections at many instants with the same
+    // lists (src/scheduler/kept.ts): what is kept must be what the instant asks for, whichever order they come in.
+    let seed = 11;
+    const random = () => ((seed = (seed * 16807) % 2147483647) - 1) / 2147483646;
+    const copy = (list: WindowFound[]) => list.map((w) => ({ ...w }));
+    for (let i = 0; i < 300; i++) {
+      const zone = i % 2 ? 'UTC' : 'America/New_York';
+      const rates = Float64Array.from({ length: SLOTS }, () => (random() < 0.4 ? 0 : random() * 40));
+      const end = t('2026-11-19T20:00:00Z');
+      const windows: WindowFound[] = [];
+      let to = end - Math.floor(random() * 30 * 60_000);
+      for (let k = 0; k < 1 + Math.floor(random() * 8); k++) {
+        const from = to - Math.floor(1 + random() * 90) * 60_000;
+        const changes = Math.floor(random() * 25);
+        windows.push({ from, to, changes, ...(random() < 0.3 ? { firstChangeAt: from + Math.floor(random() * (to - from)) } : {}) });
+        to = from - Math.floor(random() * 60 * 60_000);
+      }
+      for (let k = 0; k < 12; k++) {
+        // Instants from the earliest window's end to hours after the latest's: windows come in and leave the lookbacks.
+        const now = to + Math.floor(random() * 16 * HOUR);
+        const e = evidenceOf(rates, zone, windows, now);
+        expect(e).toEqual(evidenceOf(Float64Array.from(rates), zone, copy(windows), now));
+        const corrected = withEvidence(rates, zone, e);
+        expect(corrected).toEqual(withEvidence(Float64Array.from(rates), zone, e ? { ...e } : null));
+        // Asked again, the same array: nothing is copied for a probe that changes nothing.
+        expect(withEvidence(rates, zone, e)).toBe(corrected);
+        const excess = withExcess(corrected, zone, now, 2 + (k % 3));
+        expect(excess).toEqual(withExcess(Float64Array.from(corrected), zone, now, 2 + (k % 3)));
+        const stream = { resource: 'appointments', forecast: rates, windows, usualPerWeek: 100 };
+        expect(surprisesFound([stream], zone, now)).toEqual(
+          surprisesFound([{ ...stream, forecast: Float64Array.from(rates), windows: copy(windows) }], zone, now),
+        );
+      }
+    }
+  });
+
   /** Open 8-19 UTC at `perHour`, next to nothing otherwise. */
   const openHours = (perHour: number) => Float64Array.from({ length: SLOTS }, (_, s) => (s % 24 >= 8 && s % 24 < 19 ? perHour : 0.001));
 

@@ -1,0 +1,25 @@
+/**
+ * Results kept with the object they were derived from, for the plan's inputs
+ * that a wake's probes ask again and again: at each probe of a source
+ * (src/scheduler/wake.ts) the same readings and models give the same stream
+ * forecasts, evidence and corrections, and only the instant moves. Each
+ * result is kept beside the rest of the arguments it was computed from and
+ * handed back only when all of them are equal, so a kept result is the one a
+ * fresh computation would give; the object it is kept with holds it no longer
+ * than itself (a WeakMap), and at most KEPT_PER_KEY of them, the latest.
+ */
+export const KEPT_PER_KEY = 4;
+
+export function keptWith<K extends object, E>(cache: WeakMap<K, E[]>, key: K, matches: (e: E) => boolean, make: () => E): E {
+  let list = cache.get(key);
+  if (list) {
+    for (const e of list) if (matches(e)) return e;
+  } else {
+    list = [];
+    cache.set(key, list);
+  }
+  const made = make();
+  if (list.length >= KEPT_PER_KEY) list.shift();
+  list.push(made);
+  return made;
+}
