@@ -347,8 +347,14 @@ let fadingSweptAt = Number.NEGATIVE_INFINITY;
  * only walked again.
  */
 function forgetOldFading(now: number): void {
-  if (now - fadingSweptAt < HOUR_MS && now >= fadingSweptAt) return;
+  // Only forward: the decider asks for instants out of order (a wake's probes up to an hour ahead, then the next
+  // tick), and a sweep at each step back walked every start kept, thousands of times an hour, each walk as long as the
+  // fleet is large. A step back of less than the margin the sweep keeps (an hour past the lookback) needs nothing
+  // swept; a walk asked for after a sweep let it go is walked again. A clock set back by a day or more (a replay of
+  // another day in the same process) sweeps at once.
+  if (now < fadingSweptAt + HOUR_MS && now > fadingSweptAt - 24 * HOUR_MS) return;
   fadingSweptAt = now;
+  fadingSwept++;
   const before = now - (EVIDENCE_LOOKBACK_HOURS + 1) * HOUR_MS;
   for (const at of fadingCache.keys()) if (at < before) fadingCache.delete(at);
 }
@@ -356,6 +362,12 @@ function forgetOldFading(now: number): void {
 /** Starts of evidence whose walks are kept (tests). */
 export function fadingKept(): number {
   return fadingCache.size;
+}
+
+/** Sweeps of the walks kept so far (tests). */
+let fadingSwept = 0;
+export function fadingSweeps(): number {
+  return fadingSwept;
 }
 
 function fadingWeights(at: number, end: number, timeZone: string): Fading {

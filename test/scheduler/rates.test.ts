@@ -18,6 +18,7 @@ import {
   evidenceOf,
   expectedSince,
   fadingKept,
+  fadingSweeps,
   poissonTail,
   practiceExcess,
   surprisesFound,
@@ -270,6 +271,22 @@ describe("today's evidence", () => {
     expect(Math.max(...kept)).toBeLessThanOrEqual(2 * (EVIDENCE_LOOKBACK_HOURS + 3));
     expect(kept.at(-1)).toBeGreaterThanOrEqual(2);
   });
+  it('sweeps what it kept once an hour of the clock, however the instants asked go back and forth', () => {
+    // The decider asks for a tick, then probes up to an hour ahead, then the next tick: a sweep at each step back walked
+    // every start kept, thousands of times an hour on a fleet.
+    const forecast = openHours(10);
+    const start = t('2026-11-24T09:00:00Z');
+    const windows: WindowFound[] = [{ from: start - 40 * 60_000, to: start - 10 * 60_000, changes: 6 }];
+    const before = fadingSweeps();
+    for (let i = 0; i < 400; i++) {
+      const tick = start + i * 15_000;
+      evidenceOf(forecast, 'UTC', windows, tick);
+      evidenceOf(forecast, 'UTC', windows, tick + 50 * 60_000);
+    }
+    // 400 ticks of 15 s: 100 minutes of the clock, and probes 50 minutes ahead of them.
+    expect(fadingSweeps() - before).toBeLessThanOrEqual(3);
+  });
+
   const slot = (iso: string) => slotOf(t(iso), 'UTC');
 
   it('raises the next hours at once when a check finds a rush the forecast did not expect, even where it expects nothing', () => {
