@@ -520,6 +520,24 @@ export function viewAt(
   inFlight: Set<string>,
   settings: ScheduleSettings,
 ): SourceView {
+  const view = sightAt(source, streams, readings, models, now, inFlight, settings) as SourceView;
+  view.plan = planSource(view.input);
+  return view;
+}
+
+/** What a source looks like at `now` (viewAt), the plan left out: what the plan would be made from. */
+export type SourceSight = Omit<SourceView, 'plan'>;
+
+/** viewAt without the plan: the plan's input and the rest of the view. Pure, as viewAt. */
+export function sightAt(
+  source: SourceConfig,
+  streams: ScheduledStream[],
+  readings: SourceReadings,
+  models: Map<string, ModelReading>,
+  now: Date,
+  inFlight: Set<string>,
+  settings: ScheduleSettings,
+): SourceSight {
   const { rows, states, health } = readings;
   const quota = quotaAt(readings.quota, now);
   const pausedUntil = health?.pausedUntil && health.pausedUntil > now ? health.pausedUntil : null;
@@ -720,12 +738,10 @@ export function viewAt(
     pinned,
     settings,
   };
-  const plan = planSource(input);
   return {
     source: source.name,
     at: now,
     quota,
-    plan,
     input,
     streams,
     inputs,

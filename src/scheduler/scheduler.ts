@@ -57,12 +57,13 @@ import {
   readSourcesAgain,
   canReadInPart,
   REREAD_MS,
+  sightAt,
   viewAt,
   type ModelReading,
   type SourceReadings,
   type SourceView,
 } from './observe.ts';
-import { dispatches, nextWake, type WokenView } from './wake.ts';
+import { dispatches, nextWake, type GuessBase, type WokenView } from './wake.ts';
 
 /**
  * Sources decided at once within a tick: a decision may write a warning or a
@@ -118,6 +119,11 @@ interface Known {
    * readings, models, streams in flight, streams and settings.
    */
   woken: Woken | null;
+  /**
+   * The latest plan made for the source (at a tick or by the wake's search): when the source is read again, the
+   * search for its next dispatching tick guesses from its exchange rate and interval (decideSource).
+   */
+  lastPlan: SourcePlan | null;
 }
 
 type Woken = WokenView & {
@@ -435,6 +441,7 @@ export class Scheduler {
         modelled: prev?.modelled ?? null,
         wakeAt: t,
         woken: null,
+        lastPlan: prev?.lastPlan ?? null,
       });
     }
     for (const { source } of readAgain) {
@@ -508,19 +515,40 @@ export class Scheduler {
       woken.streams === streams &&
       woken.settings === this.settings &&
       woken.inFlight === inFlightOf(streams, inFlight);
-    const wake = (at: Date, base: SourceView, resumed: boolean, nextFires: Iterable<Date | null>) =>
+    const wake = (at: Date, base: GuessBase, resumed: boolean, nextFires: Iterable<Date | null>) =>
       nextWake(
         { source, streams, readings: k.readings, models, inFlight, settings: this.settings, now: at },
         nextFires,
         probes,
         base,
-        (found) =>
-          (k.woken = { ...found, readings: k.readings, models, inFlight: inFlightOf(streams, inFlight), streams, settings: this.settings }),
+        (found) => {
+          k.woken = { ...found, readings: k.readings, models, inFlight: inFlightOf(streams, inFlight), streams, settings: this.settings };
+          k.lastPlan = 'view' in found ? found.view.plan : found.resume.plan;
+        },
         resumed,
       );
     let view: SourceView;
     if (same && 'view' in woken) view = woken.view;
-    else if (same && 'resume' in woken) {
+    else if (!same && k.lastPlan && !this.deps.planEveryTick && !(k.readings.health?.pausedUntil && k.readings.health.pausedUntil > now)) {
+      // Read again since it was last planned (a run of it ended, a notification came): the first tick that dispatches
+      // is searched for from this one on, as a resumed search is, without a plan made here first. Its guess takes the
+      // source's inputs now under the exchange rate and interval of the plan before, which change little from one
+      // tick to the next; the search checks it with whole plans, so only the ticks probed depend on it. A plan made
+      // here first served only as that guess's base: the source costs a plan less each time it is read again. Its
+      // freshness warnings are compared at the ticks it is planned at (sayOnce), its health here.
+      const sight = sightAt(source, streams, k.readings, models, now, inFlight, this.settings);
+      const at = wake(now, { input: sight.input, plan: k.lastPlan }, true, sight.nextFires.values());
+      const handed = k.woken as Woken | null;
+      if (at !== now.getTime() || !handed || !('view' in handed)) {
+        probes.resumed++;
+        k.wakeAt = at;
+        this.views.delete(source.name);
+        await this.sayHealth(source.name, k.readings.health);
+        return [];
+      }
+      k.woken = null;
+      view = handed.view;
+    } else if (same && 'resume' in woken) {
       // No plan was made in the segment that starts here: the search goes on from this tick, and the source is planned
       // here only if one of the segment's ticks dispatches, this one first.
       probes.resumed++;
@@ -533,6 +561,7 @@ export class Scheduler {
       k.woken = null;
       view = handed.view;
     } else view = viewAt(source, streams, k.readings, models, now, inFlight, this.settings);
+    k.lastPlan = view.plan;
     this.views.set(source.name, view);
     await this.sayHealth(source.name, view.health);
     if (view.pausedUntil) {

@@ -56,6 +56,12 @@ export interface WakeInput {
   now: Date;
 }
 
+/**
+ * What a guess is made from: a plan's exchange rate, stretch, exploration bound and common interval, and the input
+ * whose streams' rules are walked under them (the plan's own, or, for a source read again since, its input now).
+ */
+export type GuessBase = Pick<SourceView, 'input' | 'plan'>;
+
 /** Whether a view would dispatch anything: a cron fire or a stream the plan says is due. */
 export function dispatches(view: SourceView): boolean {
   return view.pausedUntil === null && (view.cronFires.length > 0 || view.plan.streams.some((s) => s.due !== null));
@@ -132,15 +138,18 @@ export type WokenView = { at: number; view: SourceView } | { at: number; resume:
  * segment), galloping out from it and bisecting the last step. Every tick is
  * decided by a whole plan made there, as the decider would make it; the
  * search only skips ticks at which nothing can change. `base` is the plan
- * made at `now`; with `resumed`, the plan made at the last tick of the
- * segment before, and the segment searched starts at `now` itself (the
- * search a wake with `resume` handed over).
+ * made at `now`; with `resumed`, the segment searched starts at `now` itself,
+ * and `base` is the plan made at the last tick of the segment before (the
+ * search a wake with `resume` handed over), or, for a source read again
+ * since it was last planned, its input at `now` under that plan's exchange
+ * rate and interval (GuessBase): only the guess, and so the ticks probed,
+ * depend on `base`.
  */
 export function nextWake(
   w: WakeInput,
   nextFires: Iterable<Date | null>,
   probes: { count: number } = { count: 0 },
-  base?: SourceView,
+  base?: GuessBase,
   woken?: (found: WokenView) => void,
   resumed = false,
 ): number {
@@ -196,7 +205,7 @@ export function nextWake(
  * not dispatch (its exchange rate, bounds and rates held), or -1 when none
  * would be. A guess: the search tries it first and checks it with whole plans.
  */
-function guess(base: SourceView, from: number, to: number, now: number, tick: number): number {
+function guess(base: GuessBase, from: number, to: number, now: number, tick: number): number {
   const ticks = Array.from({ length: to - from }, (_, i) => now + (from + i + 1) * tick);
   const first = earliestDue(base.input, base.plan, ticks);
   return first < 0 ? -1 : from + 1 + first;

@@ -104,9 +104,10 @@ describe('deciding when a plan can change', () => {
     rig.serve.scheduler.onDecide = (s) => {
       if (s.planned - s.resumed > 0) planned.push(rig.clock.ms);
     };
-    // Ticks of a night: the source is planned at some of them, and at most ticks nothing of it changes.
+    // Ticks of a morning: the source is planned at those it dispatches at (read again after its runs, it is only
+    // probed for the next one), and at most ticks nothing of it changes.
     let quietTicks = 0;
-    for (let t = rig.dayStart + 2 * 3_600_000; t < rig.dayStart + 4 * 3_600_000; t += 60_000) {
+    for (let t = rig.dayStart + 8 * 3_600_000; t < rig.dayStart + 10 * 3_600_000; t += 60_000) {
       rig.clock.set(t);
       await rig.tick();
       const kept = rig.serve.scheduler.view(source);
