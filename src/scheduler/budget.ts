@@ -55,6 +55,7 @@
 import type { Purpose } from '../api/http.ts';
 import { forEachSlotPiece, nextSlotEdge, slotOf } from '../time.ts';
 import { expectedSince, type Evidence } from './rates.ts';
+import { keptWith } from './kept.ts';
 import { SLOTS } from '../state/change-model.ts';
 
 export interface Notified {
@@ -465,16 +466,32 @@ function minorStreams(input: SourceInput): ReadonlySet<string> {
   minorCache.set(input, out);
   const polled = input.streams.filter(explorable);
   if (polled.length < 2) return out;
-  const day: Array<[number, number]> = [];
   const end = input.resetsAt.getTime();
-  forEachSlotPiece(end - 24 * 3_600_000, end, input.timeZone, (slot, a, b) => day.push([slot, (b - a) / MINUTE]));
-  const totals = polled.map((x) => day.reduce((n, [slot, minutes]) => n + (x.rates[slot]! * minutes) / 60, 0));
+  const totals = polled.map((x) => dayTotal(x.rates, input.timeZone, end));
   const most = Math.max(...totals);
   polled.forEach((x, i) => {
     if (totals[i]! < MINOR_SHARE * most) out.add(x.resource);
   });
   return out;
 }
+
+/**
+ * A stream's changes over the 24 hours to `end` at `rates`, kept with the rates (a stream's rates are the same array
+ * from plan to plan until its inputs change: observe.ts keeps them).
+ */
+function dayTotal(rates: Float64Array, timeZone: string, end: number): number {
+  return keptWith(
+    dayTotalCache,
+    rates,
+    (k) => k.end === end && k.timeZone === timeZone,
+    () => {
+      let total = 0;
+      forEachSlotPiece(end - 24 * 3_600_000, end, timeZone, (slot, a, b) => (total += (rates[slot]! * ((b - a) / MINUTE)) / 60));
+      return { end, timeZone, total };
+    },
+  ).total;
+}
+const dayTotalCache = new WeakMap<Float64Array, Array<{ end: number; timeZone: string; total: number }>>();
 
 function bounded(s: StreamInput, settings: PlanSettings, stretch: number, explore: number | null, interval: number | null = null): Bounded {
   const target = s.maxStalenessMinutes === null ? null : s.maxStalenessMinutes * stretch;
