@@ -385,10 +385,21 @@ try {
     }
     now += TICK;
   }
+  // What the decider holds at the end of the day: the heap after a full collection, when node runs with --expose-gc.
+  const collect = (globalThis as { gc?: () => void }).gc;
+  collect?.();
+  const heapAtEnd = process.memoryUsage().heapUsed;
   await pool.end();
   gcSeen.disconnect();
   // Sorted: within a tick, the order sources are decided in is the order their reads come back.
-  if (DISPATCHES) writeFileSync(DISPATCHES, dispatchLines.sort().map((l) => `${l}\n`).join(''));
+  if (DISPATCHES)
+    writeFileSync(
+      DISPATCHES,
+      dispatchLines
+        .sort()
+        .map((l) => `${l}\n`)
+        .join(''),
+    );
 
   const local = (t: number) => new Date(t - 5 * HOUR).getUTCHours();
   const busyTicks = ticks.filter((t) => local(t.at) >= BUSY_FROM && local(t.at) < BUSY_TO);
@@ -466,6 +477,7 @@ try {
       `- Date: ${new Date().toISOString()}; machine: ${cpus().length} cores (${cpus()[0]?.model ?? '?'}), ${(totalmem() / 1024 ** 3).toFixed(1)} GiB, Node ${process.version}, load average ${loadavg()[0]!.toFixed(1)} at the end`,
       `- PostgreSQL: ${server.label}; ${fmtInt(SOURCES)} sources x ${catalog.length} streams${HISTORY_DAYS > 0 ? ` with ${HISTORY_DAYS} days of runs stored before` : ''}, the reference day ${FROM_HOUR}:00-${TO_HOUR}:00 local, a tick every ${TICK / 1000} s${WEBHOOKS ? ', the busy streams notified by webhooks' : ', no webhooks'}`,
       `- Dispatched: ${fmtInt(dispatched)} runs (${fmtNum(dispatched / SOURCES)} a source); wall time ${fmtNum((performance.now() - started) / 60_000)} min`,
+      `- Memory: peak RSS ${fmtInt(process.resourceUsage().maxRSS / 1024)} MiB; heap at the end ${fmtInt(heapAtEnd / 2 ** 20)} MiB${collect ? ' after a full collection' : ' (run node with --expose-gc for it after a full collection)'}`,
       '',
       table(
         [

@@ -6,9 +6,13 @@
  * result is kept beside the rest of the arguments it was computed from and
  * handed back only when all of them are equal, so a kept result is the one a
  * fresh computation would give; the object it is kept with holds it no longer
- * than itself (a WeakMap), and at most KEPT_PER_KEY of them, the latest.
+ * than itself (a WeakMap), and at most KEPT_PER_KEY of them, the latest. Two:
+ * a stream's forecast is asked for at the instant planned and at the instant
+ * its source was read (the practice's excess, observe.ts), and a fleet keeps
+ * every stream's model, so each more kept is a week of rates more for every
+ * stream of every source.
  */
-export const KEPT_PER_KEY = 4;
+export const KEPT_PER_KEY = 2;
 
 export function keptWith<K extends object, E>(cache: WeakMap<K, E[]>, key: K, matches: (e: E) => boolean, make: () => E): E {
   let list = cache.get(key);
