@@ -12,7 +12,7 @@ import { createPool } from '../../src/db/pool.ts';
 import { createLogger } from '../../src/log.ts';
 import { jobQueueOf, openJobQueue, QUEUE_APPLICATION_NAME } from '../../src/queue.ts';
 import { Redactor } from '../../src/redact.ts';
-import { runQueueWait } from '../../src/scheduler/dispatch.ts';
+import { runQueueWait, runsInFlight } from '../../src/scheduler/dispatch.ts';
 import { startServe, type RunningServe } from '../../src/serve/serve.ts';
 import { mountWebhooks } from '../../src/serve/webhooks.ts';
 import { acquireSourceSlot, heldRunLocks, streamLockKey } from '../../src/state/locks.ts';
@@ -153,8 +153,18 @@ describe('a run slot', () => {
     const slot = await acquireSourceSlot(db.url, 'clinic', 'customers', 2);
     expect(slot).not.toBeNull();
     expect((await heldRunLocks(db.pool)).has(streamLockKey('clinic', 'customers'))).toBe(true);
-    await slot!.release();
-    expect((await heldRunLocks(db.pool)).size).toBe(0);
+    // The decider asks which of its streams have a run in flight with the same list at every tick: a held lock is
+    // found among them, and once released it is not, the list asked with again.
+    const streams = ['clinic/customers', 'clinic/orders', 'spa/customers'];
+    const reader = await openJobQueue({ databaseUrl: db.url, pool: db.pool, logger }, { mode: 'read' });
+    try {
+      expect(await runsInFlight(db.pool, streams)).toEqual(new Set(['clinic/customers']));
+      await slot!.release();
+      expect((await heldRunLocks(db.pool)).size).toBe(0);
+      expect(await runsInFlight(db.pool, streams)).toEqual(new Set());
+    } finally {
+      await reader.stop();
+    }
   });
 });
 
