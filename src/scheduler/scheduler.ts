@@ -369,7 +369,7 @@ export class Scheduler {
       const streams = entries.flatMap((e) => e.streams);
       this.mine = { shards: shardKey, entries, streams, keys: streams.map((x) => x.key) };
     }
-    const { entries: mine, streams, keys } = this.mine;
+    const { entries: mine, keys } = this.mine;
     const [inFlight, changed] = await Promise.all([this.deps.dispatcher.inFlight(this.deps.pool, keys), this.changes.poll(this.deps.pool)]);
     const reconfigured = this.reconfigured;
     this.reconfigured = false;
@@ -425,9 +425,13 @@ export class Scheduler {
         if (!k || m === undefined || changed.has(modelScope(name, x.resource)) || (m !== null && m.today !== weekday)) remodel.push(x);
       }
     }
+    // Each read is given the streams of the sources it reads, not the replica's every stream: it walks what it is given.
+    const streamsOf = (sources: readonly SourceConfig[]) => sources.flatMap((s) => this.index.get(s.name)!.streams);
     const [readings, readInPart, models] = await Promise.all([
-      reread.length > 0 ? readSources(this.deps, reread, streams, now) : new Map<string, SourceReadings>(),
-      readAgain.length > 0 ? readSourcesAgain(this.deps, readAgain, streams, now) : new Map<string, SourceReadings>(),
+      reread.length > 0 ? readSources(this.deps, reread, streamsOf(reread), now) : new Map<string, SourceReadings>(),
+      readAgain.length > 0
+        ? readSourcesAgain(this.deps, readAgain, streamsOf(readAgain.map((a) => a.source)), now)
+        : new Map<string, SourceReadings>(),
       remodel.length > 0
         ? readModels(this.deps.pool, remodel, now, (name) => this.index.get(name)?.zone ?? 'UTC')
         : new Map<string, Map<string, ModelReading>>(),
