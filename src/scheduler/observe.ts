@@ -511,16 +511,8 @@ function notifiedAt(n: NotifiedReading | undefined, now: Date): Notified {
  * read of it (at or before `now`). Pure: the same readings and instant give the
  * same view, so a source can be planned at any instant without reading it again.
  */
-export function viewAt(
-  source: SourceConfig,
-  streams: ScheduledStream[],
-  readings: SourceReadings,
-  models: Map<string, ModelReading>,
-  now: Date,
-  inFlight: Set<string>,
-  settings: ScheduleSettings,
-): SourceView {
-  const view = sightAt(source, streams, readings, models, now, inFlight, settings) as SourceView;
+export function viewAt(...args: Parameters<typeof sightAt>): SourceView {
+  const view = sightAt(...args) as SourceView;
   view.plan = planSource(view.input);
   return view;
 }

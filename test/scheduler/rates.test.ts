@@ -173,6 +173,22 @@ describe('slotRates', () => {
   });
 });
 
+/**
+ * A stream's checks' windows ending before `end`, newest first: up to eight, of up to an hour and a half each, some
+ * with their first change, quiet gaps of up to `gapMinutes` between them; and where the earliest starts.
+ */
+function randomWindows(random: () => number, end: number, gapMinutes: number): { windows: WindowFound[]; earliest: number } {
+  const windows: WindowFound[] = [];
+  let to = end - Math.floor(random() * 30 * 60_000);
+  for (let k = 0; k < 1 + Math.floor(random() * 8); k++) {
+    const from = to - Math.floor(1 + random() * 90) * 60_000;
+    const changes = Math.floor(random() * 25);
+    windows.push({ from, to, changes, ...(random() < 0.3 ? { firstChangeAt: from + Math.floor(random() * (to - from)) } : {}) });
+    to = from - Math.floor(random() * gapMinutes * 60_000);
+  }
+  return { windows, earliest: to };
+}
+
 describe("today's evidence", () => {
   const HOUR = 3_600_000;
   const t = (iso: string) => at(iso).getTime();
@@ -201,14 +217,7 @@ describe("today's evidence", () => {
       const rates = Float64Array.from({ length: SLOTS }, () => (random() < 0.4 ? 0 : random() * 40));
       // Around the autumn change in New York (2026-11-01) as often as on an ordinary day.
       const now = t(i % 2 ? '2026-11-01T12:00:00Z' : '2026-11-19T18:00:00Z') + Math.floor(random() * 6 * HOUR);
-      const windows: WindowFound[] = [];
-      let to = now - Math.floor(random() * 30 * 60_000);
-      for (let k = 0; k < 1 + Math.floor(random() * 8); k++) {
-        const from = to - Math.floor(1 + random() * 90) * 60_000;
-        const changes = Math.floor(random() * 25);
-        windows.push({ from, to, changes, ...(random() < 0.3 ? { firstChangeAt: from + Math.floor(random() * (to - from)) } : {}) });
-        to = from - Math.floor(random() * 20 * 60_000);
-      }
+      const { windows } = randomWindows(random, now, 20);
       expect(evidenceOf(rates, zone, windows, now)).toEqual(reference(rates, zone, windows, now));
     }
   });
@@ -222,15 +231,7 @@ describe("today's evidence", () => {
     for (let i = 0; i < 300; i++) {
       const zone = i % 2 ? 'UTC' : 'America/New_York';
       const rates = Float64Array.from({ length: SLOTS }, () => (random() < 0.4 ? 0 : random() * 40));
-      const end = t('2026-11-19T20:00:00Z');
-      const windows: WindowFound[] = [];
-      let to = end - Math.floor(random() * 30 * 60_000);
-      for (let k = 0; k < 1 + Math.floor(random() * 8); k++) {
-        const from = to - Math.floor(1 + random() * 90) * 60_000;
-        const changes = Math.floor(random() * 25);
-        windows.push({ from, to, changes, ...(random() < 0.3 ? { firstChangeAt: from + Math.floor(random() * (to - from)) } : {}) });
-        to = from - Math.floor(random() * 60 * 60_000);
-      }
+      const { windows, earliest: to } = randomWindows(random, t('2026-11-19T20:00:00Z'), 60);
       for (let k = 0; k < 12; k++) {
         // Instants from the earliest window's end to hours after the latest's: windows come in and leave the lookbacks.
         const now = to + Math.floor(random() * 16 * HOUR);
