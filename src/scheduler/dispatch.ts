@@ -49,6 +49,7 @@ import type { Queryable } from '../db/pool.ts';
 import { jobQueueOf, type Job, type JobQueue } from '../queue.ts';
 import { acquireSourceSlot, heldRunLocks, streamLockKey, type LockSession } from '../state/locks.ts';
 import { unendedFires } from '../state/stream-schedule.ts';
+import { derivedFrom } from './kept.ts';
 
 export const RUN_QUEUE = 'pmsync-run';
 /** How often pg-boss looks for jobs whose heartbeat stopped: the job queue supervises at least this often. */
@@ -214,19 +215,18 @@ async function inFlightOn(queue: JobQueue, db: Queryable, streams: Iterable<stri
  * at every tick (the same array until its shards change), and hashing each (SHA-256) cost about 140 ms a tick at
  * 50,000 streams, more than deciding them.
  */
-const lockIndexes = new WeakMap<object, Map<number, string[]>>();
+const lockIndexes = new WeakMap<Iterable<string>, Map<number, string[]>>();
 function lockIndex(streams: Iterable<string>): Map<number, string[]> {
-  let index = lockIndexes.get(streams);
-  if (index) return index;
-  index = new Map();
-  for (const key of streams) {
-    const lock = lockKeyOf(key);
-    const list = index.get(lock);
-    if (list) list.push(key);
-    else index.set(lock, [key]);
-  }
-  lockIndexes.set(streams, index);
-  return index;
+  return derivedFrom(lockIndexes, streams, (keys) => {
+    const index = new Map<number, string[]>();
+    for (const key of keys) {
+      const lock = lockKeyOf(key);
+      const list = index.get(lock);
+      if (list) list.push(key);
+      else index.set(lock, [key]);
+    }
+    return index;
+  });
 }
 
 /** Of `streams` (`source/resource`), those with a run waiting, retrying or running, in any process. */

@@ -27,3 +27,13 @@ export function keptWith<K extends object, E>(cache: WeakMap<K, E[]>, key: K, ma
   list.push(made);
   return made;
 }
+
+/** One result derived from `key` alone, kept with it (a WeakMap): for inputs that are never written into. */
+export function derivedFrom<K extends object, V>(cache: WeakMap<K, V>, key: K, make: (key: K) => V): V {
+  let value = cache.get(key);
+  if (value === undefined) {
+    value = make(key);
+    cache.set(key, value);
+  }
+  return value;
+}

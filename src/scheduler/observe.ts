@@ -51,7 +51,7 @@ import {
   type StreamWindows,
   type WindowFound,
 } from './rates.ts';
-import { keptWith } from './kept.ts';
+import { derivedFrom, keptWith } from './kept.ts';
 import { pinnedInput } from './pinned.ts';
 import { openingLookOn, openingOn, spreadOverHours, statedHours, type StatedHours } from './hours.ts';
 import { CHECK_COST_RUNS as COST_RUNS } from '../state/runs.ts';
@@ -78,7 +78,7 @@ const NO_MODEL_RATES = slotRates([], new Date(0));
 /** Recent windows of a stream that today's evidence is read from. */
 const EVIDENCE_RUNS = 8;
 /** A stream with no windows read: one list for all of them, so what is kept with a list is kept with it too. */
-const NO_WINDOWS: WindowFound[] = [];
+const NO_WINDOWS: WindowFound[] = Object.freeze([]) as unknown as WindowFound[];
 
 /** A pinned stream's cron fire, due now. */
 export interface CronFire {
@@ -835,12 +835,7 @@ function scaledForecast(
 
 /** A webhook-fed stream's windows, read whole (without their first change), kept with the list read. */
 function readWhole(list: WindowFound[]): WindowFound[] {
-  let whole = wholeCache.get(list);
-  if (!whole) {
-    whole = list.map(({ firstChangeAt: _, ...w }) => w);
-    wholeCache.set(list, whole);
-  }
-  return whole;
+  return derivedFrom(wholeCache, list, (l) => l.map(({ firstChangeAt: _, ...w }) => w));
 }
 const wholeCache = new WeakMap<WindowFound[], WindowFound[]>();
 

@@ -10,7 +10,7 @@
  */
 import { HALF_LIFE_DAYS, RECENT_HALF_LIFE_DAYS, SLOTS, type StoredSlot } from '../state/change-model.ts';
 import { forEachSlotPiece, nextSlotEdge } from '../time.ts';
-import { keptWith } from './kept.ts';
+import { derivedFrom, keptWith } from './kept.ts';
 
 /** What a stream is assumed to do before anything is seen: one change a day. */
 export const PRIOR_PER_HOUR = 1 / 24;
@@ -437,23 +437,13 @@ export function splitAtFirstChange(windows: readonly WindowFound[]): WindowFound
  * read (a stream's windows are the same list from plan to plan until its next check; lists are never written into).
  */
 function readWindows(windows: readonly WindowFound[]): WindowFound[] {
-  let read = readCache.get(windows);
-  if (!read) {
-    read = splitAtFirstChange(disjointOf(windows));
-    readCache.set(windows, read);
-  }
-  return read;
+  return derivedFrom(readCache, windows, (list) => splitAtFirstChange(disjointOf(list)));
 }
 const readCache = new WeakMap<readonly WindowFound[], WindowFound[]>();
 
 /** disjoint, kept with the list. */
 function disjointOf(windows: readonly WindowFound[]): WindowFound[] {
-  let out = disjointCache.get(windows);
-  if (!out) {
-    out = disjoint(windows);
-    disjointCache.set(windows, out);
-  }
-  return out;
+  return derivedFrom(disjointCache, windows, disjoint);
 }
 const disjointCache = new WeakMap<readonly WindowFound[], WindowFound[]>();
 
@@ -715,12 +705,13 @@ export function withExcess(rates: Float64Array, timeZone: string, now: number, p
       timeZone,
       now,
       perHour,
-      out: withEvidence(rates, timeZone, {
-        from: now - EVIDENCE_PRIOR_HOURS * HOUR_MS,
-        at: now,
-        observedPerHour: perHour,
-        forecastPerHour: 0,
-      }),
+      // corrected, not withEvidence: the evidence is made here, and kept with it nothing would be asked for again.
+      out: corrected(
+        rates,
+        timeZone,
+        { from: now - EVIDENCE_PRIOR_HOURS * HOUR_MS, at: now, observedPerHour: perHour, forecastPerHour: 0 },
+        undefined,
+      ),
     }),
   ).out;
 }
