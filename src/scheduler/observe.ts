@@ -784,7 +784,14 @@ function forecastOf(
   // fell by the minute until it was checked again: the busiest stream, checked at 8:02 by a window of the closed
   // night, was forecast at a tenth of its morning an hour later and not checked until 9:10 (bench/RESULTS.md,
   // "After: checks counted as they come, and a day's activity read up to what was read").
-  const readUntil = fed || webhooksRegistered ? now : new Date(Math.min(now.getTime(), cursor));
+  // Where webhooks are registered, "now" is the instant the source was last read (readings.at: every notification and
+  // every run's end reads it again, and nothing waits longer than REREAD_MS), as the practice's excess is: read up to
+  // each instant, the activity fell tick by tick between reads, a stream's busy hour could end between two ticks of a
+  // wake's segment, and the wake, which takes what is due at a segment's last tick to have been due from its first
+  // on, woke up to half an hour after a tick that planning every tick dispatched at (bench/RESULTS.md, "Today's
+  // activity read up to the source's last reading where webhooks are registered").
+  const readUntil =
+    fed || webhooksRegistered ? new Date(Math.min(now.getTime(), readings.at.getTime())) : new Date(Math.min(now.getTime(), cursor));
   const seenUntil = (readToday && readUntil > from ? readUntil : from).getTime();
   const seen = Math.max(n?.today ?? 0, readings.found.get(resource) ?? 0);
   // Hours the practice moved into are new: a day whose remembered hours stayed empty says nothing against them.

@@ -133,14 +133,12 @@ export type WokenView = { at: number; view: SourceView } | { at: number; resume:
  *
  * Within a segment the plans only grow more ready to dispatch, so its last
  * tick says whether any of its ticks dispatches: one plan for a segment that
- * does not. One input breaks this: where webhooks are registered, today's
- * activity is read up to the minute (observe.ts, forecastOf) and falls
- * between reads, so a stream's busy hour can end within a segment. The
- * decider plans such a source at the tick it is read again rather than
- * searching from it (scheduler.ts, decideSource); planning on change and
- * planning every tick then dispatch the same runs at 100 sources with
- * webhooks over the reference day (bench/RESULTS.md, "A source with webhooks
- * read again is planned at that tick"). In one that does, the first tick that dispatches is looked for
+ * does not. An input read up to each instant breaks this: today's activity
+ * where webhooks are registered was, and fell between reads, so a stream's
+ * busy hour could end within a segment; it is read up to the source's last
+ * reading (observe.ts, forecastOf), as the practice's excess is
+ * (bench/RESULTS.md, "Today's activity read up to the source's last reading
+ * where webhooks are registered"). In one that does, the first tick that dispatches is looked for
  * from a guess (the rules alone under `base`, the last plan made before the
  * segment), galloping out from it and bisecting the last step. Every tick is
  * decided by a whole plan made there, as the decider would make it; the

@@ -12,6 +12,7 @@ import { schedulesSchema } from '../../src/config/schedules.ts';
 import { viewAt, type ModelReading, type SourceReadings, type SourceView } from '../../src/scheduler/observe.ts';
 import type { ScheduledStream } from '../../src/scheduler/plan.ts';
 import { dispatches, nextWake, segmentEnd, type WokenView } from '../../src/scheduler/wake.ts';
+import { BUSY_PER_HOUR } from '../../src/scheduler/budget.ts';
 import { evidenceOf, surprisesFound, WAKE_MIN_CHANGES, type WindowFound } from '../../src/scheduler/rates.ts';
 
 const ZONE = 'America/New_York';
@@ -243,6 +244,37 @@ describe('the wake', () => {
     // due at one tick could be not due at the next, which the wake's search does not expect.
     const found = (random: () => number, perHour: number) => 2 + Math.round(perHour * random());
     expect(followRandom(37, found, (random) => 60 + Math.floor(random() * 300))).toBeGreaterThan(20);
+  });
+
+  it('wakes no later than planning every tick where webhooks are registered and the budget is nearly spent', () => {
+    // With webhooks registered a minute without a notification is a minute without changes, so today's activity falls
+    // as the day goes by without them. Read up to each instant, it fell between two ticks of a segment: a stream's
+    // busy hour ended there, the common interval let it go, and a stream due by the interval at one tick was not at
+    // the segment's last. Near the end of the busy hours, with the budget nearly spent (the interval is what makes a
+    // check due), activities near what keeps an hour busy. Read up to the source's last reading, none is missed.
+    let seed = 5;
+    const random = () => ((seed = (seed * 16807) % 2147483647) - 1) / 2147483646;
+    let checked = 0;
+    for (let i = 0; i < 400; i++) {
+      const now = MIDNIGHT + 15 * HOUR + Math.floor(random() * 3 * 60 * 4) * 15_000;
+      const r = readings(
+        now,
+        STREAMS.map(() => 5 + Math.floor(random() * 60)),
+        STREAMS.map(() => 1),
+      );
+      r.webhooksUntil = Number.POSITIVE_INFINITY;
+      const used = 120 + Math.floor(random() * 28);
+      r.quota = { ...r.quota, used, budgetUsed: used, byPurpose: { ...r.quota.byPurpose, check: used } };
+      r.found = new Map(
+        STREAMS.map(([resource, perHour]) => {
+          const expected = (8 * perHour) / 50 + ((now - MIDNIGHT - 8 * HOUR) / HOUR) * perHour;
+          const activity = (BUSY_PER_HOUR / perHour) * (0.85 + 0.3 * random());
+          return [resource, Math.max(0, Math.round(activity * (expected + 3) - 3))];
+        }),
+      );
+      if (wakesNoLaterThanPlanning(now, r)) checked++;
+    }
+    expect(checked).toBeGreaterThan(100);
   });
 
   it('ends a segment where a window read as two leaves the evidence in part, not where a too small surprise would', () => {
