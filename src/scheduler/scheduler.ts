@@ -551,11 +551,11 @@ export class Scheduler {
       // here first served only as that guess's base: the source costs a plan less each time it is read again. Its
       // freshness warnings are compared at the ticks it is planned at (sayOnce), its health here.
       //
-      // Not where webhooks are registered: there today's activity is read up to the minute (observe.ts, forecastOf),
-      // so it falls tick by tick between reads, and a stream's hour can stop being busy within a segment (the common
-      // interval lets it go). A search from this tick then takes the segment's last tick, no longer due, to say none
-      // of its ticks is, and it skipped this one, due by the interval: at 100 sources with webhooks over the
-      // reference day, 6 of 14,285 dispatches came two ticks late. A plan made here decides this tick itself.
+      // Not where webhooks are registered: a plan made here decides this tick itself. Today's activity was read up to
+      // the minute there, fell between reads, and a search from this tick took the segment's last tick, no longer due,
+      // to say none of its ticks was (6 of 14,285 dispatches two ticks late at 100 sources with webhooks). It is now
+      // read up to the source's last reading (observe.ts, forecastOf); this plan is kept until a day with webhooks
+      // compared both ways, dispatch by dispatch (bench/decider.ts --dispatches), shows it can go.
       const sight = sightAt(source, streams, k.readings, models, now, inFlight, this.settings);
       const at = wake(now, { input: sight.input, plan: k.lastPlan }, true, sight.nextFires.values());
       const handed = k.woken as Woken | null;
