@@ -109,6 +109,11 @@ function readings(at: number, checkedAgo: number[], found: number[], readFor?: n
   };
 }
 
+/** Numbers in [0, 1) drawn from `seed` (Park-Miller): the same practices on every run. */
+function drawing(seed: number): () => number {
+  return () => ((seed = (seed * 16807) % 2147483647) - 1) / 2147483646;
+}
+
 const plain = (view: SourceView) =>
   JSON.stringify({ plan: view.plan, input: view.input, cronFires: view.cronFires, pausedUntil: view.pausedUntil }, (_k, x: unknown) =>
     x instanceof Float64Array || x instanceof Uint8Array ? Array.from(x) : x,
@@ -170,8 +175,7 @@ describe('the wake', () => {
   it('hands over the plan it made at the tick it returns, or the search to resume there', () => {
     let handed = 0;
     let resumes = 0;
-    let seed = 11;
-    const random = () => ((seed = (seed * 16807) % 2147483647) - 1) / 2147483646;
+    const random = drawing(11);
     for (let i = 0; i < 200; i++) {
       const now = MIDNIGHT + 6 * HOUR + Math.floor(random() * 16 * 4 * 60) * 15_000;
       const r = readings(
@@ -217,7 +221,7 @@ describe('the wake', () => {
     found: (random: () => number, perHour: number) => number,
     readFor?: (random: () => number) => number,
   ): number {
-    const random = () => ((seed = (seed * 16807) % 2147483647) - 1) / 2147483646;
+    const random = drawing(seed);
     let checked = 0;
     for (let i = 0; i < 150; i++) {
       const now = MIDNIGHT + 7 * HOUR + Math.floor(random() * 12 * 4 * 60) * 15_000;
@@ -252,8 +256,7 @@ describe('the wake', () => {
     // busy hour ended there, the common interval let it go, and a stream due by the interval at one tick was not at
     // the segment's last. Near the end of the busy hours, with the budget nearly spent (the interval is what makes a
     // check due), activities near what keeps an hour busy. Read up to the source's last reading, none is missed.
-    let seed = 5;
-    const random = () => ((seed = (seed * 16807) % 2147483647) - 1) / 2147483646;
+    const random = drawing(5);
     let checked = 0;
     for (let i = 0; i < 400; i++) {
       const now = MIDNIGHT + 15 * HOUR + Math.floor(random() * 3 * 60 * 4) * 15_000;
@@ -325,8 +328,7 @@ describe('the wake', () => {
   it("in the sweep's last minutes, wakes at the first tick whose plan dispatches: planning every tick finds nothing earlier", () => {
     // Streams checked before the sweep started with few changes expected since, or since it started: the wake may skip
     // to the reset only when no tick of the sweep would check one.
-    let seed = 29;
-    const random = () => ((seed = (seed * 16807) % 2147483647) - 1) / 2147483646;
+    const random = drawing(29);
     const resets = MIDNIGHT + 24 * HOUR;
     let checked = 0;
     for (let i = 0; i < 200; i++) {
