@@ -691,6 +691,43 @@ describe('pacing', () => {
       orders: 'webhook/pacing',
     });
   });
+
+  it('sweeps a quiet stream explored at 15:57 for the one-in-fifty chance of a change since, not a catalog that does not change', () => {
+    const late = new Date('2026-11-23T23:40:00Z');
+    const explored = new Date('2026-11-23T15:57:00Z');
+    // 0.005 an hour to 19:00 and 0.001 after: about 0.02 changes expected since 15:57, the budget's last requests
+    // otherwise lost at the reset. A catalog expects a millionth of one: a check of it would buy nothing.
+    const streams = [
+      stream('products', { rates: openHours(0.005), lastCheckAt: explored }),
+      stream('services', { rates: flat(1e-7), lastCheckAt: explored }),
+    ];
+    expect(due(source(streams, { now: late, budgetUsed: 146 }))).toEqual({ products: 'check/pacing', services: null });
+    // With no budget left over there is nothing to sweep with.
+    expect(due(source(streams, { now: late, budgetUsed: 150 }))).toEqual({ products: null, services: null });
+    // The last request, beside a stream fed by webhooks whose plan still expects a ten-thousandth of a notified check
+    // after hours: the request is not held back for so small a chance.
+    const fed = (perHour: Float64Array) =>
+      stream('appointments', { rates: perHour, webhookFed: true, lastCheckAt: new Date('2026-11-23T18:50:00Z') });
+    expect(due(source([...streams, fed(openHours(20))], { now: late, budgetUsed: 149 }))).toEqual({
+      products: 'check/pacing',
+      services: null,
+      appointments: null,
+    });
+    // Notified two an hour until midnight, the plan expects about half a check more: products' one in fifty waits,
+    // a stream with changes expected by the handful is still read.
+    const busy = source([...streams, fed(flat(2))], { now: late, budgetUsed: 149 });
+    const expected = planSource(busy).streams.find((p) => p.resource === 'appointments')!.expectedChecks;
+    expect(expected).toBeGreaterThan(0.1);
+    expect(expected).toBeLessThan(1);
+    expect(due(busy)).toEqual({ products: null, services: null, appointments: null });
+    const memberships = stream('memberships', { rates: flat(1), lastCheckAt: explored });
+    expect(due(source([...streams, fed(flat(2)), memberships], { now: late, budgetUsed: 149 }))).toEqual({
+      products: null,
+      services: null,
+      appointments: null,
+      memberships: 'check/pacing',
+    });
+  });
 });
 
 describe('exploration', () => {
