@@ -280,8 +280,8 @@ function busyHour(perHour: number): boolean {
   return perHour >= BUSY_PER_HOUR;
 }
 
-/** A stream with the bounds this plan applies to it (stretched when the budget cannot carry them). */
-interface Bounded extends StreamInput {
+/** The bounds a plan applies to a stream (stretched when the budget cannot carry them). */
+interface Bounds {
   /** Freshness target of a polled stream, minutes; null when none. */
   target: number | null;
   /** Longest wait of a notified change, minutes. */
@@ -291,6 +291,9 @@ interface Bounded extends StreamInput {
   /** The common interval of polled streams in their busy hours (minutes); null: none today. */
   interval: number | null;
 }
+
+/** A stream with the bounds this plan applies to it. */
+interface Bounded extends StreamInput, Bounds {}
 
 /**
  * Exploration. A stream the model calls quiet may not be: a burst on it
@@ -413,9 +416,24 @@ function activeMinutes(slots: Uint8Array, timeZone: string, from: number, to: nu
  * checks of the stream, as the wake needs (src/scheduler/wake.ts): its active minutes since the last check grow as
  * those left shrink.
  */
-function exploreChecks(s: Bounded, input: SourceInput, horizon: Horizon): number {
+function exploreChecks(explore: number | null, count: ExploreCount | null): number {
+  if (explore === null || count === null) return 0;
+  return count.turns ?? Math.floor(count.minutes / explore);
+}
+
+/**
+ * What exploreChecks counts whatever the bound (a plan tries several): the checks at the stream's turns where its
+ * streams take turns (`turns`), else its active minutes since its last check and to the reset, with a tick's margin,
+ * which the bound divides (`minutes`). Null where none are counted (no active hours known, a backfill).
+ */
+interface ExploreCount {
+  turns: number | null;
+  minutes: number;
+}
+
+function exploreCount(s: StreamInput, input: SourceInput, horizon: Horizon): ExploreCount | null {
   const slots = input.activeSlots;
-  if (s.explore === null || !slots || s.backfill) return 0;
+  if (!slots || s.backfill) return null;
   const now = input.now.getTime();
   const last = Math.min(s.lastCheckAt?.getTime() ?? now, now);
   const phases = explorePhases(input);
@@ -424,12 +442,12 @@ function exploreChecks(s: Bounded, input: SourceInput, horizon: Horizon): number
     const { period } = phases;
     const first = phase + Math.ceil((last + period / 3 - phase) / period) * period;
     const end = input.resetsAt.getTime();
-    return first > end ? 0 : Math.floor((end - first) / period) + 1;
+    return { turns: first > end ? 0 : Math.floor((end - first) / period) + 1, minutes: Number.NaN };
   }
   let left = 0;
   for (const [slot, minutes] of horizon) if (slots[slot]) left += minutes;
   const margin = input.settings.tickSeconds / 60;
-  return Math.floor((activeMinutes(slots, input.timeZone, last, now) + left + margin) / s.explore);
+  return { turns: null, minutes: activeMinutes(slots, input.timeZone, last, now) + left + margin };
 }
 
 /** The rest of the quota day as (slot, minutes) pieces: every evaluation of a plan walks the same ones. */
@@ -493,16 +511,19 @@ function dayTotal(rates: Float64Array, timeZone: string, end: number): number {
 }
 const dayTotalCache = new WeakMap<Float64Array, Array<{ end: number; timeZone: string; total: number }>>();
 
-function bounded(s: StreamInput, settings: PlanSettings, stretch: number, explore: number | null, interval: number | null = null): Bounded {
+function boundsOf(s: StreamInput, settings: PlanSettings, stretch: number, explore: number | null, interval: number | null = null): Bounds {
   const target = s.maxStalenessMinutes === null ? null : s.maxStalenessMinutes * stretch;
   const maxWait = Math.min(settings.notifiedWithinMinutes, s.maxStalenessMinutes ?? Number.POSITIVE_INFINITY) * stretch;
   return {
-    ...s,
     target: s.webhookFed ? null : target,
     maxWait,
     explore: explore !== null && explorable(s) ? explore * stretch : null,
     interval: interval !== null && explorable(s) ? interval : null,
   };
+}
+
+function bounded(s: StreamInput, settings: PlanSettings, stretch: number, explore: number | null, interval: number | null = null): Bounded {
+  return { ...s, ...boundsOf(s, settings, stretch, explore, interval) };
 }
 
 /**
@@ -666,87 +687,92 @@ interface Spend {
   requests: number;
 }
 
-function streamSpend(s: Bounded, input: SourceInput, horizon: Horizon, mu: number): Spend {
-  const out: Spend = { polled: 0, notified: 0, safety: 0, requests: 0 };
-  if (s.backfill || horizon.length === 0) return out;
-  const { settings } = input;
-  const nowSlot = horizon[0]![0];
-  let busyAhead = false;
-  const notified = s.webhookFed ? notifiedRates(s, horizon) : null;
-  for (let i = 0; i < horizon.length; i++) {
-    const [slot, minutes] = horizon[i]!;
-    const perHour = notified ? notified[i]! : s.rates[slot]!;
-    const perMinute = perHour / 60;
-    if (s.webhookFed) {
-      const wait = Math.min(Math.max(notifiedDelay(mu, perMinute, s.cost), settings.debounceSeconds / 60), s.maxWait);
-      if (perMinute > 0 && Number.isFinite(wait)) out.notified += (minutes * perMinute) / (1 + perMinute * wait);
-    } else {
-      let x = pollInterval(mu, perMinute, s.cost, s.target !== null && activeHour(perHour) ? s.target : null);
-      const busyNow = busyRate(s, slot, nowSlot);
-      x = Math.min(x, spacing(intervalAt(s.interval, busyNow, s.cost), input));
-      if (Number.isFinite(x)) out.polled += minutes / x;
-      if (explorable(s) && busyNow >= CLOSING_MIN_PER_HOUR) busyAhead = true;
-    }
-  }
-  // Exploring is a least count of checks: where the rates and the interval check a stream at least as often, it adds none.
-  if (!s.webhookFed) out.polled = Math.max(out.polled, exploreChecks(s, input, horizon));
-  if (notified) out.safety = safetyChecks(s, input, horizon, notified);
-  if (woken(s)) out.polled += 1;
-  // The closing check (decide): one more as its busy hours end today.
-  if (busyAhead && !busyHour(busyRate(s, horizon[horizon.length - 1]![0], nowSlot))) out.polled += 1;
-  // Notifications already waiting are a check to come, whatever the rates say of the rest of the day.
-  if (s.webhookFed && s.notified.count > 0) out.notified += 1;
-  const floorDue = (s.lastCheckAt?.getTime() ?? input.now.getTime()) + settings.floorHours * 3_600_000 <= input.resetsAt.getTime();
-  if (floorDue && out.polled + out.notified + out.safety < 1) out.polled += 1;
-  out.requests = (out.polled + out.notified + out.safety) * s.cost;
-  return out;
-}
-
 /**
- * A stream's spend as a function of the exchange rate and the common interval, for the searches that evaluate
- * the same stream many times (findMu, commonInterval): what depends on neither is computed once, and each
- * evaluation does the rest of streamSpend's arithmetic piece by piece, in the same order, to the same result.
+ * What a plan reads of one stream whatever bounds, exchange rate and interval it tries: each piece of the rest of the
+ * quota day's changes a minute and busy rate, the safety nets, the exploring checks before a bound divides them, the
+ * closing check and the floor. A plan prices its streams at up to three stretches before its two searches: each stream
+ * is walked once for all of them (PlanCurves), not at each stretch (with its active minutes since its last check).
  */
-interface SpendCurve {
-  /** The stream's spend at exchange rate `mu`, its busy hours held to the common interval `interval`. */
-  at(mu: number, interval: number | null): Spend;
+interface StreamWalk {
+  /** Each piece's minutes (the horizon's, read without its pairs). */
+  minutes: number[];
+  /** Changes a minute in each piece (the notified rates for a stream fed by webhooks). */
+  perMinute: number[];
+  /** Minutes a piece takes to bring the changes a check costs: cost / perMinute. */
+  perChange: number[];
+  /** Polled: whether each piece is an hour the stream is expected to change (its freshness target holds then). */
+  active: boolean[];
+  /** Polled: the rate that decides each piece's busy hours (busyRate). */
+  busyNow: number[];
+  safety: number;
+  /** Polled: its exploring checks before the bound divides them (exploreCount). */
+  explore: ExploreCount | null;
+  /** The closing check (decide): one more as its busy hours end today. */
+  closing: boolean;
+  floorDue: boolean;
+  woken: boolean;
 }
 
-const NO_SPEND: Spend = { polled: 0, notified: 0, safety: 0, requests: 0 };
-
-function spendCurve(s: Bounded, input: SourceInput, horizon: Horizon): SpendCurve {
-  if (s.backfill || horizon.length === 0) return { at: () => ({ ...NO_SPEND }) };
+function walkOf(s: StreamInput, input: SourceInput, horizon: Horizon): StreamWalk {
   const { settings } = input;
   const nowSlot = horizon[0]![0];
   const n = horizon.length;
   const minutes: number[] = [];
   const perMinute: number[] = [];
-  // Polled: the freshness target in each piece (NaN: none), the busy rate.
-  const target: number[] = [];
+  const perChange: number[] = [];
+  const active: boolean[] = [];
   const busyNow: number[] = [];
   let busyAhead = false;
   const notified = s.webhookFed ? notifiedRates(s, horizon) : null;
   for (let i = 0; i < n; i++) {
-    const [slot, m] = horizon[i]!;
+    const slot = horizon[i]![0];
+    minutes[i] = horizon[i]![1];
     const perHour = notified ? notified[i]! : s.rates[slot]!;
-    minutes[i] = m;
     perMinute[i] = perHour / 60;
+    perChange[i] = s.cost / perMinute[i]!;
     if (!s.webhookFed) {
-      target[i] = s.target !== null && activeHour(perHour) ? s.target : Number.NaN;
+      active[i] = activeHour(perHour);
       busyNow[i] = busyRate(s, slot, nowSlot);
       if (explorable(s) && busyNow[i]! >= CLOSING_MIN_PER_HOUR) busyAhead = true;
     }
   }
-  const safety = notified ? safetyChecks(s, input, horizon, notified) : 0;
-  const explored = s.webhookFed ? 0 : exploreChecks(s, input, horizon);
-  // The closing check (decide): one more as its busy hours end today.
-  const closing = busyAhead && !busyHour(busyRate(s, horizon[n - 1]![0], nowSlot));
-  const floorDue = (s.lastCheckAt?.getTime() ?? input.now.getTime()) + settings.floorHours * 3_600_000 <= input.resetsAt.getTime();
+  return {
+    minutes,
+    perMinute,
+    perChange,
+    active,
+    busyNow,
+    safety: notified ? safetyChecks(s, input, horizon, notified) : 0,
+    explore: s.webhookFed ? null : exploreCount(s, input, horizon),
+    closing: busyAhead && !busyHour(busyRate(s, horizon[n - 1]![0], nowSlot)),
+    floorDue: (s.lastCheckAt?.getTime() ?? input.now.getTime()) + settings.floorHours * 3_600_000 <= input.resetsAt.getTime(),
+    woken: woken(s),
+  };
+}
+
+/**
+ * A stream's spend under its bounds as a function of the exchange rate and the common interval, for the searches that
+ * evaluate the same stream many times (findMu, commonInterval). Each evaluation does the arithmetic piece by piece,
+ * in the same order, whatever else was asked before: a plan is the same made from fresh curves or kept ones.
+ */
+interface SpendCurve {
+  /** The stream's requests at exchange rate `mu`, its busy hours held to the common interval `interval`. */
+  requests(mu: number, interval: number | null): number;
+  /** The same, by kind. */
+  spend(mu: number, interval: number | null): Spend;
+}
+
+const NO_CURVE: SpendCurve = { requests: () => 0, spend: () => ({ polled: 0, notified: 0, safety: 0, requests: 0 }) };
+
+function spendCurve(s: StreamInput, b: Bounds, input: SourceInput, horizon: Horizon, walk: StreamWalk): SpendCurve {
+  const { settings } = input;
+  const n = horizon.length;
+  const { minutes, perMinute, perChange, active, busyNow, safety } = walk;
+  const explored = exploreChecks(b.explore, walk.explore);
   // A search holds one of the two arguments while it moves the other (findMu the interval, commonInterval the
   // exchange rate): what each piece takes from the held one is kept from the evaluation before. For a polled stream,
   // its interval in a piece is min(pollInterval(mu), bound(interval)), with bound the spacing of the common interval:
-  // Math.min is exact and associative, so the result is streamSpend's to the bit.
-  const perChange: number[] = perMinute.map((pm) => s.cost / pm);
+  // Math.min is exact and associative, so the result is that of pricing each piece afresh, to the bit.
   const poll: number[] = [];
   const bound: number[] = [];
   let pollMu: number | undefined;
@@ -760,8 +786,7 @@ function spendCurve(s: Bounded, input: SourceInput, horizon: Horizon): SpendCurv
       const pm = perMinute[i]!;
       let x = Number.POSITIVE_INFINITY;
       if (pm > 0) x = Math.max(Number.isFinite(mu) ? Math.sqrt(k / pm) : Number.POSITIVE_INFINITY, perChange[i]!);
-      const t = target[i]!;
-      poll[i] = Number.isNaN(t) ? x : Math.min(x, t);
+      poll[i] = b.target !== null && active[i] ? Math.min(x, b.target) : x;
     }
   };
   const boundAt = (interval: number | null) => {
@@ -769,40 +794,50 @@ function spendCurve(s: Bounded, input: SourceInput, horizon: Horizon): SpendCurv
     boundInterval = interval;
     for (let i = 0; i < n; i++) bound[i] = spacing(intervalAt(interval, busyNow[i]!, s.cost), input);
   };
-  return {
-    at(mu, interval) {
-      let polled = 0;
-      let notified = 0;
-      if (s.webhookFed) {
-        for (let i = 0; i < n; i++) {
-          const pm = perMinute[i]!;
-          const wait = Math.min(Math.max(notifiedDelay(mu, pm, s.cost), settings.debounceSeconds / 60), s.maxWait);
-          if (pm > 0 && Number.isFinite(wait)) notified += (minutes[i]! * pm) / (1 + pm * wait);
-        }
-      } else {
-        pollAt(mu);
-        boundAt(interval);
-        for (let i = 0; i < n; i++) {
-          const x = Math.min(poll[i]!, bound[i]!);
-          if (Number.isFinite(x)) polled += minutes[i]! / x;
-        }
-        polled = Math.max(polled, explored);
+  // The last evaluation's checks by kind (spend reads them).
+  let polled = 0;
+  let notified = 0;
+  // Where the interval is none its spacing is Infinity in every piece (unless the lag is not a number), and at no
+  // exchange rate at all a piece's interval is its target or Infinity: the pieces priced at their target are summed
+  // alone, in the same order, to the same result (the plan prices every stretch it tries so).
+  const unbound = spacing(Number.POSITIVE_INFINITY, input) === Number.POSITIVE_INFINITY;
+  const requests = (mu: number, interval: number | null) => {
+    polled = 0;
+    notified = 0;
+    if (!s.webhookFed && mu === Number.POSITIVE_INFINITY && interval === null && unbound) {
+      const target = b.target;
+      if (target !== null && Number.isFinite(target)) for (let i = 0; i < n; i++) if (active[i]) polled += minutes[i]! / target;
+      polled = Math.max(polled, explored);
+    } else if (s.webhookFed) {
+      for (let i = 0; i < n; i++) {
+        const pm = perMinute[i]!;
+        const wait = Math.min(Math.max(notifiedDelay(mu, pm, s.cost), settings.debounceSeconds / 60), b.maxWait);
+        if (pm > 0 && Number.isFinite(wait)) notified += (minutes[i]! * pm) / (1 + pm * wait);
       }
-      if (woken(s)) polled += 1;
-      if (closing) polled += 1;
-      // Notifications already waiting are a check to come, whatever the rates say of the rest of the day.
-      if (s.webhookFed && s.notified.count > 0) notified += 1;
-      if (floorDue && polled + notified + safety < 1) polled += 1;
-      return { polled, notified, safety, requests: (polled + notified + safety) * s.cost };
+    } else {
+      pollAt(mu);
+      boundAt(interval);
+      for (let i = 0; i < n; i++) {
+        const x = Math.min(poll[i]!, bound[i]!);
+        if (Number.isFinite(x)) polled += minutes[i]! / x;
+      }
+      // Exploring is a least count of checks: where the rates and the interval check a stream at least as often, it adds none.
+      polled = Math.max(polled, explored);
+    }
+    if (walk.woken) polled += 1;
+    if (walk.closing) polled += 1;
+    // Notifications already waiting are a check to come, whatever the rates say of the rest of the day.
+    if (s.webhookFed && s.notified.count > 0) notified += 1;
+    if (walk.floorDue && polled + notified + safety < 1) polled += 1;
+    return (polled + notified + safety) * s.cost;
+  };
+  return {
+    requests,
+    spend(mu, interval) {
+      const r = requests(mu, interval);
+      return { polled, notified, safety, requests: r };
     },
   };
-}
-
-function totalSpend(input: SourceInput, horizon: Horizon, streams: Bounded[], mu: number): number {
-  return (
-    input.pinned.reduce((n, p) => n + p.firesLeft * p.cost, 0) +
-    streams.reduce((n, s) => n + streamSpend(s, input, horizon, mu).requests, 0)
-  );
 }
 
 /**
@@ -811,28 +846,54 @@ function totalSpend(input: SourceInput, horizon: Horizon, streams: Bounded[], mu
  */
 export const MU_PRECISION = 1e-3;
 
-/**
- * A plan's spend curves by stream, built once for the plan's searches (commonInterval's and findMu's) and its last
- * spend of each stream. A curve reads every field of a stream's bounds but `interval`, which each evaluation is
- * given: the streams a plan passes for one resource differ in nothing else (the common interval is searched only
- * at the plan's stretch of 1, with the plan's exploration bound), so one curve serves them all.
- */
-type Curves = Map<string, SpendCurve>;
+/** What the pinned streams' fires left today cost. */
+function pinnedSpend(input: SourceInput): number {
+  return input.pinned.reduce((n, p) => n + p.firesLeft * p.cost, 0);
+}
 
-function curveOf(curves: Curves, s: Bounded, input: SourceInput, horizon: Horizon): SpendCurve {
-  let curve = curves.get(s.resource);
+/**
+ * A plan's walks (StreamWalk) and spend curves by stream, built once for the plan's stretches, its searches
+ * (commonInterval's and findMu's) and its last spend of each stream. A curve reads every field of a stream's bounds
+ * but `interval`, which each evaluation is given: the streams a plan passes for one resource differ in nothing else
+ * (the common interval is searched only at the plan's stretch of 1, with the plan's exploration bound), so one curve
+ * serves them all. A walk reads none of the bounds, so one serves every stretch tried.
+ */
+interface PlanCurves {
+  input: SourceInput;
+  horizon: Horizon;
+  walks: Map<string, StreamWalk>;
+  curves: Map<string, SpendCurve>;
+}
+
+function planCurves(input: SourceInput, horizon: Horizon): PlanCurves {
+  return { input, horizon, walks: new Map(), curves: new Map() };
+}
+
+/** A curve of `s` under bounds `b`, from the stream's walk (made at the first asking). */
+function curveUnder(pc: PlanCurves, s: StreamInput, b: Bounds): SpendCurve {
+  if (s.backfill || pc.horizon.length === 0) return NO_CURVE;
+  let walk = pc.walks.get(s.resource);
+  if (!walk) {
+    walk = walkOf(s, pc.input, pc.horizon);
+    pc.walks.set(s.resource, walk);
+  }
+  return spendCurve(s, b, pc.input, pc.horizon, walk);
+}
+
+/** The curve of a stream under the plan's bounds, kept by resource (above). */
+function curveOf(pc: PlanCurves, s: Bounded): SpendCurve {
+  let curve = pc.curves.get(s.resource);
   if (!curve) {
-    curve = spendCurve(s, input, horizon);
-    curves.set(s.resource, curve);
+    curve = curveUnder(pc, s, s);
+    pc.curves.set(s.resource, curve);
   }
   return curve;
 }
 
-function findMu(input: SourceInput, horizon: Horizon, streams: Bounded[], available: number, curves: Curves): number {
-  const pinned = input.pinned.reduce((n, p) => n + p.firesLeft * p.cost, 0);
-  const curvesOf = streams.map((s) => curveOf(curves, s, input, horizon));
-  // totalSpend's sum, each stream's spend from its curve.
-  const spend = (mu: number) => pinned + curvesOf.reduce((n, c, i) => n + c.at(mu, streams[i]!.interval).requests, 0);
+function findMu(input: SourceInput, streams: Bounded[], available: number, pc: PlanCurves): number {
+  const pinned = pinnedSpend(input);
+  const curvesOf = streams.map((s) => curveOf(pc, s));
+  const spend = (mu: number) => pinned + curvesOf.reduce((n, c, i) => n + c.requests(mu, streams[i]!.interval), 0);
   const atZero = spend(0);
   if (atZero <= available) return 0;
   const atOne = spend(1);
@@ -945,12 +1006,15 @@ export function planSource(input: SourceInput): SourcePlan {
   const warnings: SourcePlan['warnings'] = [];
   const horizon = horizonOf(input);
   let explore = exploreBound(input);
+  // The plan's walks serve every stretch tried here and the searches after (PlanCurves).
+  const pc = planCurves(input, horizon);
+  const pinned = pinnedSpend(input);
+  // The spend at no exchange rate at all: the bounds, floors, exploration and checks already waiting.
   const cheapest = (stretch: number, exploring: number | null) =>
-    totalSpend(
-      input,
-      horizon,
-      input.streams.map((s) => bounded(s, settings, stretch, exploring)),
-      Number.POSITIVE_INFINITY,
+    pinned +
+    input.streams.reduce(
+      (n, s) => n + curveUnder(pc, s, boundsOf(s, settings, stretch, exploring)).requests(Number.POSITIVE_INFINITY, null),
+      0,
     );
   // Exploration's share of the budget comes first: without it a burst on a stream the model calls quiet waits for
   // its floor, a day. It goes only when even the most stretched bounds and the floors do not fit beside it (a
@@ -1008,20 +1072,19 @@ export function planSource(input: SourceInput): SourcePlan {
   // as the day's expected changes go by. Held back early and released late,
   // they would space the morning's checks wider than the afternoon's, and the
   // widest waits make the tail.
-  const curves: Curves = new Map();
   const interval =
     stretch === 1 && available > 0
-      ? commonInterval(input, horizon, withStretch(1), available - Math.ceil(intervalChance(input, parts) * parts.byDemand), curves)
+      ? commonInterval(input, horizon, withStretch(1), available - Math.ceil(intervalChance(input, parts) * parts.byDemand), pc)
       : null;
   const minor = minorStreams(input);
   const streams = input.streams.map((s) => bounded(s, settings, stretch, explore, minor.has(s.resource) ? null : interval));
-  const mu = available <= 0 ? Number.POSITIVE_INFINITY : findMu(input, horizon, streams, planFor, curves);
+  const mu = available <= 0 ? Number.POSITIVE_INFINITY : findMu(input, streams, planFor, pc);
   const planned: PlannedSpend = { check: 0, webhook: 0, full: 0, backfill: 0 };
   for (const p of input.pinned)
     planned[p.purpose === 'full' ? 'full' : p.purpose === 'webhook' ? 'webhook' : 'check'] += p.firesLeft * p.cost;
   const phases = explorePhases(input);
   const plans: StreamPlan[] = streams.map((s) => {
-    const spend = curveOf(curves, s, input, horizon).at(mu, s.interval);
+    const spend = curveOf(pc, s).spend(mu, s.interval);
     if (s.kind === 'full') planned.full += spend.requests;
     else {
       planned.check += (spend.polled + spend.safety) * s.cost;
@@ -1213,7 +1276,7 @@ function busySlots(rates: Float64Array): number {
   return n;
 }
 
-function commonInterval(input: SourceInput, horizon: Horizon, streams: Bounded[], budget: number, curves: Curves): number | null {
+function commonInterval(input: SourceInput, horizon: Horizon, streams: Bounded[], budget: number, pc: PlanCurves): number | null {
   const minor = minorStreams(input);
   const isPolled = (s: Bounded) => s.kind === 'incremental' && !s.backfill && !s.webhookFed;
   const polled = streams.filter(isPolled);
@@ -1223,14 +1286,14 @@ function commonInterval(input: SourceInput, horizon: Horizon, streams: Bounded[]
   // The other streams keep what the exchange rate would give them without the rule: streams fed by webhooks their
   // notified checks, pinned streams their fires, catalogs their floors. The interval takes what polled streams get.
   const rest = streams.filter((s) => !isPolled(s));
-  const restCurves = rest.map((s) => curveOf(curves, s, input, horizon));
-  const restSpend = (mu: number) => restCurves.reduce((n, c, i) => n + c.at(mu, rest[i]!.interval).requests, 0);
+  const restCurves = rest.map((s) => curveOf(pc, s));
+  const restSpend = (mu: number) => restCurves.reduce((n, c, i) => n + c.requests(mu, rest[i]!.interval), 0);
   // Streams whose spend does not depend on the exchange rate (catalogs on their floor) need no search for it.
-  const mu = restSpend(0) === restSpend(Number.POSITIVE_INFINITY) ? 0 : findMu(input, horizon, streams, budget, curves);
-  const others = input.pinned.reduce((n, p) => n + p.firesLeft * p.cost, 0) + restSpend(mu);
-  const curvesOf = polled.map((s) => curveOf(curves, s, input, horizon));
+  const mu = restSpend(0) === restSpend(Number.POSITIVE_INFINITY) ? 0 : findMu(input, streams, budget, pc);
+  const others = pinnedSpend(input) + restSpend(mu);
+  const curvesOf = polled.map((s) => curveOf(pc, s));
   const spend = (interval: number) =>
-    others + curvesOf.reduce((n, c, i) => n + c.at(Number.POSITIVE_INFINITY, minor.has(polled[i]!.resource) ? null : interval).requests, 0);
+    others + curvesOf.reduce((n, c, i) => n + c.requests(Number.POSITIVE_INFINITY, minor.has(polled[i]!.resource) ? null : interval), 0);
   const lo = Math.max(1, input.settings.tickSeconds / 60, intervalFloor(input, onInterval));
   const hi = Math.max(lo, input.settings.floorHours * 60);
   const atHi = spend(hi);
