@@ -55,7 +55,7 @@
 import type { Purpose } from '../api/http.ts';
 import { forEachSlotPiece, nextSlotEdge, slotOf } from '../time.ts';
 import { expectedSince, type Evidence } from './rates.ts';
-import { keptWith } from './kept.ts';
+import { derivedFrom, keptWith } from './kept.ts';
 import { SLOTS } from '../state/change-model.ts';
 
 export interface Notified {
@@ -329,8 +329,7 @@ function explorable(s: StreamInput): boolean {
 export function exploreBound(input: SourceInput): number | null {
   const slots = input.activeSlots;
   if (!slots) return null;
-  let active = 0;
-  for (const v of slots) active += v;
+  const active = activeCount(slots);
   const streams = input.streams.filter(explorable);
   if (active === 0 || streams.length === 0) return null;
   const costPerDay = (active / 7) * streams.reduce((n, s) => n + s.cost, 0);
@@ -1148,10 +1147,21 @@ function intervalChance(input: SourceInput, parts: { chance: number }): number {
 
 /** Whether a model's active hours (SourceInput.activeSlots) say when the practice works: at most HOURS_KNOWN_SHARE of the week. */
 export function hoursKnown(slots: Uint8Array): boolean {
-  let active = 0;
-  for (const v of slots) active += v;
-  return active <= HOURS_KNOWN_SHARE * slots.length;
+  return activeCount(slots) <= HOURS_KNOWN_SHARE * slots.length;
 }
+
+/**
+ * The active hours of the week in a practice's active slots, kept with them: the slots are made again only when its
+ * models change, and never written into.
+ */
+function activeCount(slots: Uint8Array): number {
+  return derivedFrom(activeCountCache, slots, (x) => {
+    let active = 0;
+    for (const v of x) active += v;
+    return active;
+  });
+}
+const activeCountCache = new WeakMap<Uint8Array, number>();
 
 /**
  * A model whose active hours are at most this share of the week knows the
@@ -1408,8 +1418,11 @@ function decide(
   if (s.webhookFed) {
     if (sinceMinutes >= settings.safetyNetMinutes - margin) return { due: { purpose, reason: 'safety-net' }, waiting: null };
   } else {
+    // What its rates expect since its last check: asked by up to three rules below, walked once.
+    let own: { changes: number; ageMinutes: number } | undefined;
+    const ownSince = () => (own ??= expectedSince(s.rates, input.timeZone, last, now));
     const worth = (rates: Float64Array) => {
-      const expected = expectedSince(rates, input.timeZone, last, now);
+      const expected = rates === s.rates ? ownSince() : expectedSince(rates, input.timeZone, last, now);
       return expected.ageMinutes >= mu * s.cost && expected.changes >= s.cost;
     };
     if (worth(s.rates)) {
@@ -1421,10 +1434,7 @@ function decide(
       return { due: { purpose, reason: 'max-staleness' }, waiting: null };
     }
     const slot = slotOf(now, input.timeZone);
-    if (
-      sinceMinutes >= intervalAt(s.interval, busyRate(s, slot, slot), s.cost) &&
-      expectedSince(s.rates, input.timeZone, last, now).changes >= s.cost
-    ) {
+    if (sinceMinutes >= intervalAt(s.interval, busyRate(s, slot, slot), s.cost) && ownSince().changes >= s.cost) {
       return { due: { purpose, reason: 'interval' }, waiting: null };
     }
     // The closing check: as a polled stream's busy hours end for the day, the changes since its last check would
@@ -1436,8 +1446,7 @@ function decide(
       (!busyHour(busyRate(s, slot, slot)) || afterClosing(s, input, slot, now)) &&
       busyRate(s, slotOf(now - 3_600_000, input.timeZone), slot) >= CLOSING_MIN_PER_HOUR &&
       closingReach(input, now) &&
-      expectedSince(s.rates, input.timeZone, last, now).changes >=
-        (input.hoursStated ? CLOSING_MIN_CHANGES_STATED : CLOSING_MIN_CHANGES) * s.cost &&
+      ownSince().changes >= (input.hoursStated ? CLOSING_MIN_CHANGES_STATED : CLOSING_MIN_CHANGES) * s.cost &&
       !busyLater(s, input, slot)
     ) {
       return { due: { purpose, reason: 'interval' }, waiting: null };
