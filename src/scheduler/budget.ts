@@ -1489,6 +1489,9 @@ export function earliestDue(input: SourceInput, plan: SourcePlan, ticks: readonl
   if (ticks.length === 0) return -1;
   let first = -1;
   const phases = explorePhases(input);
+  // The input at each tick asked, made once for every stream's bisection.
+  const at: SourceInput[] = [];
+  const inputAt = (i: number) => (at[i] ??= { ...input, now: new Date(ticks[i]!) });
   for (const s of input.streams) {
     const b = bounded(
       s,
@@ -1497,7 +1500,7 @@ export function earliestDue(input: SourceInput, plan: SourcePlan, ticks: readonl
       plan.exploreMinutes === null ? null : plan.exploreMinutes / plan.stretch,
       minorStreams(input).has(s.resource) ? null : plan.intervalMinutes,
     );
-    const dueAt = (i: number) => decide(b, { ...input, now: new Date(ticks[i]!) }, plan.mu, plan.available, phases).due !== null;
+    const dueAt = (i: number) => decide(b, inputAt(i), plan.mu, plan.available, phases).due !== null;
     const last = first >= 0 ? first - 1 : ticks.length - 1;
     if (last < 0 || !dueAt(last)) continue;
     let lo = -1;
