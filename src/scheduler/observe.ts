@@ -11,7 +11,7 @@
 import type { SourceConfig } from '../config/schema.ts';
 import type { Pool } from '../db/pool.ts';
 import { pagesLeft } from '../api/pager.ts';
-import { loadStreamModels, type StoredSlot } from '../state/change-model.ts';
+import { HALF_LIFE_DAYS, loadStreamModels, type StoredSlot } from '../state/change-model.ts';
 import { readCheckpointsOf, type StoredCheckpoint } from '../state/checkpoints.ts';
 import { quotaSnapshots, type QuotaLedger, type QuotaSnapshot } from '../state/quota.ts';
 import { atWorkSinceOf, changesFoundOf, recentCheckCostsOf, recentWindowsOf, type AtWork } from '../state/runs.ts';
@@ -35,6 +35,7 @@ import {
 import { forEachSlotPiece, localDayStart, nextLocalMidnight, nextSlotEdge, slotOf } from '../time.ts';
 import { sourceTimeZone, type ScheduledStream } from './plan.ts';
 import {
+  decaysOf,
   EVIDENCE_LOOKBACK_HOURS,
   evidenceOf,
   expectedSince,
@@ -187,8 +188,9 @@ export function localWeekday(now: Date, timeZone: string): number {
 /** A stream's model read at `at` in the practice's zone. */
 export function modelReading(slots: StoredSlot[], at: Date, timeZone: string): ModelReading {
   const today = localWeekday(at, timeZone);
-  const r = slotRatesWithMoved(slots, at, today);
-  return { at: at.getTime(), today, rates: r.rates, movedIn: r.movedIn, byHour: hourOfDay(slots, at, today) };
+  const decay = decaysOf(slots, at, HALF_LIFE_DAYS);
+  const r = slotRatesWithMoved(slots, at, today, decay);
+  return { at: at.getTime(), today, rates: r.rates, movedIn: r.movedIn, byHour: hourOfDay(slots, at, today, decay) };
 }
 
 /**

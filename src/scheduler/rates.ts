@@ -31,19 +31,45 @@ export function slotRates(stored: StoredSlot[], at: Date): Float64Array {
  * The rates, and the slots the recent profile raised above the long memory:
  * hours the practice moved into (withRecentHours).
  */
-export function slotRatesWithMoved(stored: StoredSlot[], at: Date, today?: number): { rates: Float64Array; movedIn: Uint8Array } {
+export function slotRatesWithMoved(
+  stored: StoredSlot[],
+  at: Date,
+  today?: number,
+  decay: Float64Array = decaysOf(stored, at, HALF_LIFE_DAYS),
+): { rates: Float64Array; movedIn: Uint8Array } {
   // The recent profile learns only from the windows pmsync reads day by day (src/state/change-model.ts,
   // windowObservation): a first pass's history would overstate its latest days.
   const movedIn = new Uint8Array(SLOTS);
-  return { rates: withRecentHours(longRates(stored, at), stored, at, movedIn, today), movedIn };
+  return { rates: withRecentHours(longRates(stored, decay), stored, at, movedIn, today), movedIn };
 }
 
-function longRates(stored: StoredSlot[], at: Date): Float64Array {
+/**
+ * Each stored slot's decayFactor to `at`, by its index: a model's rates and its hours of the day (hourOfDay) decay its
+ * slots alike, and read together (observe.ts, modelReading) they take the same factors. Slots stored at the same
+ * instant (as_of) share one.
+ */
+export function decaysOf(stored: StoredSlot[], at: Date, halfLifeDays: number): Float64Array {
+  const out = new Float64Array(stored.length);
+  let asOf = Number.NaN;
+  let f = Number.NaN;
+  for (let i = 0; i < stored.length; i++) {
+    const t = stored[i]!.asOf.getTime();
+    if (t !== asOf) {
+      asOf = t;
+      f = decayFactor(stored[i]!.asOf, at, halfLifeDays);
+    }
+    out[i] = f;
+  }
+  return out;
+}
+
+function longRates(stored: StoredSlot[], decay: Float64Array): Float64Array {
   const changes = new Float64Array(SLOTS);
   const exposure = new Float64Array(SLOTS);
-  for (const s of stored) {
+  for (let i = 0; i < stored.length; i++) {
+    const s = stored[i]!;
     if (s.slot < 0 || s.slot >= SLOTS) continue;
-    const f = decayFactor(s.asOf, at);
+    const f = decay[i]!;
     changes[s.slot] = changes[s.slot]! + s.changes * f;
     exposure[s.slot] = exposure[s.slot]! + s.exposureHours * f;
   }
@@ -79,15 +105,21 @@ export interface HourOfDay {
   exposure: Float64Array;
 }
 
-export function hourOfDay(stored: StoredSlot[], at: Date, today?: number): HourOfDay {
+export function hourOfDay(
+  stored: StoredSlot[],
+  at: Date,
+  today?: number,
+  decay: Float64Array = decaysOf(stored, at, HALF_LIFE_DAYS),
+): HourOfDay {
   // By slot first, then by hour in the slots' order: the same sums whatever order the rows came in.
   const bySlot = new Float64Array(SLOTS);
   const exposureBySlot = new Float64Array(SLOTS);
-  for (const s of stored) {
+  for (let i = 0; i < stored.length; i++) {
+    const s = stored[i]!;
     if (s.slot < 0 || s.slot >= SLOTS) continue;
     // Today's own hours are today's evidence: a first morning read would show hours of its own at once.
     if (today !== undefined && Math.floor(s.slot / 24) === today) continue;
-    const f = decayFactor(s.asOf, at);
+    const f = decay[i]!;
     bySlot[s.slot] = bySlot[s.slot]! + s.changes * f;
     exposureBySlot[s.slot] = exposureBySlot[s.slot]! + s.exposureHours * f;
   }
@@ -166,12 +198,18 @@ export function withRecentHours(rates: Float64Array, stored: StoredSlot[], at: D
   const changes = new Float64Array(SLOTS);
   const exposure = new Float64Array(SLOTS);
   let any = false;
+  // Slots stored at the same instant decay alike (decaysOf).
+  let asOf = Number.NaN;
+  let f = Number.NaN;
   for (const s of stored) {
     if (s.slot < 0 || s.slot >= SLOTS || !(s.recentExposureHours > 0)) continue;
     // Today's own hours are today's evidence's to read (rates.ts, evidenceOf): counted here as well, an hour
     // that surprised would become its own forecast at once and the evidence would see nothing beyond it.
     if (today !== undefined && Math.floor(s.slot / 24) === today) continue;
-    const f = decayFactor(s.asOf, at, RECENT_HALF_LIFE_DAYS);
+    if (s.asOf.getTime() !== asOf) {
+      asOf = s.asOf.getTime();
+      f = decayFactor(s.asOf, at, RECENT_HALF_LIFE_DAYS);
+    }
     changes[s.slot] = changes[s.slot]! + s.recentChanges * f;
     exposure[s.slot] = exposure[s.slot]! + s.recentExposureHours * f;
     any = true;
