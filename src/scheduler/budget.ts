@@ -764,91 +764,118 @@ function walkOf(s: StreamInput, input: SourceInput, horizon: Horizon): StreamWal
 /**
  * A stream's spend under its bounds as a function of the exchange rate and the common interval, for the searches that
  * evaluate the same stream many times (findMu, commonInterval). Each evaluation does the arithmetic piece by piece,
- * in the same order, whatever else was asked before: a plan is the same made from fresh curves or kept ones.
+ * in the same order, whatever else was asked before: a plan is the same made from fresh curves or kept ones. One
+ * object a curve, its arrays made at the first evaluation that needs them: a plan makes one for each stream at each
+ * stretch it tries, most of them asked once.
  */
-interface SpendCurve {
-  /** The stream's requests at exchange rate `mu`, its busy hours held to the common interval `interval`. */
-  requests(mu: number, interval: number | null): number;
-  /** The same, by kind. */
-  spend(mu: number, interval: number | null): Spend;
-}
-
-const NO_CURVE: SpendCurve = { requests: () => 0, spend: () => ({ polled: 0, notified: 0, safety: 0, requests: 0 }) };
-
-function spendCurve(s: StreamInput, b: Bounds, input: SourceInput, horizon: Horizon, walk: StreamWalk): SpendCurve {
-  const { settings } = input;
-  const n = horizon.length;
-  const { minutes, perMinute, perChange, active, busyNow, safety } = walk;
-  const explored = exploreChecks(b.explore, walk.explore);
+class SpendCurve {
+  private readonly s: StreamInput;
+  private readonly b: Bounds;
+  private readonly input: SourceInput;
+  /** Null: a backfill, or no day left (it spends nothing). */
+  private readonly walk: StreamWalk | null;
+  private readonly explored: number;
+  /**
+   * Where the interval is none its spacing is Infinity in every piece (unless the lag is not a number), and at no
+   * exchange rate at all a piece's interval is its target or Infinity: the pieces priced at their target are summed
+   * alone, in the same order, to the same result (the plan prices every stretch it tries so).
+   */
+  private readonly unbound: boolean;
   // A search holds one of the two arguments while it moves the other (findMu the interval, commonInterval the
   // exchange rate): what each piece takes from the held one is kept from the evaluation before. For a polled stream,
   // its interval in a piece is min(pollInterval(mu), bound(interval)), with bound the spacing of the common interval:
   // Math.min is exact and associative, so the result is that of pricing each piece afresh, to the bit.
-  const poll: number[] = [];
-  const bound: number[] = [];
-  let pollMu: number | undefined;
-  let boundInterval: number | null | undefined;
-  const pollAt = (mu: number) => {
-    if (pollMu !== undefined && Object.is(mu, pollMu)) return;
-    pollMu = mu;
-    // pollInterval, with its mu-only product taken once: (2 * mu * cost) / pm is ((2 * mu) * cost) / pm.
-    const k = Number.isFinite(mu) ? 2 * mu * s.cost : Number.NaN;
-    for (let i = 0; i < n; i++) {
-      const pm = perMinute[i]!;
-      let x = Number.POSITIVE_INFINITY;
-      if (pm > 0) x = Math.max(Number.isFinite(mu) ? Math.sqrt(k / pm) : Number.POSITIVE_INFINITY, perChange[i]!);
-      poll[i] = b.target !== null && active[i] ? Math.min(x, b.target) : x;
-    }
-  };
-  const boundAt = (interval: number | null) => {
-    if (boundInterval !== undefined && Object.is(interval, boundInterval)) return;
-    boundInterval = interval;
-    for (let i = 0; i < n; i++) bound[i] = spacing(intervalAt(interval, busyNow[i]!, s.cost), input);
-  };
-  // The last evaluation's checks by kind (spend reads them).
-  let polled = 0;
-  let notified = 0;
-  // Where the interval is none its spacing is Infinity in every piece (unless the lag is not a number), and at no
-  // exchange rate at all a piece's interval is its target or Infinity: the pieces priced at their target are summed
-  // alone, in the same order, to the same result (the plan prices every stretch it tries so).
-  const unbound = spacing(Number.POSITIVE_INFINITY, input) === Number.POSITIVE_INFINITY;
-  const requests = (mu: number, interval: number | null) => {
-    polled = 0;
-    notified = 0;
-    if (!s.webhookFed && mu === Number.POSITIVE_INFINITY && interval === null && unbound) {
+  private poll: number[] | null = null;
+  private bound: number[] | null = null;
+  private pollMu: number | undefined;
+  private boundInterval: number | null | undefined;
+  /** The last evaluation's checks by kind (spend reads them). */
+  private polled = 0;
+  private notified = 0;
+
+  constructor(s: StreamInput, b: Bounds, input: SourceInput, walk: StreamWalk | null, unbound: boolean) {
+    this.s = s;
+    this.b = b;
+    this.input = input;
+    this.walk = walk;
+    this.explored = walk ? exploreChecks(b.explore, walk.explore) : 0;
+    this.unbound = unbound;
+  }
+
+  /** The stream's requests at exchange rate `mu`, its busy hours held to the common interval `interval`. */
+  requests(mu: number, interval: number | null): number {
+    const walk = this.walk;
+    this.polled = 0;
+    this.notified = 0;
+    if (!walk) return 0;
+    const s = this.s;
+    const b = this.b;
+    const { minutes, perMinute, active, safety } = walk;
+    const n = minutes.length;
+    let polled = 0;
+    let notified = 0;
+    if (!s.webhookFed && mu === Number.POSITIVE_INFINITY && interval === null && this.unbound) {
       const target = b.target;
       if (target !== null && Number.isFinite(target)) for (let i = 0; i < n; i++) if (active[i]) polled += minutes[i]! / target;
-      polled = Math.max(polled, explored);
+      polled = Math.max(polled, this.explored);
     } else if (s.webhookFed) {
+      const debounce = this.input.settings.debounceSeconds / 60;
       for (let i = 0; i < n; i++) {
         const pm = perMinute[i]!;
-        const wait = Math.min(Math.max(notifiedDelay(mu, pm, s.cost), settings.debounceSeconds / 60), b.maxWait);
+        const wait = Math.min(Math.max(notifiedDelay(mu, pm, s.cost), debounce), b.maxWait);
         if (pm > 0 && Number.isFinite(wait)) notified += (minutes[i]! * pm) / (1 + pm * wait);
       }
     } else {
-      pollAt(mu);
-      boundAt(interval);
+      const poll = this.pollAt(mu, walk);
+      const bound = this.boundAt(interval, walk);
       for (let i = 0; i < n; i++) {
         const x = Math.min(poll[i]!, bound[i]!);
         if (Number.isFinite(x)) polled += minutes[i]! / x;
       }
       // Exploring is a least count of checks: where the rates and the interval check a stream at least as often, it adds none.
-      polled = Math.max(polled, explored);
+      polled = Math.max(polled, this.explored);
     }
     if (walk.woken) polled += 1;
     if (walk.closing) polled += 1;
     // Notifications already waiting are a check to come, whatever the rates say of the rest of the day.
     if (s.webhookFed && s.notified.count > 0) notified += 1;
     if (walk.floorDue && polled + notified + safety < 1) polled += 1;
+    this.polled = polled;
+    this.notified = notified;
     return (polled + notified + safety) * s.cost;
-  };
-  return {
-    requests,
-    spend(mu, interval) {
-      const r = requests(mu, interval);
-      return { polled, notified, safety, requests: r };
-    },
-  };
+  }
+
+  /** The same, by kind. */
+  spend(mu: number, interval: number | null): Spend {
+    const requests = this.requests(mu, interval);
+    return { polled: this.polled, notified: this.notified, safety: this.walk?.safety ?? 0, requests };
+  }
+
+  private pollAt(mu: number, walk: StreamWalk): number[] {
+    const poll = (this.poll ??= []);
+    if (this.pollMu !== undefined && Object.is(mu, this.pollMu)) return poll;
+    this.pollMu = mu;
+    const { perMinute, perChange, active } = walk;
+    const target = this.b.target;
+    // pollInterval, with its mu-only product taken once: (2 * mu * cost) / pm is ((2 * mu) * cost) / pm.
+    const k = Number.isFinite(mu) ? 2 * mu * this.s.cost : Number.NaN;
+    for (let i = 0; i < perMinute.length; i++) {
+      const pm = perMinute[i]!;
+      let x = Number.POSITIVE_INFINITY;
+      if (pm > 0) x = Math.max(Number.isFinite(mu) ? Math.sqrt(k / pm) : Number.POSITIVE_INFINITY, perChange[i]!);
+      poll[i] = target !== null && active[i] ? Math.min(x, target) : x;
+    }
+    return poll;
+  }
+
+  private boundAt(interval: number | null, walk: StreamWalk): number[] {
+    const bound = (this.bound ??= []);
+    if (this.boundInterval !== undefined && Object.is(interval, this.boundInterval)) return bound;
+    this.boundInterval = interval;
+    const { busyNow } = walk;
+    for (let i = 0; i < busyNow.length; i++) bound[i] = spacing(intervalAt(interval, busyNow[i]!, this.s.cost), this.input);
+    return bound;
+  }
 }
 
 /**
@@ -874,21 +901,24 @@ interface PlanCurves {
   horizon: Horizon;
   walks: Map<string, StreamWalk>;
   curves: Map<string, SpendCurve>;
+  /** The interval's spacing where there is none is Infinity (SpendCurve). */
+  unbound: boolean;
 }
 
 function planCurves(input: SourceInput, horizon: Horizon): PlanCurves {
-  return { input, horizon, walks: new Map(), curves: new Map() };
+  const unbound = spacing(Number.POSITIVE_INFINITY, input) === Number.POSITIVE_INFINITY;
+  return { input, horizon, walks: new Map(), curves: new Map(), unbound };
 }
 
 /** A curve of `s` under bounds `b`, from the stream's walk (made at the first asking). */
 function curveUnder(pc: PlanCurves, s: StreamInput, b: Bounds): SpendCurve {
-  if (s.backfill || pc.horizon.length === 0) return NO_CURVE;
+  if (s.backfill || pc.horizon.length === 0) return new SpendCurve(s, b, pc.input, null, pc.unbound);
   let walk = pc.walks.get(s.resource);
   if (!walk) {
     walk = walkOf(s, pc.input, pc.horizon);
     pc.walks.set(s.resource, walk);
   }
-  return spendCurve(s, b, pc.input, pc.horizon, walk);
+  return new SpendCurve(s, b, pc.input, walk, pc.unbound);
 }
 
 /** The curve of a stream under the plan's bounds, kept by resource (above). */
