@@ -1026,6 +1026,9 @@ function activeSlotsOf(
   return { slots, useStated };
 }
 
+/** activeSlots' working sums, zeroed at each use (a typed array this size is allocated outside the heap). */
+const activeTotal = new Float64Array(SLOTS);
+
 /** A source is active in an hour of the week when its streams are expected to change this often then (changes an hour)... */
 const ACTIVE_MIN_PER_HOUR = 0.2;
 /** ...and at least this share of its busiest hour. */
@@ -1038,7 +1041,7 @@ const ACTIVE_SHARE_OF_PEAK = 0.1;
  * out as its slots learn that nothing happens, new hours come in as they fill.
  */
 export function activeSlots(models: Float64Array[]): Uint8Array {
-  const total = new Float64Array(SLOTS);
+  const total = activeTotal.fill(0);
   for (const m of models) for (let i = 0; i < SLOTS; i++) total[i] = total[i]! + m[i]!;
   // Loops, not a spread and a callback: this runs each time one of a source's models is read again.
   let peak = 0;

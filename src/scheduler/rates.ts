@@ -35,7 +35,7 @@ export function slotRatesWithMoved(
   stored: StoredSlot[],
   at: Date,
   today?: number,
-  decay: Float64Array = decaysOf(stored, at, HALF_LIFE_DAYS),
+  decay: readonly number[] = decaysOf(stored, at, HALF_LIFE_DAYS),
 ): { rates: Float64Array; movedIn: Uint8Array } {
   // The recent profile learns only from the windows pmsync reads day by day (src/state/change-model.ts,
   // windowObservation): a first pass's history would overstate its latest days.
@@ -48,8 +48,8 @@ export function slotRatesWithMoved(
  * slots alike, and read together (observe.ts, modelReading) they take the same factors. Slots stored at the same
  * instant (as_of) share one.
  */
-export function decaysOf(stored: StoredSlot[], at: Date, halfLifeDays: number): Float64Array {
-  const out = new Float64Array(stored.length);
+export function decaysOf(stored: StoredSlot[], at: Date, halfLifeDays: number): number[] {
+  const out: number[] = [];
   let asOf = Number.NaN;
   let f = Number.NaN;
   for (let i = 0; i < stored.length; i++) {
@@ -63,9 +63,22 @@ export function decaysOf(stored: StoredSlot[], at: Date, halfLifeDays: number): 
   return out;
 }
 
-function longRates(stored: StoredSlot[], decay: Float64Array): Float64Array {
-  const changes = new Float64Array(SLOTS);
-  const exposure = new Float64Array(SLOTS);
+/**
+ * Working arrays of the functions below, each zeroed where it is used and never handed out: a model read again after
+ * each check, and a practice's hours read from its models, made about a dozen such arrays, each one allocated outside
+ * the heap (a typed array of more than 64 bytes is), several times the cost of the sums in them.
+ */
+const work = {
+  changes: new Float64Array(SLOTS),
+  exposure: new Float64Array(SLOTS),
+  hourOfDay: new Float64Array(24),
+  observed: new Float64Array(24),
+  expected: new Float64Array(24),
+};
+
+function longRates(stored: StoredSlot[], decay: readonly number[]): Float64Array {
+  const changes = work.changes.fill(0);
+  const exposure = work.exposure.fill(0);
   for (let i = 0; i < stored.length; i++) {
     const s = stored[i]!;
     if (s.slot < 0 || s.slot >= SLOTS) continue;
@@ -80,7 +93,7 @@ function longRates(stored: StoredSlot[], decay: Float64Array): Float64Array {
     totalExposure += exposure[i]!;
   }
   const overall = (totalChanges + PRIOR_HOURS.overall * PRIOR_PER_HOUR) / (totalExposure + PRIOR_HOURS.overall);
-  const hourOfDay = new Float64Array(24);
+  const hourOfDay = work.hourOfDay.fill(0);
   for (let h = 0; h < 24; h++) {
     let c = 0;
     let e = 0;
@@ -109,11 +122,11 @@ export function hourOfDay(
   stored: StoredSlot[],
   at: Date,
   today?: number,
-  decay: Float64Array = decaysOf(stored, at, HALF_LIFE_DAYS),
+  decay: readonly number[] = decaysOf(stored, at, HALF_LIFE_DAYS),
 ): HourOfDay {
   // By slot first, then by hour in the slots' order: the same sums whatever order the rows came in.
-  const bySlot = new Float64Array(SLOTS);
-  const exposureBySlot = new Float64Array(SLOTS);
+  const bySlot = work.changes.fill(0);
+  const exposureBySlot = work.exposure.fill(0);
   for (let i = 0; i < stored.length; i++) {
     const s = stored[i]!;
     if (s.slot < 0 || s.slot >= SLOTS) continue;
@@ -145,8 +158,8 @@ const HOURS_MIN_CHANGES = 24;
  * open at 1:00 and closed at 14:00. One whose first pass spread its history round the clock does not either.
  */
 export function hoursShown(streams: readonly HourOfDay[]): boolean {
-  const observed = new Float64Array(24);
-  const expected = new Float64Array(24);
+  const observed = work.observed.fill(0);
+  const expected = work.expected.fill(0);
   let total = 0;
   for (const s of streams) {
     let c = 0;
@@ -195,8 +208,8 @@ const OPEN_DAY_SHARE = 0.2;
  * now) leaves today's own slots out: they are today's evidence.
  */
 export function withRecentHours(rates: Float64Array, stored: StoredSlot[], at: Date, movedIn?: Uint8Array, today?: number): Float64Array {
-  const changes = new Float64Array(SLOTS);
-  const exposure = new Float64Array(SLOTS);
+  const changes = work.changes.fill(0);
+  const exposure = work.exposure.fill(0);
   let any = false;
   // Slots stored at the same instant decay alike (decaysOf).
   let asOf = Number.NaN;
