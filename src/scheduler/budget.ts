@@ -572,7 +572,7 @@ function busyRate(s: StreamInput, slot: number, nowSlot: number): number {
  * read at 19:20 gets none before midnight, where the share priced the
  * evening at a check or so a stream, held back from the afternoon.
  */
-function safetyChecks(s: StreamInput, input: SourceInput, horizon: Horizon, perHour: Float64Array): number {
+function safetyChecks(s: StreamInput, input: SourceInput, horizon: Horizon, perHour: readonly number[]): number {
   const net = input.settings.safetyNetMinutes * MINUTE;
   let t = input.now.getTime();
   let next = (s.lastCheckAt?.getTime() ?? t) + net;
@@ -610,8 +610,8 @@ const RUSH_OVER_FORECAST = 2;
  * once a curve: the exchange rate's and the interval's searches walk them
  * many times, and the safety nets read the same.
  */
-function notifiedRates(s: StreamInput, horizon: Horizon): Float64Array {
-  const out = new Float64Array(horizon.length);
+function notifiedRates(s: StreamInput, horizon: Horizon): number[] {
+  const out: number[] = [];
   const f = s.forecastRates;
   const nowSlot = horizon[0]![0];
   // Whether a rush is on is decided now, once for every hour to come.
