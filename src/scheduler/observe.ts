@@ -779,7 +779,7 @@ function forecastOf(
   const readToday = fed || cursor > quota.startsAt.getTime();
   // A practice whose hours are not known yet is measured from its first change of the day (workdayOf): against a
   // model spread round the clock, the night it was closed would count as a quiet day and price its morning low.
-  const from = activeFrom !== undefined ? new Date(activeFrom) : quota.startsAt;
+  const dayFrom = activeFrom !== undefined ? activeFrom : quota.startsAt.getTime();
   // What has been seen of the day: up to now where webhooks are registered (a minute no notification came is a
   // minute without changes, as far as they show), up to what its checks read where they are not. Taken up to now
   // there too, the minutes since a polled stream's last check counted as minutes without changes, and its activity
@@ -792,15 +792,13 @@ function forecastOf(
   // wake's segment, and the wake, which takes what is due at a segment's last tick to have been due from its first
   // on, woke up to half an hour after a tick that planning every tick dispatched at (bench/RESULTS.md, "Today's
   // activity read up to the source's last reading where webhooks are registered").
-  const readUntil =
-    fed || webhooksRegistered ? new Date(Math.min(now.getTime(), readings.at.getTime())) : new Date(Math.min(now.getTime(), cursor));
-  const seenUntil = (readToday && readUntil > from ? readUntil : from).getTime();
+  const readUntil = fed || webhooksRegistered ? Math.min(now.getTime(), readings.at.getTime()) : Math.min(now.getTime(), cursor);
+  const seenUntil = readToday && readUntil > dayFrom ? readUntil : dayFrom;
   const seen = Math.max(n?.today ?? 0, readings.found.get(resource) ?? 0);
   // Hours the practice moved into are new: a day whose remembered hours stayed empty says nothing against them.
   const moved = models.get(resource)?.movedIn;
   // Kept with the model: between two checks of a polled stream, every probe of its source asks for the same forecast
   // (the same day read up to the same instant), and the evidence and corrections read from it are kept with it.
-  const dayFrom = from.getTime();
   const { forecast, activity } = keptWith(
     forecastCache,
     model,
