@@ -555,11 +555,12 @@ function bounded(s: StreamInput, settings: PlanSettings, stretch: number, explor
  * unread; planned to last, it leaves budget over if it ends early, which the
  * end-of-day sweep spends.
  */
-function busyRate(s: StreamInput, slot: number, nowSlot: number): number {
+function busyRate(s: StreamInput, slot: number, nowSlot: number, rush?: boolean): number {
   const forecast = s.forecastRates;
   if (!forecast) return s.rates[slot]!;
   if (slot === nowSlot) return Math.max(s.rates[slot]!, forecast[slot]!);
-  if (unforeseen(s, nowSlot)) return Math.max(s.rates[slot]!, s.rates[nowSlot]!);
+  // `rush`: unforeseen(s, nowSlot), when the caller walking the day has it already (it is the same at every hour).
+  if (rush ?? unforeseen(s, nowSlot)) return Math.max(s.rates[slot]!, s.rates[nowSlot]!);
   return forecast[slot]!;
 }
 
@@ -735,6 +736,7 @@ function walkOf(s: StreamInput, input: SourceInput, horizon: Horizon): StreamWal
   const busyNow: number[] = [];
   let busyAhead = false;
   const notified = s.webhookFed ? notifiedRates(s, horizon) : null;
+  const rush = unforeseen(s, nowSlot);
   for (let i = 0; i < n; i++) {
     const slot = horizon[i]![0];
     minutes[i] = horizon[i]![1];
@@ -743,7 +745,7 @@ function walkOf(s: StreamInput, input: SourceInput, horizon: Horizon): StreamWal
     perChange[i] = s.cost / perMinute[i]!;
     if (!s.webhookFed) {
       active[i] = activeHour(perHour);
-      busyNow[i] = busyRate(s, slot, nowSlot);
+      busyNow[i] = busyRate(s, slot, nowSlot, rush);
       if (explorable(s) && busyNow[i]! >= CLOSING_MIN_PER_HOUR) busyAhead = true;
     }
   }
@@ -755,7 +757,7 @@ function walkOf(s: StreamInput, input: SourceInput, horizon: Horizon): StreamWal
     busyNow,
     safety: notified ? safetyChecks(s, input, horizon, notified) : 0,
     explore: s.webhookFed ? null : exploreCount(s, input, horizon),
-    closing: busyAhead && !busyHour(busyRate(s, horizon[n - 1]![0], nowSlot)),
+    closing: busyAhead && !busyHour(busyRate(s, horizon[n - 1]![0], nowSlot, rush)),
     floorDue: (s.lastCheckAt?.getTime() ?? input.now.getTime()) + settings.floorHours * 3_600_000 <= input.resetsAt.getTime(),
     woken: woken(s),
   };
@@ -1264,8 +1266,9 @@ function demandLeft(input: SourceInput, horizon: Horizon): number {
 /** Whether a busy hour of the stream is still to come before the quota day ends. */
 function busyLater(s: StreamInput, input: SourceInput, nowSlot: number): boolean {
   let busy = false;
+  const rush = unforeseen(s, nowSlot);
   forEachSlotPiece(input.now.getTime(), input.resetsAt.getTime(), input.timeZone, (slot) => {
-    if (slot !== nowSlot && busyHour(busyRate(s, slot, nowSlot))) busy = true;
+    if (slot !== nowSlot && busyHour(busyRate(s, slot, nowSlot, rush))) busy = true;
   });
   return busy;
 }
@@ -1333,7 +1336,9 @@ function commonInterval(input: SourceInput, horizon: Horizon, streams: Bounded[]
   const isPolled = (s: Bounded) => s.kind === 'incremental' && !s.backfill && !s.webhookFed;
   const polled = streams.filter(isPolled);
   const onInterval = polled.filter((s) => !minor.has(s.resource));
-  if (onInterval.length === 0 || !horizon.some(([slot]) => onInterval.some((s) => busyHour(busyRate(s, slot, horizon[0]![0])))))
+  const nowSlot = horizon.length > 0 ? horizon[0]![0] : -1;
+  const rush = onInterval.map((s) => unforeseen(s, nowSlot));
+  if (onInterval.length === 0 || !horizon.some(([slot]) => onInterval.some((s, k) => busyHour(busyRate(s, slot, nowSlot, rush[k])))))
     return null;
   // The other streams keep what the exchange rate would give them without the rule: streams fed by webhooks their
   // notified checks, pinned streams their fires, catalogs their floors. The interval takes what polled streams get.
