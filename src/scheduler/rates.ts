@@ -733,6 +733,8 @@ const surpriseCache = new WeakMap<
 /** The end of the first of `recent` (disjoint windows, oldest first) that found a surprise against `forecast`. */
 function firstSurprise(forecast: Float64Array, timeZone: string, recent: readonly WindowFound[]): number | null {
   for (const w of recent) {
+    // Too few changes to surprise whatever the forecast (surprising): its expectation is not walked.
+    if (w.changes < WAKE_MIN_CHANGES) continue;
     // Read from its first change, when the window was split there (splitAtFirstChange): the rest is the news.
     const pieces = splitAtFirstChange([w]);
     const last = pieces[pieces.length - 1]!;
