@@ -993,7 +993,9 @@ const usualCache = new WeakMap<Float64Array, number>();
 function usualPerWeek(rates: Float64Array): number {
   let sum = usualCache.get(rates);
   if (sum === undefined) {
-    sum = rates.reduce((a, b) => a + b, 0);
+    // A loop, not reduce with a callback: the same sum in the same order, asked of each model read again.
+    sum = 0;
+    for (let i = 0; i < rates.length; i++) sum += rates[i]!;
     usualCache.set(rates, sum);
   }
   return sum;
