@@ -65,6 +65,17 @@ async function play(day: DayPattern, options: Partial<RigOptions>): Promise<Play
   };
 }
 
+/** Where two lists of dispatches first differ, with the three before it; null when they are the same. */
+function firstDifference(onChange: readonly string[], every: readonly string[]): string | null {
+  const n = Math.max(onChange.length, every.length);
+  for (let i = 0; i < n; i++) {
+    if (onChange[i] === every[i]) continue;
+    const before = every.slice(Math.max(0, i - 3), i).join(' | ');
+    return `dispatch ${i} of ${onChange.length} / ${every.length}: on change "${onChange[i] ?? '(none)'}", every tick "${every[i] ?? '(none)'}", after: ${before}`;
+  }
+  return null;
+}
+
 describe('deciding when a plan can change', () => {
   // With webhooks, each tick that brings a notification changes what the source is planned from: it is read and
   // planned again then. Without, only its own checks do, and most ticks plan nothing.
@@ -87,6 +98,8 @@ describe('deciding when a plan can change', () => {
       const every = await play(day, { webhooks, historyDays, planEveryTick: true, ...source });
       const onChange = await play(day, { webhooks, historyDays, ...source });
       expect(onChange.dispatches.length).toBeGreaterThan(50);
+      // The first dispatch that differs, with the ones before it, says where the two plays parted.
+      expect(firstDifference(onChange.dispatches, every.dispatches)).toBeNull();
       expect(onChange.dispatches).toEqual(every.dispatches);
       // Planning every tick plans the one source once a tick; on change, fewer times, probes for the next one included.
       expect(every.plans).toBe(every.ticks);
