@@ -27,7 +27,11 @@ export async function sourceViews(app: App, config: Config, scheduler?: Schedule
     const view = scheduler?.view(name);
     return view && Math.abs(now.getTime() - view.at.getTime()) < VIEW_KEPT_MS ? view : undefined;
   };
-  const stale = config.sources.filter((s) => !cached(s.name));
+  // Each kept view is taken once: the scheduler lets go of one during a tick (a source planned afresh, or not
+  // dispatching at its wake), which may run while the sources below are read, and a view asked for again after that
+  // was neither kept nor read (a status page answered 500 while a reloaded source's first pass ran).
+  const kept = new Map(config.sources.map((s) => [s.name, cached(s.name)]));
+  const stale = config.sources.filter((s) => !kept.get(s.name));
   const zones = new Map(config.sources.map((s) => [s.name, sourceTimeZone(s)]));
   const bySource = new Map<string, ScheduledStream[]>();
   for (const s of planned.streams) {
@@ -65,7 +69,7 @@ export async function sourceViews(app: App, config: Config, scheduler?: Schedule
       }
     }
   }
-  return config.sources.map((source) => cached(source.name) ?? observed.get(source.name)!);
+  return config.sources.map((source) => kept.get(source.name) ?? observed.get(source.name)!);
 }
 
 /** Per stream: the process (host:pid) running it right now, from its stream lock. */
