@@ -16,7 +16,7 @@
 import { UNLIMITED } from '../config/schema.ts';
 import type { DayRequests } from '../state/quota.ts';
 import type { RecentRun } from '../state/runs.ts';
-import type { SourceStatus } from '../status/detail.ts';
+import { slackText, type SourceStatus } from '../status/detail.ts';
 import { describeTotals, span, type FleetSummary, type SourceHealth } from '../status/fleet.ts';
 import type { StatusPageData } from '../status/page.ts';
 
@@ -135,7 +135,7 @@ function renderSource(s: StatusPageData['sources'][number], health: SourceHealth
     b.busyIntervalMinutes !== null
       ? item(
           'Busy hours',
-          `polled streams checked at least every ${b.busyIntervalMinutes} min while they change a few times an hour`,
+          `polled streams checked at least every ${b.busyIntervalMinutes} min while they change a few times an hour${slackText(b.busySlackHours)}`,
           'interval',
         )
       : '',

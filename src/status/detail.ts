@@ -111,6 +111,12 @@ export interface BudgetStatus {
    * null when none applies.
    */
   busyIntervalMinutes: number | null;
+  /**
+   * By stream, the local hours ("18:00") of today's slowest busy hours, checked at twice the busy interval: together
+   * a twenty-fifth of the busy streams' changes, which the day's 95th percentile can afford to wait longer
+   * (src/scheduler/budget.ts, slackSlots). Empty when there is no interval.
+   */
+  busySlackHours: Record<string, string[]>;
   /** Requests held back from the plan for a busier day than expected (released over the day's last hours). */
   reserve: number;
   /**
@@ -267,6 +273,9 @@ export async function collectStatus(
         ),
         exploreWithinMinutes: view.plan.exploreMinutes === null ? null : Math.round(view.plan.exploreMinutes),
         busyIntervalMinutes: view.plan.intervalMinutes === null ? null : Math.round(view.plan.intervalMinutes * 10) / 10,
+        busySlackHours: Object.fromEntries(
+          Object.entries(view.plan.slackHours).map(([r, hours]) => [r, hours.map((h) => `${String(h).padStart(2, '0')}:00`)]),
+        ),
         reserve: view.plan.reserve,
         workday: view.workday && workdayStatus(view.workday),
         atWorkSince: view.atWorkSince?.toISOString() ?? null,
@@ -277,6 +286,12 @@ export async function collectStatus(
     });
   }
   return out;
+}
+
+/** The busy interval's slack hours as `status` and the status page say them: "" when there are none. */
+export function slackText(hours: BudgetStatus['busySlackHours']): string {
+  const parts = Object.entries(hours).map(([resource, at]) => `${resource} ${at.join(', ')}`);
+  return parts.length === 0 ? '' : `; twice that in today's slowest busy hours (${parts.join('; ')})`;
 }
 
 function workdayStatus(w: Workday): BudgetStatus['workday'] {

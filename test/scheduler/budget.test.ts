@@ -15,6 +15,9 @@ import {
   nextCheck,
   planSource,
   pollInterval,
+  SLACK_FACTOR,
+  SLACK_SHARE,
+  slackSlots,
   stalenessBound,
   type SourceInput,
   type StreamInput,
@@ -404,6 +407,47 @@ describe('the tail rule', () => {
     // Its budget stays with the streams that carry the changes: their interval is about what it is without it.
     const without = planSource(source(surge(2.5).slice(0, 3), { now: at, activeSlots: hours }));
     expect(Math.abs(interval - without.intervalMinutes!)).toBeLessThan(1);
+  });
+
+  it("checks the slowest busy hours at twice the interval, ranked by today's rates", () => {
+    // Appointments and orders slow down in the last hour (3 and 2.5 changes against 27 and 5.5): together 5.5 of the
+    // day's 407.5 busy changes, within SLACK_SHARE (4%, 16.3); orders' other hours (55 more) are not.
+    const lastHour = (perHour: number, last: number) => openHours(perHour).map((v, s) => (s % 24 === 18 ? last : v));
+    const streams = (over: Partial<StreamInput> = {}) => [
+      stream('appointments', { rates: lastHour(27, 3), ...over }),
+      stream('customers', { rates: openHours(7), ...over }),
+      stream('orders', { rates: lastHour(5.5, 2.5), ...over }),
+    ];
+    const at = new Date('2026-11-23T18:10:00Z');
+    const slots = (input: SourceInput) => Object.fromEntries([...slackSlots(input)].map(([r, s]) => [r, [...s].map((x) => x % 24)]));
+    expect(SLACK_SHARE).toBe(0.04);
+    expect(slots(source(streams(), { now: at, activeSlots: hours }))).toEqual({ appointments: [18], orders: [18] });
+    // Hours of equal rates are none slower than the others: a practice as busy all day has no slack.
+    expect(slots(source(busy(), { now: at, activeSlots: hours }))).toEqual({});
+
+    // In a slack hour orders are due at twice the interval (its two and a half changes an hour alone would make it
+    // due at 24 minutes); customers, busy alike all day, at the interval. Most of the budget is spent, so the
+    // exchange rate makes nothing due by itself.
+    const late = { now: at, activeSlots: hours, budgetUsed: 140 };
+    const plan = planSource(source(streams(), late));
+    expect(plan.mu).toBe(Number.POSITIVE_INFINITY);
+    const interval = plan.intervalMinutes!;
+    expect(interval).toBeGreaterThan(10);
+    const since = (minutes: number) => streams({ lastCheckAt: new Date(at.getTime() - minutes * MIN) });
+    expect(due(source(since(interval * SLACK_FACTOR - 1), late))).toMatchObject({ customers: 'check/interval', orders: null });
+    expect(due(source(since(interval * SLACK_FACTOR + 1), late)).orders).toBe('check/interval');
+
+    // The model calls 18:00 slow, but today a rush came then (40 changes an hour read in it): the hour is not slack,
+    // and the rush is checked at the interval.
+    const model = lastHour(27, 3);
+    const rush = [
+      stream('appointments', { rates: model.map((v, s) => (s % 24 === 18 ? 40 : v)), forecastRates: model, modelRates: model }),
+      stream('customers', { rates: openHours(7) }),
+    ];
+    expect(slots(source(rush, { now: at, activeSlots: hours }))).toEqual({});
+    // Before it was found, the same forecast made it the day's slowest hour.
+    const before = rush.map((s) => ({ ...s, rates: s.forecastRates ?? s.rates }));
+    expect(slots(source(before, { now: new Date('2026-11-23T17:10:00Z'), activeSlots: hours }))).toEqual({ appointments: [18] });
   });
 
   it('checks a busy stream that has gone the interval, and not one whose hours are quiet', () => {

@@ -67,6 +67,18 @@ describe('the tail rule, on an ordinary day without webhooks', () => {
     // Three busy streams for 11 hours in 150 requests, less the floors, exploration and the reserve for chance.
     expect(interval!).toBeGreaterThan(10);
     expect(interval!).toBeLessThan(25);
+    // The slowest busy hours, checked at twice the interval, are named: hours of a busy stream, as the page and the
+    // command say them.
+    const slack = status!.budget.busySlackHours;
+    expect(Object.keys(slack).length).toBeGreaterThan(0);
+    for (const [resource, hours] of Object.entries(slack)) {
+      expect(['appointments', 'customers', 'orders']).toContain(resource);
+      for (const h of hours) expect(h).toMatch(/^(0[89]|1[0-8]):00$/);
+    }
+    const texts = statusTexts(status!, new Date(r.dayStart + 8 * HOUR));
+    const [first, hours] = Object.entries(slack)[0]!;
+    for (const text of [texts.cli, texts.page])
+      expect(text).toContain(`twice that in today's slowest busy hours (${first} ${hours.join(', ')}`);
 
     const played = await r.playDay(REFERENCE_DAY);
     const checksOf = (resource: string) =>

@@ -9,7 +9,7 @@ import type { Config } from '../../config/schema.ts';
 import { configFrom, fail, findSource, requireSources, withApp } from '../shared.ts';
 import { EXIT, exitCodeOf } from '../../errors.ts';
 import type { RefreshQueueCounts } from '../../webhooks/queue.ts';
-import type { BudgetStatus, Connectivity, SourceStatus, StreamScheduleStatus } from '../../status/detail.ts';
+import { slackText, type BudgetStatus, type Connectivity, type SourceStatus, type StreamScheduleStatus } from '../../status/detail.ts';
 import { describeTotals, span, type FleetSummary, type SourceHealth } from '../../status/fleet.ts';
 import { heldSources, privacyResyncs, retentionStatus, type PrivacyResync, type RetentionStatus } from '../../status/notes.ts';
 import { collectDetail, collectSummary } from '../../status/report.ts';
@@ -94,7 +94,7 @@ export function printStatus(statuses: SourceStatus[], now: Date): void {
             ? `  exploration: every polled stream is checked at least every ${hoursText(b.exploreWithinMinutes)} of the practice's active hours\n`
             : '') +
           (b.busyIntervalMinutes !== null
-            ? `  busy hours: polled streams are checked at least every ${b.busyIntervalMinutes} min while they change a few times an hour (the tightest the budget carries today)\n`
+            ? `  busy hours: polled streams are checked at least every ${b.busyIntervalMinutes} min while they change a few times an hour (the tightest the budget carries today)${slackText(b.busySlackHours)}\n`
             : '') +
           (b.workday !== null
             ? `  hours: not known yet; today's working day read from its notifications since ${b.workday.since}, expected to close between ${b.workday.closingFrom} and ${b.workday.closingTo}\n`
