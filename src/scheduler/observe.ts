@@ -726,7 +726,6 @@ export function sightAt(
     webhooksRegistered,
     lagMs,
     activeSlots,
-    hoursStated: useStated,
     backfillLeft: exhausted ? 0 : Math.max(0, quota.allowance - quota.used - Math.max(0, quota.budget - quota.budgetUsed)),
     streams: [...inputs.values()],
     pinned,

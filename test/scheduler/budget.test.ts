@@ -515,15 +515,11 @@ describe('the tail rule', () => {
       // A slow stream waits for the sweep.
       memberships: null,
     });
-    // Closing by the hours its operator stated, due with less than one change likely: one left unread at the close
-    // waits all evening (the sweep reads only what is known to wait). Orders at 5.5 an hour, last checked at 18:56:
-    // 0.37 expected. At 18:59, too little: 0.09. Closing by learned hours, one change in two is asked for.
+    // Due with less than one change likely: one left unread at the close waits all evening (the sweep reads only
+    // what is known to wait). Orders at 5.5 an hour, last checked at 18:56: 0.37 expected. At 18:59, too little: 0.09.
     const lastOrders = (at: string) => streams.map((s) => (s.resource === 'orders' ? { ...s, lastCheckAt: new Date(at) } : s));
-    const stated = { ...spent, hoursStated: true };
-    expect(due(source(lastOrders('2026-11-23T18:56:00Z'), stated)).orders).toBe('check/interval');
-    expect(due(source(lastOrders('2026-11-23T18:59:00Z'), stated)).orders).toBeNull();
-    expect(due(source(lastOrders('2026-11-23T18:56:00Z'), spent)).orders).toBeNull();
-    expect(due(source(lastOrders('2026-11-23T18:50:00Z'), spent)).orders).toBe('check/interval');
+    expect(due(source(lastOrders('2026-11-23T18:56:00Z'), spent)).orders).toBe('check/interval');
+    expect(due(source(lastOrders('2026-11-23T18:59:00Z'), spent)).orders).toBeNull();
     // Once: a check after the close leaves nothing expected.
     const checked = streams.map((s) => ({ ...s, lastCheckAt: new Date('2026-11-23T19:02:00Z') }));
     expect(Object.values(due(source(checked, spent)))).toEqual([null, null, null, null]);
