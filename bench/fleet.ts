@@ -25,6 +25,7 @@ import { cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { REFERENCE_DAY } from '../simulator/day.ts';
+import { RETRY_DELAY_SECONDS } from '../src/scheduler/dispatch.ts';
 import type { CoreResource } from '../simulator/index.ts';
 import { createBenchDatabase, startBenchServer, type BenchServer } from './support/db.ts';
 import { DAY, HOUR, MINUTE } from './support/day-rig.ts';
@@ -106,6 +107,15 @@ interface DayResult {
     restartSeconds: number;
     /** From the kill until no run was left in the fleet. */
     resumeSeconds: number;
+    /**
+     * The last restarted run's wait, in parts: from the kill until pg-boss failed it (its heartbeat lapsed and a
+     * supervision pass saw it), and from when its retry could start (the failure plus the retry delay) until a
+     * worker took it. Null when no run restarted.
+     */
+    failedSeconds: number | null;
+    takenSeconds: number | null;
+    /** Runs queued and not started across the fleet just after the kill. */
+    queuedAtKill: number;
     decidingKilled: boolean;
   } | null;
   compare: { records: number; lost: number; duplicated: number; examples: string[] };
@@ -169,9 +179,25 @@ async function playDay(server: BenchServer, practices: number, replicas: number,
           const from = performance.now();
           const at = Date.now();
           await rig.drained();
+          // The fleet counts as drained once no run it knows of is left; a dead replica's runs are known only once
+          // pg-boss's monitor has counted them active, so in a small fleet the drain can end before they are even
+          // failed. Their restart is waited for here (the clock stands still), up to five minutes.
+          const restarted = async () => (await rig.retriedRuns()).filter((j) => killed!.runs.includes(j.key) && j.startedOn);
+          let retried = await restarted();
+          for (const until = performance.now() + 300_000; retried.length < killed.runs.length && performance.now() < until;) {
+            await new Promise((r) => setTimeout(r, 1000));
+            retried = await restarted();
+          }
+          if (retried.length < killed.runs.length)
+            log(`only ${retried.length} of the killed replica's ${killed.runs.length} runs restarted within 5 min`);
+          await rig.drained();
           killed.resumeSeconds = (performance.now() - from) / 1000;
-          const retried = (await rig.retriedRuns()).filter((j) => killed!.runs.includes(j.key) && j.startedOn);
           killed.restartSeconds = Math.max(0, ...retried.map((j) => (j.startedOn!.getTime() - at) / 1000));
+          const last = retried.reduce<(typeof retried)[number] | null>((a, j) => (!a || j.startedOn! > a.startedOn! ? j : a), null);
+          if (last) {
+            killed.failedSeconds = (last.startAfter.getTime() - RETRY_DELAY_SECONDS * 1000 - at) / 1000;
+            killed.takenSeconds = (last.startedOn!.getTime() - last.startAfter.getTime()) / 1000;
+          }
           log(
             `replica ${killed.replica} killed with ${killed.runs.length} runs; all work ended elsewhere ${fmtNum(killed.resumeSeconds, 1)} s later`,
           );
@@ -244,6 +270,9 @@ async function killOneBusy(rig: FleetRig, t: number): Promise<DayResult['kill']>
     runs: victim.p.running,
     restartSeconds: 0,
     resumeSeconds: 0,
+    failedSeconds: null,
+    takenSeconds: null,
+    queuedAtKill: await rig.queuedRuns(),
     decidingKilled: victim.p.deciding,
   };
 }
@@ -361,7 +390,7 @@ function report(alone: DayResult[], fleet: DayResult, pair: ReturnType<typeof pa
   });
   const k = fleet.kill;
   const killLine = k
-    ? `Replica ${k.replica}${k.decidingKilled ? ' (deciding its share of the scheduling shards)' : ''} was killed (SIGKILL) at ${k.atLocal} while it ran ${k.runs.length} run${k.runs.length === 1 ? '' : 's'} (${k.runs.slice(0, 4).join(', ')}${k.runs.length > 4 ? ', ...' : ''}); the last of them started again in another replica ${fmtNum(k.restartSeconds, 1)} s later, and every run of the fleet had ended ${fmtNum(k.resumeSeconds, 1)} s after the kill (real time; the bound with the default heartbeat of 30 s is 47 s to the restart).`
+    ? `Replica ${k.replica}${k.decidingKilled ? ' (deciding its share of the scheduling shards)' : ''} was killed (SIGKILL) at ${k.atLocal} while it ran ${k.runs.length} run${k.runs.length === 1 ? '' : 's'} (${k.runs.slice(0, 4).join(', ')}${k.runs.length > 4 ? ', ...' : ''}); the last of them started again in another replica ${fmtNum(k.restartSeconds, 1)} s later, and every run of the fleet had ended ${fmtNum(k.resumeSeconds, 1)} s after the kill (real time; the bound with the default heartbeat of 30 s is 47 s to the restart). ${k.failedSeconds === null ? '' : `That run was failed by its lost heartbeat ${fmtNum(k.failedSeconds, 1)} s after the kill, and a worker took it ${fmtNum(k.takenSeconds!, 1)} s after its retry could start (the retry delay is ${RETRY_DELAY_SECONDS} s); ${fmtInt(k.queuedAtKill)} runs were queued across the fleet just after the kill.`}`
     : 'No replica was killed.';
   return [
     table(

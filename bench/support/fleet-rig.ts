@@ -432,11 +432,24 @@ export class FleetRig {
   }
 
   /** Run-queue jobs retried after their first attempt failed (a lost heartbeat), with when the retry started. */
-  async retriedRuns(): Promise<Array<{ key: string; startedOn: Date | null; completedOn: Date | null }>> {
-    const res = await this.pool.query<{ key: string; startedOn: Date | null; completedOn: Date | null }>(
-      `SELECT singleton_key AS key, started_on AS "startedOn", completed_on AS "completedOn" FROM pgboss.job WHERE name = 'pmsync-run' AND retry_count > 0`,
+  /**
+   * Runs retried after a failure (a lost heartbeat), with when the retry could start: pg-boss sets `start_after` to
+   * the failure plus the retry delay, so the failure's instant is read from it.
+   */
+  async retriedRuns(): Promise<Array<{ key: string; startAfter: Date; startedOn: Date | null; completedOn: Date | null }>> {
+    const res = await this.pool.query<{ key: string; startAfter: Date; startedOn: Date | null; completedOn: Date | null }>(
+      `SELECT singleton_key AS key, start_after AS "startAfter", started_on AS "startedOn", completed_on AS "completedOn"
+         FROM pgboss.job WHERE name = 'pmsync-run' AND retry_count > 0`,
     );
     return res.rows;
+  }
+
+  /** Runs queued and not started, across replicas (the work a retried run may wait behind). */
+  async queuedRuns(): Promise<number> {
+    const res = await this.pool.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM pgboss.job WHERE name = 'pmsync-run' AND state IN ('created', 'retry')`,
+    );
+    return res.rows[0]?.n ?? 0;
   }
 
   /** Local time (HH:MM) of an instant in the fleet's zone. */
