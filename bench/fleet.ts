@@ -25,7 +25,8 @@ import { cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { REFERENCE_DAY } from '../simulator/day.ts';
-import { RETRY_DELAY_SECONDS } from '../src/scheduler/dispatch.ts';
+import { POLL_SECONDS, RETRY_DELAY_SECONDS, SUPERVISE_SECONDS } from '../src/scheduler/dispatch.ts';
+import { QUEUE_CACHE_SECONDS } from '../src/queue.ts';
 import type { CoreResource } from '../simulator/index.ts';
 import { createBenchDatabase, startBenchServer, type BenchServer } from './support/db.ts';
 import { DAY, HOUR, MINUTE } from './support/day-rig.ts';
@@ -50,6 +51,8 @@ const PRACTICES = Number(values.practices);
 const REPLICAS = Number(values.replicas);
 const TICK = Number(values['tick-minutes']) * MINUTE;
 const KILL_HOUR = Number(values['kill-at']);
+/** The restart's bound with the default heartbeat (src/scheduler/dispatch.ts). */
+const RESTART_BOUND_SECONDS = 30 + 2 * SUPERVISE_SECONDS + QUEUE_CACHE_SECONDS + POLL_SECONDS;
 const ALONE = Math.min(Number(values.alone), PRACTICES);
 if (!(Number.isInteger(ALONE) && ALONE >= 1)) throw new Error(`--alone: "${values.alone}" is not a whole number of practices, 1 or more`);
 /** How many of the practices played alone are played at once. */
@@ -390,7 +393,7 @@ function report(alone: DayResult[], fleet: DayResult, pair: ReturnType<typeof pa
   });
   const k = fleet.kill;
   const killLine = k
-    ? `Replica ${k.replica}${k.decidingKilled ? ' (deciding its share of the scheduling shards)' : ''} was killed (SIGKILL) at ${k.atLocal} while it ran ${k.runs.length} run${k.runs.length === 1 ? '' : 's'} (${k.runs.slice(0, 4).join(', ')}${k.runs.length > 4 ? ', ...' : ''}); the last of them started again in another replica ${fmtNum(k.restartSeconds, 1)} s later, and every run of the fleet had ended ${fmtNum(k.resumeSeconds, 1)} s after the kill (real time; the bound with the default heartbeat of 30 s is 47 s to the restart). ${k.failedSeconds === null ? '' : `That run was failed by its lost heartbeat ${fmtNum(k.failedSeconds, 1)} s after the kill, and a worker took it ${fmtNum(k.takenSeconds!, 1)} s after its retry could start (the retry delay is ${RETRY_DELAY_SECONDS} s); ${fmtInt(k.queuedAtKill)} runs were queued across the fleet just after the kill.`}`
+    ? `Replica ${k.replica}${k.decidingKilled ? ' (deciding its share of the scheduling shards)' : ''} was killed (SIGKILL) at ${k.atLocal} while it ran ${k.runs.length} run${k.runs.length === 1 ? '' : 's'} (${k.runs.slice(0, 4).join(', ')}${k.runs.length > 4 ? ', ...' : ''}); the last of them started again in another replica ${fmtNum(k.restartSeconds, 1)} s later, and every run of the fleet had ended ${fmtNum(k.resumeSeconds, 1)} s after the kill (real time; the bound with the default heartbeat of 30 s is ${RESTART_BOUND_SECONDS} s to the restart). ${k.failedSeconds === null ? '' : `That run was failed by its lost heartbeat ${fmtNum(k.failedSeconds, 1)} s after the kill, and a worker took it ${fmtNum(k.takenSeconds!, 1)} s after its retry could start (the retry delay is ${RETRY_DELAY_SECONDS} s); ${fmtInt(k.queuedAtKill)} runs were queued across the fleet just after the kill.`}`
     : 'No replica was killed.';
   return [
     table(

@@ -80,6 +80,9 @@ export interface QueueHost {
   logger: Logger;
 }
 
+/** How often each process re-reads pg-boss's queue cache (counts, and the singleton keys running). */
+export const QUEUE_CACHE_SECONDS = 2;
+
 export interface WorkingQueueOptions {
   mode: 'work';
   /** How often pg-boss fails expired jobs and jobs whose heartbeat stopped, and counts each queue. */
@@ -131,6 +134,10 @@ export async function openJobQueue(host: QueueHost, options: JobQueueOptions): P
         // Expired and silent jobs are found by the supervise pass, counts by the monitor: both as often.
         superviseIntervalSeconds: options.superviseSeconds,
         monitorIntervalSeconds: options.superviseSeconds,
+        // A worker's fetch skips the keys this cache lists as running (the run queue is `stately`), so a run
+        // retried after its replica died waits for the cache to forget it: at pg-boss's 60 s by default, the
+        // restart took 42-90 s instead of under a minute (bench/RESULTS.md, "Where the restart's time goes").
+        queueCacheIntervalSeconds: QUEUE_CACHE_SECONDS,
         useListenNotify: true,
       })
     : new PgBoss({ db: adapter(host.pool), schema: PGBOSS_SCHEMA, migrate: false, supervise: false, schedule: false });

@@ -30,9 +30,14 @@
  *   job once the heartbeat is `heartbeatSeconds` old (its supervisor looks every
  *   SUPERVISE_SECONDS) and retries it once after RETRY_DELAY_SECONDS, on any
  *   replica, where the run resumes from its checkpoint. The stream's lock went
- *   with the dead replica's connection. So a killed replica's runs resume
- *   within heartbeatSeconds + SUPERVISE_SECONDS + RETRY_DELAY_SECONDS +
- *   POLL_SECONDS: 47 s with the default heartbeat of 30 s.
+ *   with the dead replica's connection. A worker skips the run keys pg-boss
+ *   lists as running, a list its supervision pass recomputes before it fails
+ *   the silent jobs and each process caches for QUEUE_CACHE_SECONDS
+ *   (src/queue.ts): the retry waits for the next pass and the next cache. So a
+ *   killed replica's runs resume within heartbeatSeconds + 2 x
+ *   SUPERVISE_SECONDS + QUEUE_CACHE_SECONDS + POLL_SECONDS (the retry delay
+ *   passes within the second supervision interval): 54 s with the default
+ *   heartbeat of 30 s.
  * - In flight: a stream's run is in flight while its job waits in the queue
  *   (pg-boss lists waiting jobs, whichever process sent them), is held by a
  *   worker of this process, or holds its run lock in any process: a worker
