@@ -1390,9 +1390,10 @@ function closingReach(input: SourceInput, now: number): boolean {
  * twenty times the wait of a change left in the busy hours. At one chance in two, customers last checked at 18:55 or
  * 18:56, under half a change expected by 19:01, kept a change unread until midnight on the reference day's second
  * draw: first for a practice told its hours (bench/RESULTS.md, "After: the closing check of a practice told its
- * hours"), then, with the slack hours, for one whose hours are learned. One in five for learned hours had read the held-out days' busy
- * changes up to a minute later at the 95th percentile, the requests it takes coming from the interval; with the
- * requests the slack hours give back, 0-0.3 minutes (bench/RESULTS.md, "After: the slowest busy hours are slack").
+ * hours"), then, with the slack hours, for one whose hours are learned. One in five for learned hours had read the
+ * held-out days' busy changes up to a minute later at the 95th percentile, the requests it takes coming from the
+ * interval; with the requests the slack hours give back, 0-0.3 minutes (bench/RESULTS.md, "After: the slowest busy
+ * hours are slack").
  */
 const CLOSING_MIN_CHANGES = 0.2;
 /** A stream gets a closing check after an hour this busy (changes an hour); slower ones wait for the sweep. */
