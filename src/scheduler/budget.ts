@@ -716,16 +716,23 @@ const slackCache = new WeakMap<
   readonly StreamInput[],
   Array<{ nowSlot: number; end: number; timeZone: string; slack: ReadonlyMap<string, ReadonlySet<number>> }>
 >();
+// And with the input itself: a plan asks for them once a stream and again as it decides, and finding the hour now in
+// the practice's zone costs more than the lookup.
+const slackByInput = new WeakMap<SourceInput, ReadonlyMap<string, ReadonlySet<number>>>();
 export function slackSlots(input: SourceInput): ReadonlyMap<string, ReadonlySet<number>> {
+  const known = slackByInput.get(input);
+  if (known) return known;
   const nowSlot = slotOf(input.now.getTime(), input.timeZone);
   const end = input.resetsAt.getTime();
   const { timeZone } = input;
-  return keptWith(
+  const slack = keptWith(
     slackCache,
     input.streams,
     (k) => k.nowSlot === nowSlot && k.end === end && k.timeZone === timeZone,
     () => ({ nowSlot, end, timeZone, slack: slackRanked(input, nowSlot) }),
   ).slack;
+  slackByInput.set(input, slack);
+  return slack;
 }
 
 function slackRanked(input: SourceInput, nowSlot: number): ReadonlyMap<string, ReadonlySet<number>> {
