@@ -556,11 +556,15 @@ function bounded(s: StreamInput, settings: PlanSettings, stretch: number, explor
  * end-of-day sweep spends.
  */
 function busyRate(s: StreamInput, slot: number, nowSlot: number, rush?: boolean): number {
-  const forecast = s.forecastRates;
-  if (!forecast) return s.rates[slot]!;
-  if (slot === nowSlot) return Math.max(s.rates[slot]!, forecast[slot]!);
   // `rush`: unforeseen(s, nowSlot), when the caller walking the day has it already (it is the same at every hour).
-  if (rush ?? unforeseen(s, nowSlot)) return Math.max(s.rates[slot]!, s.rates[nowSlot]!);
+  return busyRateOf(s.rates, s.forecastRates, slot, nowSlot, rush ?? (slot !== nowSlot && unforeseen(s, nowSlot)));
+}
+
+/** busyRate from a stream's rates, its forecast (when today's evidence moved them) and whether a rush is on. */
+function busyRateOf(rates: Float64Array, forecast: Float64Array | undefined, slot: number, nowSlot: number, rush: boolean): number {
+  if (!forecast) return rates[slot]!;
+  if (slot === nowSlot) return Math.max(rates[slot]!, forecast[slot]!);
+  if (rush) return Math.max(rates[slot]!, rates[nowSlot]!);
   return forecast[slot]!;
 }
 
@@ -710,11 +714,19 @@ function intervalAt(interval: number | null, perHour: number, cost: number, slac
 export const SLACK_SHARE = 0.04;
 export const SLACK_FACTOR = 2;
 const NO_SLACK: ReadonlySet<number> = new Set();
-// Kept with the streams, which the inputs made at a wake's probes and a guess's ticks share (each a copy of one input
-// at another instant), by the hour and quota day they were ranked for.
+/** What the slack hours are ranked from: a stream on the common interval's rates, and whether a rush is on. */
+interface SlackPart {
+  resource: string;
+  rates: Float64Array;
+  forecast: Float64Array | undefined;
+  rush: boolean;
+}
+// Kept with the first such stream's rates, which are the same array from plan to plan until its readings change
+// (observe.ts keeps them), beside the rest of what they were ranked from: every plan of a wake's segment and of the
+// ticks after it ranks the same hours, and ranking them again was a tenth of a plan.
 const slackCache = new WeakMap<
-  readonly StreamInput[],
-  Array<{ nowSlot: number; end: number; timeZone: string; slack: ReadonlyMap<string, ReadonlySet<number>> }>
+  Float64Array,
+  Array<{ nowSlot: number; end: number; timeZone: string; parts: SlackPart[]; slack: ReadonlyMap<string, ReadonlySet<number>> }>
 >();
 // And with the input itself: a plan asks for them once a stream and again as it decides, and finding the hour now in
 // the practice's zone costs more than the lookup.
@@ -723,34 +735,51 @@ export function slackSlots(input: SourceInput): ReadonlyMap<string, ReadonlySet<
   const known = slackByInput.get(input);
   if (known) return known;
   const nowSlot = slotOf(input.now.getTime(), input.timeZone);
+  const minor = minorStreams(input);
+  const parts: SlackPart[] = input.streams
+    .filter((s) => explorable(s) && !minor.has(s.resource))
+    .map((s) => ({ resource: s.resource, rates: s.rates, forecast: s.forecastRates, rush: unforeseen(s, nowSlot) }));
   const end = input.resetsAt.getTime();
   const { timeZone } = input;
-  const slack = keptWith(
-    slackCache,
-    input.streams,
-    (k) => k.nowSlot === nowSlot && k.end === end && k.timeZone === timeZone,
-    () => ({ nowSlot, end, timeZone, slack: slackRanked(input, nowSlot) }),
-  ).slack;
+  const slack =
+    parts.length === 0
+      ? new Map<string, ReadonlySet<number>>()
+      : keptWith(
+          slackCache,
+          parts[0]!.rates,
+          (k) => k.nowSlot === nowSlot && k.end === end && k.timeZone === timeZone && sameParts(k.parts, parts),
+          () => ({ nowSlot, end, timeZone, parts, slack: slackRanked(parts, nowSlot, end, timeZone) }),
+        ).slack;
   slackByInput.set(input, slack);
   return slack;
 }
 
-function slackRanked(input: SourceInput, nowSlot: number): ReadonlyMap<string, ReadonlySet<number>> {
+function sameParts(a: readonly SlackPart[], b: readonly SlackPart[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) {
+    const x = a[i]!;
+    const y = b[i]!;
+    if (x.resource !== y.resource || x.rates !== y.rates || x.forecast !== y.forecast || x.rush !== y.rush) return false;
+  }
+  return true;
+}
+
+function slackRanked(
+  parts: readonly SlackPart[],
+  nowSlot: number,
+  end: number,
+  timeZone: string,
+): ReadonlyMap<string, ReadonlySet<number>> {
   const out = new Map<string, Set<number>>();
-  const minor = minorStreams(input);
-  const onInterval = input.streams.filter((s) => explorable(s) && !minor.has(s.resource));
-  if (onInterval.length === 0) return out;
-  const end = input.resetsAt.getTime();
-  const day = piecesOf(end - 24 * 3_600_000, end, input.timeZone);
+  const day = piecesOf(end - 24 * 3_600_000, end, timeZone);
   const hours: Array<{ resource: string; slot: number; rate: number; changes: number }> = [];
   let total = 0;
-  for (const s of onInterval) {
-    const rush = unforeseen(s, nowSlot);
+  for (const p of parts) {
     for (const [slot, minutes] of day) {
-      const rate = busyRate(s, slot, nowSlot, rush);
+      const rate = busyRateOf(p.rates, p.forecast, slot, nowSlot, p.rush);
       if (!busyHour(rate)) continue;
       const changes = (rate * minutes) / 60;
-      hours.push({ resource: s.resource, slot, rate, changes });
+      hours.push({ resource: p.resource, slot, rate, changes });
       total += changes;
     }
   }

@@ -448,6 +448,18 @@ describe('the tail rule', () => {
     // Before it was found, the same forecast made it the day's slowest hour.
     const before = rush.map((s) => ({ ...s, rates: s.forecastRates ?? s.rates }));
     expect(slots(source(before, { now: new Date('2026-11-23T17:10:00Z'), activeSlots: hours }))).toEqual({ appointments: [18] });
+
+    // The ranking is kept between plans with the streams' rates, and only while what it was ranked from is the same:
+    // the same rates array ranked by its forecast (evidence read at 11:00 raised 18:00, the forecast did not) and
+    // without one (18:00 is busy by the rates themselves) gives each its own hours, again when asked again.
+    const raised = rush[0]!.rates;
+    const noon = new Date('2026-11-23T11:10:00Z');
+    const byForecast = () => [{ ...rush[0]!, rates: raised }, rush[1]!];
+    const byRates = () => [{ ...rush[0]!, rates: raised, forecastRates: undefined }, rush[1]!];
+    for (let i = 0; i < 2; i++) {
+      expect(slots(source(byForecast(), { now: noon, activeSlots: hours }))).toEqual({ appointments: [18] });
+      expect(slots(source(byRates(), { now: noon, activeSlots: hours }))).toEqual({});
+    }
   });
 
   it('checks a busy stream that has gone the interval, and not one whose hours are quiet', () => {
