@@ -486,17 +486,27 @@ const piecesKept: Array<{ from: number; to: number; timeZone: string; pieces: Ho
  */
 export const MINOR_SHARE = 0.05;
 
-/** The polled streams of MINOR_SHARE, by today's rates over the quota day; computed once an input. */
-const minorCache = new WeakMap<SourceInput, ReadonlySet<string>>();
+/**
+ * The polled streams of MINOR_SHARE, by today's rates over the quota day. Kept with the streams, which the inputs a
+ * guess makes at each tick it tries share (each a copy of one input at another instant), for the quota day and zone.
+ */
+const minorCache = new WeakMap<readonly StreamInput[], Array<{ end: number; timeZone: string; minor: ReadonlySet<string> }>>();
 function minorStreams(input: SourceInput): ReadonlySet<string> {
-  const cached = minorCache.get(input);
-  if (cached) return cached;
-  const out = new Set<string>();
-  minorCache.set(input, out);
-  const polled = input.streams.filter(explorable);
-  if (polled.length < 2) return out;
   const end = input.resetsAt.getTime();
-  const totals = polled.map((x) => dayTotal(x.rates, input.timeZone, end));
+  const { timeZone } = input;
+  return keptWith(
+    minorCache,
+    input.streams,
+    (k) => k.end === end && k.timeZone === timeZone,
+    () => ({ end, timeZone, minor: minorOf(input.streams, timeZone, end) }),
+  ).minor;
+}
+
+function minorOf(streams: readonly StreamInput[], timeZone: string, end: number): ReadonlySet<string> {
+  const out = new Set<string>();
+  const polled = streams.filter(explorable);
+  if (polled.length < 2) return out;
+  const totals = polled.map((x) => dayTotal(x.rates, timeZone, end));
   const most = Math.max(...totals);
   polled.forEach((x, i) => {
     if (totals[i]! < MINOR_SHARE * most) out.add(x.resource);
@@ -728,30 +738,44 @@ const slackCache = new WeakMap<
   Float64Array,
   Array<{ nowSlot: number; end: number; timeZone: string; parts: SlackPart[]; slack: ReadonlyMap<string, ReadonlySet<number>> }>
 >();
-// And with the input itself: a plan asks for them once a stream and again as it decides, and finding the hour now in
-// the practice's zone costs more than the lookup.
+// And with the list of streams, which a guess's inputs at the ticks it tries share (a copy of one input at each
+// instant), by the hour and quota day; and with the input itself: a plan asks for them once a stream and again as it
+// decides, and finding the hour now in the practice's zone costs more than the lookup.
+const slackByStreams = new WeakMap<
+  readonly StreamInput[],
+  Array<{ nowSlot: number; end: number; timeZone: string; slack: ReadonlyMap<string, ReadonlySet<number>> }>
+>();
 const slackByInput = new WeakMap<SourceInput, ReadonlyMap<string, ReadonlySet<number>>>();
 export function slackSlots(input: SourceInput): ReadonlyMap<string, ReadonlySet<number>> {
   const known = slackByInput.get(input);
   if (known) return known;
   const nowSlot = slotOf(input.now.getTime(), input.timeZone);
+  const end = input.resetsAt.getTime();
+  const { timeZone } = input;
+  const slack = keptWith(
+    slackByStreams,
+    input.streams,
+    (k) => k.nowSlot === nowSlot && k.end === end && k.timeZone === timeZone,
+    () => ({ nowSlot, end, timeZone, slack: slackKept(input, nowSlot) }),
+  ).slack;
+  slackByInput.set(input, slack);
+  return slack;
+}
+
+function slackKept(input: SourceInput, nowSlot: number): ReadonlyMap<string, ReadonlySet<number>> {
   const minor = minorStreams(input);
   const parts: SlackPart[] = input.streams
     .filter((s) => explorable(s) && !minor.has(s.resource))
     .map((s) => ({ resource: s.resource, rates: s.rates, forecast: s.forecastRates, rush: unforeseen(s, nowSlot) }));
+  if (parts.length === 0) return new Map();
   const end = input.resetsAt.getTime();
   const { timeZone } = input;
-  const slack =
-    parts.length === 0
-      ? new Map<string, ReadonlySet<number>>()
-      : keptWith(
-          slackCache,
-          parts[0]!.rates,
-          (k) => k.nowSlot === nowSlot && k.end === end && k.timeZone === timeZone && sameParts(k.parts, parts),
-          () => ({ nowSlot, end, timeZone, parts, slack: slackRanked(parts, nowSlot, end, timeZone) }),
-        ).slack;
-  slackByInput.set(input, slack);
-  return slack;
+  return keptWith(
+    slackCache,
+    parts[0]!.rates,
+    (k) => k.nowSlot === nowSlot && k.end === end && k.timeZone === timeZone && sameParts(k.parts, parts),
+    () => ({ nowSlot, end, timeZone, parts, slack: slackRanked(parts, nowSlot, end, timeZone) }),
+  ).slack;
 }
 
 function sameParts(a: readonly SlackPart[], b: readonly SlackPart[]): boolean {
