@@ -126,6 +126,8 @@ interface Result {
   byPurpose: Record<Purpose, number>;
   byStream: Record<string, number>;
   busy: Staleness;
+  /** Every stream's changes pooled: the quiet streams' waits (and those left unread) count too. */
+  every: Staleness;
   streams: Record<string, Staleness>;
   burst: Staleness | null;
   /** Budget policies: budget not spent by midnight while some change waited unread (0 when none waited). */
@@ -191,6 +193,7 @@ async function play(server: BenchServer, day: HeldOutDay, p: Policy): Promise<Re
       byPurpose: report.ledger.byPurpose,
       byStream: report.requestsByStream,
       busy: stalenessWithUnread(report.changes, rig.dayEnd, (c) => (BUSY as readonly string[]).includes(c.resource)),
+      every: stalenessWithUnread(report.changes, rig.dayEnd, () => true),
       streams,
       // The burst stream's changes, the usual day's few among them.
       burst: day.burst ? (streams[day.burst.resource] ?? null) : null,
@@ -206,7 +209,8 @@ async function play(server: BenchServer, day: HeldOutDay, p: Policy): Promise<Re
   }
   log(
     `${day.key}: ${result.policy}: ${result.requests} requests, busy unread ${result.busy.unread}/${result.busy.changes}, ` +
-      `p95 ${fmtNum(result.busy.p95)} min${result.burst ? `, burst max ${fmtNum(result.burst.max)} min` : ''} (${result.seconds.toFixed(0)} s)`,
+      `p95 ${fmtNum(result.busy.p95)} min${result.burst ? `, burst max ${fmtNum(result.burst.max)} min` : ''}, ` +
+      `every stream unread ${result.every.unread}/${result.every.changes} (${result.seconds.toFixed(0)} s)`,
   );
   return result;
 }
@@ -303,7 +307,7 @@ function report(days: HeldOutDay[], results: Result[], matches: Matched[], curve
   lines.push(
     `Each day is scored after its history (28 days of the reference pattern, 8-19, Sundays closed, unless said otherwise) in ${ZONE}; ` +
       `budget ${BUDGET}; the scheduler decides every ${TICK} s of simulated time. Staleness in minutes counts a change never read ` +
-      'as stale until local midnight; "busy" pools appointments, customers and orders.',
+      'as stale until local midnight; "busy" pools appointments, customers and orders, "every stream" all of them.',
     '',
     'Days: ' + days.map((d) => `**${d.key}**: ${d.name}`).join('; ') + '.',
     '',
@@ -317,6 +321,7 @@ function report(days: HeldOutDay[], results: Result[], matches: Matched[], curve
         'budget unspent while changes unread',
         'budget spent at',
         'burst stream p50 / p95 / max',
+        'every stream p50 / p95 / max incl. unread',
       ],
       results.map((r) => [
         r.day,
@@ -327,6 +332,7 @@ function report(days: HeldOutDay[], results: Result[], matches: Matched[], curve
         r.unspentWhileUnread === null ? 'n/a' : String(r.unspentWhileUnread),
         r.budgetSpentAt ?? '-',
         staleCell(r.burst),
+        r.every.changes ? staleCell(r.every) : '-',
       ]),
     ),
     '',
