@@ -1579,6 +1579,28 @@ function sweep(input: SourceInput, streams: Bounded[], plans: StreamPlan[], spar
   }
 }
 
+/**
+ * Requests the streams other than `but` need for their floors before the quota day resets: those not checked within
+ * floorHours by then. The same at every instant between two checks.
+ */
+function floorsLeft(input: SourceInput, but: StreamInput): number {
+  const end = input.resetsAt.getTime() - input.settings.floorHours * 3_600_000;
+  let n = 0;
+  for (const x of input.streams) {
+    if (x.resource === but.resource || x.backfill || x.inFlight) continue;
+    if ((x.lastCheckAt?.getTime() ?? Number.NEGATIVE_INFINITY) <= end) n += x.cost;
+  }
+  return n;
+}
+
+/** Whether a usual day (its model) or today's rates would have changed a stream in [last, now) by a check's cost. */
+function lookWorth(s: StreamInput, timeZone: string, last: number, now: number): boolean {
+  return (
+    (s.modelRates !== undefined && expectedSince(s.modelRates, timeZone, last, now).changes >= s.cost) ||
+    expectedSince(s.rates, timeZone, last, now).changes >= s.cost
+  );
+}
+
 function decide(
   s: Bounded,
   input: SourceInput,
@@ -1648,22 +1670,32 @@ function decide(
       return { due: { purpose, reason: 'interval' }, waiting: null };
     }
     const slots = input.activeSlots;
-    if (s.explore !== null && slots) {
-      if (slots[slotOf(now, input.timeZone)]) {
-        const phase = phases?.phase.get(s.resource);
-        if (
-          phase !== undefined
-            ? turnCame(phase, phases!.period, last, now)
-            : activeMinutes(slots, input.timeZone, last, now) >= s.explore - margin
-        )
-          return { due: { purpose, reason: 'exploration' }, waiting: null };
-      } else if (slots[slotOf(now - 3_600_000, input.timeZone)] && s.modelRates) {
-        // The hour after the practice's active hours: a stream a usual day would have changed since its
-        // last check is checked once, whatever today looked like so far, so a rush that came late is
-        // found tonight (and the evidence takes it from there), not by tomorrow's exploration.
-        if (expectedSince(s.modelRates, input.timeZone, last, now).changes >= s.cost)
-          return { due: { purpose, reason: 'exploration' }, waiting: null };
-      }
+    if (slots && slots[slot]) {
+      const phase = phases?.phase.get(s.resource);
+      if (
+        s.explore !== null &&
+        (phase !== undefined
+          ? turnCame(phase, phases!.period, last, now)
+          : activeMinutes(slots, input.timeZone, last, now) >= s.explore - margin)
+      )
+        return { due: { purpose, reason: 'exploration' }, waiting: null };
+    } else if (
+      slots &&
+      slots[slotOf(now - 3_600_000, input.timeZone)] &&
+      explorable(s) &&
+      last < nextSlotEdge(now - 3_600_000, input.timeZone)
+    ) {
+      // The look after the active hours, in the hour after them: a stream a usual day (its model) or today (its
+      // rates: a burst found on a quiet stream) would have changed since its last check is checked once (not again
+      // that hour: today's rates may be a rush's), so what changed after its last exploring turn (memberships, ten
+      // changes a day) or a rush that came late is read tonight (and the evidence takes it from there), not by
+      // tomorrow's exploration. Not part of exploration, which a plan drops when its budget runs short in the last
+      // busy hour: with it went this look, and up to ten of memberships' changes waited overnight
+      // (bench/RESULTS.md, "After: the look after the active hours"). Not counted in the plan: paid from its
+      // reserve, which holds until the last hours of the quota day, and never from the requests the other streams'
+      // daily floors still need today (floorsLeft): on a budget of 15 the looks took them.
+      if (lookWorth(s, input.timeZone, last, now) && available - s.cost >= floorsLeft(input, s))
+        return { due: { purpose, reason: 'exploration' }, waiting: null };
     }
   }
   if (sinceMinutes >= settings.floorHours * 60 - margin) return { due: { purpose, reason: 'floor' }, waiting: null };

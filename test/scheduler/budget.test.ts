@@ -934,6 +934,65 @@ describe('the hour after the active hours', () => {
   });
 });
 
+describe('the look after the active hours', () => {
+  const office = Uint8Array.from({ length: SLOTS }, (_, s) => (s % 24 >= 8 && s % 24 < 19 ? 1 : 0));
+  const at = (iso: string) => new Date(`2026-11-23T${iso}Z`);
+  /**
+   * A practice open 8-19 near its close, `used` requests spent: two busy streams, memberships (about one change an hour
+   * on a usual day, `usualPerHour`, quiet today so far) and products (a quiet stream, `productsToday` an hour today)
+   * explored at 15:50, and two catalogs.
+   */
+  const input = (now: string, used: number, o: { usualPerHour?: number; productsToday?: Float64Array; last?: string } = {}) =>
+    source(
+      [
+        stream('appointments', { rates: openHours(30), modelRates: openHours(30), lastCheckAt: at('18:30:00') }),
+        stream('customers', { rates: openHours(8), modelRates: openHours(8), lastCheckAt: at('18:30:00') }),
+        stream('memberships', {
+          rates: openHours(0.01),
+          modelRates: openHours(o.usualPerHour ?? 0.8),
+          lastCheckAt: at(o.last ?? '15:50:00'),
+        }),
+        stream('products', {
+          rates: o.productsToday ?? openHours(0.01),
+          modelRates: openHours(0.01),
+          lastCheckAt: at(o.last ?? '15:50:00'),
+        }),
+        stream('companies', { kind: 'full', lastCheckAt: new Date('2026-11-22T21:00:00Z') }),
+        stream('giftcertificates', { kind: 'full', cost: 3, lastCheckAt: new Date('2026-11-22T21:00:00Z') }),
+      ],
+      {
+        now: at(now),
+        budgetUsed: used,
+        activeSlots: office,
+        settings: { ...source([]).settings, tickSeconds: 60 },
+      },
+    );
+
+  it('checks once a stream a usual day or today would have changed since its last check', () => {
+    // Memberships, explored at 15:50: a usual day brings about three changes by 19:00. Products, no.
+    expect(due(input('19:01:00', 100))).toMatchObject({ memberships: 'check/exploration', products: null });
+    // Checked since: nothing expected, no look.
+    expect(due(input('19:01:00', 100, { last: '18:58:00' }))).toMatchObject({ memberships: null, products: null });
+    // A quiet stream whose check at 15:50 found a burst: today's rates (under one change an hour, too few for a busy
+    // hour and its closing check) expect a few more since. Looked at tonight too, with five requests left (the
+    // exchange rate checks nothing by itself then).
+    const burst = openHours(0.8);
+    expect(due(input('19:01:00', 145, { productsToday: burst }))).toMatchObject({ products: 'check/exploration' });
+    // Once: checked in this hour already, the look does not come again, whatever today's rates say (a rush's).
+    const rush = new Float64Array(SLOTS).fill(40);
+    expect(due(input('19:40:00', 145, { productsToday: rush, last: '19:02:00' })).products).not.toBe('check/exploration');
+  });
+
+  it('is made when a short budget leaves no room for exploration in the last busy hour', () => {
+    // Five requests left at 19:01: exploration is gone (the catalogs' floors do not fit beside the reserve). The look
+    // is not exploration: it comes all the same, from the reserve.
+    expect(planSource(input('19:01:00', 145)).exploreMinutes).toBeNull();
+    expect(due(input('19:01:00', 145))).toMatchObject({ memberships: 'check/exploration' });
+    // But never from what the catalogs' floors still need before the reset (four requests): with four left, none.
+    expect(due(input('19:01:00', 146))).toMatchObject({ memberships: null });
+  });
+});
+
 describe('the staleness bound the alert compares with', () => {
   const settings = source([]).settings;
   const at = (iso: string) => new Date(iso);

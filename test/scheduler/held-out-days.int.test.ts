@@ -99,6 +99,12 @@ describe('the tail rule, on an ordinary day without webhooks', () => {
     expect(played.requests).toBeLessThanOrEqual(150);
     const busy = new Set(['appointments', 'customers', 'orders']);
     expect(played.changes.filter((c) => busy.has(c.resource) && c.visibleAt === null)).toEqual([]);
+    // Memberships (about ten changes a day) is left to exploration, every few hours: the look after the active hours,
+    // counted in the plan, reads what changed after its last turn tonight, not tomorrow.
+    const memberships = played.changes.filter((c) => c.resource === 'memberships');
+    expect(memberships.length).toBeGreaterThan(0);
+    expect(memberships.filter((c) => c.visibleAt === null)).toEqual([]);
+    expect(played.dispatches.some((d) => d.resource === 'memberships' && Date.parse(d.firedAt) >= r.dayStart + 19 * HOUR)).toBe(true);
   });
 });
 
