@@ -1593,14 +1593,6 @@ function floorsLeft(input: SourceInput, but: StreamInput): number {
   return n;
 }
 
-/** Whether a usual day (its model) or today's rates would have changed a stream in [last, now) by a check's cost. */
-function lookWorth(s: StreamInput, timeZone: string, last: number, now: number): boolean {
-  return (
-    (s.modelRates !== undefined && expectedSince(s.modelRates, timeZone, last, now).changes >= s.cost) ||
-    expectedSince(s.rates, timeZone, last, now).changes >= s.cost
-  );
-}
-
 function decide(
   s: Bounded,
   input: SourceInput,
@@ -1694,7 +1686,8 @@ function decide(
       // (bench/RESULTS.md, "After: the look after the active hours"). Not counted in the plan: paid from its
       // reserve, which holds until the last hours of the quota day, and never from the requests the other streams'
       // daily floors still need today (floorsLeft): on a budget of 15 the looks took them.
-      if (lookWorth(s, input.timeZone, last, now) && available - s.cost >= floorsLeft(input, s))
+      const usual = s.modelRates !== undefined && expectedSince(s.modelRates, input.timeZone, last, now).changes >= s.cost;
+      if ((usual || ownSince().changes >= s.cost) && available - s.cost >= floorsLeft(input, s))
         return { due: { purpose, reason: 'exploration' }, waiting: null };
     }
   }
