@@ -724,6 +724,7 @@ export function sightAt(
     budget: quota.budget,
     budgetUsed: exhausted ? quota.budget : quota.budgetUsed,
     webhooksRegistered,
+    foundAtWork: atWork !== null && now.getTime() > atWork,
     lagMs,
     activeSlots,
     backfillLeft: exhausted ? 0 : Math.max(0, quota.allowance - quota.used - Math.max(0, quota.budget - quota.budgetUsed)),

@@ -863,6 +863,20 @@ describe('a practice whose changes show no hours yet', () => {
     );
   });
 
+  it('explores at the usual share once its checks found it at work today', () => {
+    // Its day has begun, and its streams' rates are what their checks found since: busy from quiet is known.
+    expect(exploreBound(source(quiet, { activeSlots: anyHour, foundAtWork: true }))).toBe(EXPLORE_MAX_HOURS * 60);
+    // Nor in turns: each stream a bound after its own last check.
+    const midnight = new Date('2026-11-23T00:00:00Z');
+    const at = (minutes: number) =>
+      source(
+        quiet.map((q) => ({ ...q, lastCheckAt: midnight })),
+        { now: new Date(midnight.getTime() + minutes * MIN), activeSlots: anyHour, foundAtWork: true },
+      );
+    expect(due(at(EXPLORE_MAX_HOURS * 60 - 5))).toEqual(Object.fromEntries(quiet.map((q) => [q.resource, null])));
+    expect(due(at(EXPLORE_MAX_HOURS * 60))).toEqual(Object.fromEntries(quiet.map((q) => [q.resource, 'check/exploration'])));
+  });
+
   it('explores its streams in turns: checked together, they are not explored together again', () => {
     // All four were read at midnight (a first pass): each is explored once a bound, at its own turn in it.
     const midnight = new Date('2026-11-23T00:00:00Z');
