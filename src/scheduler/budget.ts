@@ -348,7 +348,7 @@ export function exploreBound(input: SourceInput): number | null {
  * no check found it at work yet today. Once one has, its streams' rates are what their checks found since, which
  * tells the busy streams from the quiet ones, and the quiet ones are explored at the usual share: at half the budget
  * all day, four quiet streams of a new practice took 49 of its 150 requests while its three busy ones were checked
- * every 37 minutes (bench/RESULTS.md, "A new practice found at work explores at the usual share").
+ * every 37 minutes (bench/RESULTS.md, "After: a new practice found at work explores at the usual share").
  */
 function exploresForHours(input: SourceInput): boolean {
   return !input.webhooksRegistered && !input.foundAtWork && !input.streams.some((s) => s.webhookFed);
