@@ -1662,16 +1662,14 @@ function decide(
     // otherwise wait for the end-of-day sweep. Once, when about one is expected, and not before it reaches the end
     // of the busy hours: a check reads up to the source's lag before it starts, so one at the hour's first tick
     // would leave the busy hours' last minute unread for the rest of the day (closingReach).
-    if (
+    const closing = () =>
       explorable(s) &&
       (!busyHour(busyRate(s, slot, slot)) || afterClosing(s, input, slot, now)) &&
       busyRate(s, slotOf(now - 3_600_000, input.timeZone), slot) >= CLOSING_MIN_PER_HOUR &&
-      closingReach(input, now) &&
       ownSince().changes >= CLOSING_MIN_CHANGES * s.cost &&
-      !busyLater(s, input, slot)
-    ) {
-      return { due: { purpose, reason: 'interval' }, waiting: null };
-    }
+      !busyLater(s, input, slot);
+    const reach = closingReach(input, now);
+    if (reach && closing()) return { due: { purpose, reason: 'interval' }, waiting: null };
     const slots = input.activeSlots;
     if (slots && slots[slot]) {
       const phase = phases?.phase.get(s.resource);
@@ -1696,9 +1694,12 @@ function decide(
       // busy hour: with it went this look, and up to ten of memberships' changes waited overnight
       // (bench/RESULTS.md, "After: the look after the active hours"). Not counted in the plan: paid from its
       // reserve, which holds until the last hours of the quota day, and never from the requests the other streams'
-      // daily floors still need today (floorsLeft): on a budget of 15 the looks took them.
+      // daily floors still need today (floorsLeft): on a budget of 15 the looks took them. Nor for a stream whose
+      // closing check is coming once the source's lag has passed: the look at the hour's first tick and the closing
+      // check a minute later read the same changes but the last minute's, and the closing check alone reads them all
+      // (each busy stream, every day without webhooks: three requests of the day's interval).
       const usual = s.modelRates !== undefined && expectedSince(s.modelRates, input.timeZone, last, now).changes >= s.cost;
-      if ((usual || ownSince().changes >= s.cost) && available - s.cost >= floorsLeft(input, s))
+      if ((usual || ownSince().changes >= s.cost) && available - s.cost >= floorsLeft(input, s) && (reach || !closing()))
         return { due: { purpose, reason: 'exploration' }, waiting: null };
     }
   }

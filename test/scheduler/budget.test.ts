@@ -1005,6 +1005,22 @@ describe('the look after the active hours', () => {
     // But never from what the catalogs' floors still need before the reset (four requests): with four left, none.
     expect(due(input('19:01:00', 146))).toMatchObject({ memberships: null });
   });
+
+  it('leaves a busy stream to its closing check, which waits for the source to reach the close', () => {
+    // A source read a minute behind: at 19:00 a check reads to 18:59, and the closing check comes at 19:01. Customers,
+    // last checked at 18:50: a usual day brings a change and a third since (the look's measure), today's rates two
+    // thirds (not worth a request by the rate alone). A look at 19:00 as well would be a second request for the
+    // same changes but the last minute's.
+    const behind = (now: string) => {
+      const x = input(now, 140);
+      const streams = x.streams.map((st) =>
+        st.resource === 'customers' ? { ...st, rates: openHours(4), modelRates: openHours(8), lastCheckAt: at('18:50:00') } : st,
+      );
+      return { ...x, streams, lagMs: 60_000 };
+    };
+    expect(due(behind('19:00:00'))).toMatchObject({ customers: null, memberships: 'check/exploration' });
+    expect(due(behind('19:01:00'))).toMatchObject({ customers: 'check/interval' });
+  });
 });
 
 describe('the staleness bound the alert compares with', () => {
