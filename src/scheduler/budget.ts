@@ -1662,14 +1662,17 @@ function decide(
     // otherwise wait for the end-of-day sweep. Once, when about one is expected, and not before it reaches the end
     // of the busy hours: a check reads up to the source's lag before it starts, so one at the hour's first tick
     // would leave the busy hours' last minute unread for the rest of the day (closingReach).
-    const closing = () =>
+    // Whether it reached the close is asked only of a stream whose busy hours just ended (it walks the zone's hours).
+    let reach: boolean | undefined;
+    const reached = () => (reach ??= closingReach(input, now));
+    const closing = (mustReach: boolean) =>
       explorable(s) &&
       (!busyHour(busyRate(s, slot, slot)) || afterClosing(s, input, slot, now)) &&
       busyRate(s, slotOf(now - 3_600_000, input.timeZone), slot) >= CLOSING_MIN_PER_HOUR &&
+      (!mustReach || reached()) &&
       ownSince().changes >= CLOSING_MIN_CHANGES * s.cost &&
       !busyLater(s, input, slot);
-    const reach = closingReach(input, now);
-    if (reach && closing()) return { due: { purpose, reason: 'interval' }, waiting: null };
+    if (closing(true)) return { due: { purpose, reason: 'interval' }, waiting: null };
     const slots = input.activeSlots;
     if (slots && slots[slot]) {
       const phase = phases?.phase.get(s.resource);
@@ -1699,7 +1702,7 @@ function decide(
       // check a minute later read the same changes but the last minute's, and the closing check alone reads them all
       // (each busy stream, every day without webhooks: three requests of the day's interval).
       const usual = s.modelRates !== undefined && expectedSince(s.modelRates, input.timeZone, last, now).changes >= s.cost;
-      if ((usual || ownSince().changes >= s.cost) && available - s.cost >= floorsLeft(input, s) && (reach || !closing()))
+      if ((usual || ownSince().changes >= s.cost) && available - s.cost >= floorsLeft(input, s) && (reached() || !closing(false)))
         return { due: { purpose, reason: 'exploration' }, waiting: null };
     }
   }
