@@ -1,0 +1,92 @@
+/**
+ * A new practice's first days, played one after another by pmsync: no
+ * history before its first pass (the simulator's seeded records, their
+ * ModifiedOn spread round the clock), then the reference day on each weekday
+ * (8-19) and nothing on Sundays, a decision every 60 s of simulated time, the
+ * default budget of 150. Where bench/days.ts scores one held-out day after
+ * a history played before the first pass, this shows whether what pmsync
+ * reads day by day makes its next days better: the issue's "converges within
+ * a few days".
+ *
+ *   node bench/new-practice-days.ts --days 4 --seed 7
+ *   node bench/new-practice-days.ts --days 2 --trace       every dispatch, by local time
+ *
+ * BENCH_DATABASE_URL points it at a PostgreSQL (the embedded one otherwise).
+ * Requests are the simulator's own count; staleness counts a change never
+ * read as stale until local midnight.
+ */
+import { parseArgs } from 'node:util';
+import { planDay, REFERENCE_DAY } from '../simulator/day.ts';
+import { rigOptions, SIZES } from './support/baselines.ts';
+import { DAY, DayRig, HOUR } from './support/day-rig.ts';
+import { createBenchDatabase, startBenchServer } from './support/db.ts';
+import { DATE, stalenessWithUnread, ZONE } from './support/held-out.ts';
+
+const { values } = parseArgs({
+  options: {
+    days: { type: 'string', default: '4' },
+    seed: { type: 'string', default: '7' },
+    webhooks: { type: 'boolean', default: false },
+    trace: { type: 'boolean', default: false },
+  },
+});
+const DAYS = Number(values.days);
+const SEED = Number(values.seed);
+const BUSY = ['appointments', 'customers', 'orders'];
+const localTime = (ms: number) =>
+  new Intl.DateTimeFormat('en-GB', { timeZone: ZONE, hour: '2-digit', minute: '2-digit', hourCycle: 'h23' }).format(ms);
+
+const server = await startBenchServer();
+const db = await createBenchDatabase(server, { migrate: false });
+const rig = await DayRig.start({
+  databaseUrl: db.url,
+  date: DATE,
+  timeZone: ZONE,
+  sizes: SIZES,
+  history: [],
+  tickSeconds: 60,
+  seed: SEED,
+  webhooks: false,
+  ...rigOptions({ kind: 'budget', budget: 150, webhooks: values.webhooks }),
+});
+try {
+  await rig.prepare();
+  console.log(`# A new practice's first ${DAYS} days (seed ${SEED}, ${values.webhooks ? 'with' : 'without'} webhooks, budget 150)\n`);
+  console.log(
+    '| day | requests | busy p50 / p95 / max incl. unread | busy unread | checks before 8:00 / after 19:00 | slowest busy changes | by stream |',
+  );
+  console.log('| --- | --- | --- | --- | --- | --- | --- |');
+  for (let d = 0; d < DAYS; d++) {
+    const start = rig.dayStart + d * DAY;
+    const date = rig.localDate(start + 12 * HOUR);
+    const sunday = new Date(`${date}T12:00:00Z`).getUTCDay() === 0;
+    const changes = sunday ? [] : planDay(REFERENCE_DAY, date, ZONE, SEED * 1000 + 100 + d);
+    const played = await rig.play(changes, start, start + DAY, undefined, 60);
+    const busy = stalenessWithUnread(played.changes, start + DAY, (c) => BUSY.includes(c.resource));
+    const req = rig.requestsOn(start, start + DAY);
+    const fired = played.dispatches.map((j) => Date.parse(j.firedAt));
+    const slowest = played.changes
+      .filter((c) => BUSY.includes(c.resource))
+      .map((c) => ({ resource: c.resource, at: c.at, minutes: ((c.visibleAt ?? start + DAY) - c.at) / 60_000 }))
+      .sort((a, b) => b.minutes - a.minutes)
+      .slice(0, 3)
+      .map((c) => `${c.resource} ${localTime(c.at)} ${c.minutes.toFixed(0)} min`)
+      .join(', ');
+    const staleness = busy.changes === 0 ? '-' : `${busy.p50.toFixed(1)} / ${busy.p95.toFixed(1)} / ${busy.max.toFixed(1)}`;
+    console.log(
+      `| ${date}${sunday ? ' (Sunday, no changes)' : ''} | ${req.requests} | ${staleness} | ${busy.unread} of ${busy.changes} | ` +
+        `${fired.filter((t) => t < start + 8 * HOUR).length} / ${fired.filter((t) => t >= start + 19 * HOUR).length} | ${slowest || '-'} | ` +
+        `${Object.entries(req.requestsByStream)
+          .sort((a, b) => b[1] - a[1])
+          .map(([r, n]) => `${r} ${n}`)
+          .join(', ')} |`,
+    );
+    if (values.trace)
+      for (const j of played.dispatches)
+        process.stderr.write(`  day ${d + 1} ${localTime(Date.parse(j.firedAt))} ${j.resource} ${j.purpose} (${j.reason})\n`);
+  }
+} finally {
+  await rig.close();
+  await db.drop();
+  await server.stop();
+}
