@@ -46,6 +46,8 @@ import {
   surprisesFound,
   slotRates,
   slotRatesWithMoved,
+  withPracticeHours,
+  type RecentHours,
   withEvidence,
   withExcess,
   type Evidence,
@@ -178,6 +180,8 @@ export interface ModelReading {
   movedIn: Uint8Array;
   /** Its changes and exposure by hour of the day: whether the practice's hours show (rates.ts, hoursShown). */
   byHour?: HourOfDay;
+  /** What its recent days said of each hour against its long memory: read with the practice's other streams (withPracticeHours). */
+  recent?: RecentHours;
 }
 
 /** The practice's weekday now (0 = Sunday): its recent profile is read without today's own hours. */
@@ -190,7 +194,30 @@ export function modelReading(slots: StoredSlot[], at: Date, timeZone: string): M
   const today = localWeekday(at, timeZone);
   const decay = decaysOf(slots, at, HALF_LIFE_DAYS);
   const r = slotRatesWithMoved(slots, at, today, decay);
-  return { at: at.getTime(), today, rates: r.rates, movedIn: r.movedIn, byHour: hourOfDay(slots, at, today, decay) };
+  return { at: at.getTime(), today, rates: r.rates, movedIn: r.movedIn, byHour: hourOfDay(slots, at, today, decay), recent: r.recent };
+}
+
+/** Each set of a source's models read with the practice's hours (practiceModels), kept with it. */
+const practiceCache = new WeakMap<Map<string, ModelReading>, Map<string, ModelReading>>();
+
+/**
+ * A source's models with the practice's hours read from all of them (rates.ts, withPracticeHours): what each stream's
+ * recent days alone were too few to say. Kept with the models: read again when one of them is.
+ */
+export function practiceModels(models: Map<string, ModelReading>): Map<string, ModelReading> {
+  const kept = practiceCache.get(models);
+  if (kept) return kept;
+  const entries = [...models];
+  const read = withPracticeHours(entries.map(([, m]) => m));
+  let out = models;
+  entries.forEach(([resource, m], i) => {
+    const { rates, movedIn } = read[i]!;
+    if (rates === m.rates && movedIn === m.movedIn) return;
+    if (out === models) out = new Map(models);
+    out.set(resource, { ...m, rates, movedIn });
+  });
+  practiceCache.set(models, out);
+  return out;
 }
 
 /**
@@ -532,6 +559,7 @@ export function sightAt(
   inFlight: Set<string>,
   settings: ScheduleSettings,
 ): SourceSight {
+  models = practiceModels(models);
   const { rows, states, health } = readings;
   const quota = quotaAt(readings.quota, now);
   const pausedUntil = health?.pausedUntil && health.pausedUntil > now ? health.pausedUntil : null;
@@ -834,10 +862,27 @@ function scaledForecast(
   if (activity !== 1) {
     // A loop, not Float64Array.prototype.map: with a callback that costs several times as much, at every plan.
     forecast = new Float64Array(model.length);
-    if (moved && activity < 1) for (let i = 0; i < model.length; i++) forecast[i] = model[i]! * (moved[i] ? 1 : activity);
-    else for (let i = 0; i < model.length; i++) forecast[i] = model[i]! * activity;
+    if (moved && activity < 1) {
+      // Hours the practice moved into answer only for themselves: the hours it left, quiet today, say nothing against
+      // them, while moved-into hours that came today and stayed empty do. Unscaled until then, a closed day's moved-in
+      // hours were checked as busy ones all day (a new practice's first Sunday: 133 requests, bench/RESULTS.md).
+      const inMoved = movedFactor(model, moved, timeZone, from, until, seen);
+      for (let i = 0; i < model.length; i++) forecast[i] = model[i]! * (moved[i] ? inMoved : activity);
+    } else for (let i = 0; i < model.length; i++) forecast[i] = model[i]! * activity;
   }
   return { forecast, activity };
+}
+
+/**
+ * The activity factor of a stream's moved-in hours (withRecentHours): the changes seen today against those its model
+ * expected in the moved-in hours already come (from `from` to `until`), never above 1 (the rest of the day's factor
+ * raises a busy day).
+ */
+function movedFactor(model: Float64Array, moved: Uint8Array, timeZone: string, from: number, until: number, seen: number): number {
+  let expected = 0;
+  if (until > from)
+    forEachSlotPiece(from, until, timeZone, (slot, a, b) => (expected += moved[slot] ? (model[slot]! * (b - a)) / 3_600_000 : 0));
+  return Math.min(1, Math.max(ACTIVITY_RANGE[0], (seen + ACTIVITY_PRIOR) / (expected + ACTIVITY_PRIOR)));
 }
 
 /** A webhook-fed stream's windows, read whole (without their first change), kept with the list read. */

@@ -36,11 +36,12 @@ export function slotRatesWithMoved(
   at: Date,
   today?: number,
   decay: readonly number[] = decaysOf(stored, at, HALF_LIFE_DAYS),
-): { rates: Float64Array; movedIn: Uint8Array } {
+): { rates: Float64Array; movedIn: Uint8Array; recent: RecentHours } {
   // The recent profile learns only from the windows pmsync reads day by day (src/state/change-model.ts,
   // windowObservation): a first pass's history would overstate its latest days.
   const movedIn = new Uint8Array(SLOTS);
-  return { rates: withRecentHours(longRates(stored, decay), stored, at, movedIn, today), movedIn };
+  const recent = emptyRecentHours();
+  return { rates: withRecentHours(longRates(stored, decay), stored, at, movedIn, today, recent), movedIn, recent };
 }
 
 /**
@@ -74,6 +75,7 @@ const work = {
   hourOfDay: new Float64Array(24),
   observed: new Float64Array(24),
   expected: new Float64Array(24),
+  readDays: new Uint8Array(7),
 };
 
 function longRates(stored: StoredSlot[], decay: readonly number[]): Float64Array {
@@ -188,7 +190,7 @@ const RECENT_PRIOR_HOURS = 0.5;
 const RECENT_PRIOR_CHANGES = 3;
 /** The recent days add this many times what the long memory had of an hour before it counts as one moved into. */
 const MOVED_IN_FACTOR = 1;
-/** A weekday whose usual changes are below this share of the busiest one's is closed: moved hours are not added to it. */
+/** A weekday whose usual changes are below this share of the busiest one's (of those read as it was) is closed: moved hours are not added to it. */
 const OPEN_DAY_SHARE = 0.2;
 
 /**
@@ -207,18 +209,27 @@ const OPEN_DAY_SHARE = 0.2;
  * about three days (docs/operations.md). `today` (the practice's weekday
  * now) leaves today's own slots out: they are today's evidence.
  */
-export function withRecentHours(rates: Float64Array, stored: StoredSlot[], at: Date, movedIn?: Uint8Array, today?: number): Float64Array {
+export function withRecentHours(
+  rates: Float64Array,
+  stored: StoredSlot[],
+  at: Date,
+  movedIn?: Uint8Array,
+  today?: number,
+  recent?: RecentHours,
+): Float64Array {
   const changes = work.changes.fill(0);
   const exposure = work.exposure.fill(0);
   let any = false;
   // Slots stored at the same instant decay alike (decaysOf).
   let asOf = Number.NaN;
   let f = Number.NaN;
+  const read = work.readDays.fill(0);
   for (const s of stored) {
     if (s.slot < 0 || s.slot >= SLOTS || !(s.recentExposureHours > 0)) continue;
     // Today's own hours are today's evidence's to read (rates.ts, evidenceOf): counted here as well, an hour
     // that surprised would become its own forecast at once and the evidence would see nothing beyond it.
     if (today !== undefined && Math.floor(s.slot / 24) === today) continue;
+    read[Math.floor(s.slot / 24)] = 1;
     if (s.asOf.getTime() !== asOf) {
       asOf = s.asOf.getTime();
       f = decayFactor(s.asOf, at, RECENT_HALF_LIFE_DAYS);
@@ -230,8 +241,21 @@ export function withRecentHours(rates: Float64Array, stored: StoredSlot[], at: D
   if (!any) return rates;
   const dayTotal = new Float64Array(7);
   for (let i = 0; i < SLOTS; i++) dayTotal[Math.floor(i / 24)] = dayTotal[Math.floor(i / 24)]! + rates[i]!;
-  const busiest = Math.max(...dayTotal);
-  const open = Array.from(dayTotal, (t) => busiest > 0 && t >= OPEN_DAY_SHARE * busiest);
+  // Each weekday against the busiest of those read as it was: day by day (the recent profile) or only by a first pass.
+  // A first pass holds each record's latest change alone, a day read day by day all of them: a new practice whose
+  // first pass held a few records had its first day read as many times busier than every weekday its memory had only
+  // from the pass, all of them then closed, and its second day (a Saturday) given none of the hours the first
+  // showed: checked at 07:26 and next at 14:23, with 182 changes waiting. A weekday read and found quiet (its
+  // Sunday) is closed against those read busy; once every weekday is read, against the busiest of all. Today's
+  // weekday, whose hours read today are today's evidence and not yet its profile's, is open if either would call it so.
+  const busiestOf = [0, 0];
+  for (let d = 0; d < 7; d++) if (d !== today) busiestOf[read[d]!] = Math.max(busiestOf[read[d]!]!, dayTotal[d]!);
+  const lower = Math.min(...busiestOf.filter((b) => b > 0));
+  const open = Array.from(dayTotal, (t, d) => {
+    const reference = d === today ? lower : busiestOf[read[d]!]!;
+    return reference > 0 && Number.isFinite(reference) && t >= OPEN_DAY_SHARE * reference;
+  });
+  if (recent) for (let d = 0; d < 7; d++) recent.open[d] = open[d] ? 1 : 0;
   const out = Float64Array.from(rates);
   for (let h = 0; h < 24; h++) {
     let c = 0;
@@ -244,6 +268,12 @@ export function withRecentHours(rates: Float64Array, stored: StoredSlot[], at: D
       if (open[d]) openHours += exposure[i]!;
     }
     const spread = RECENT_SIGNIFICANCE * Math.sqrt(m + 1);
+    if (recent) {
+      recent.changes[h] = c;
+      recent.expected[h] = m;
+      recent.openHours[h] = openHours;
+      recent.own[h] = (c > m + spread && openHours > 0) || c < m - spread ? 1 : 0;
+    }
     if (c > m + spread && openHours > 0) {
       const more = (c - m) / (openHours + RECENT_PRIOR_HOURS);
       for (let d = 0; d < 7; d++) {
@@ -259,6 +289,98 @@ export function withRecentHours(rates: Float64Array, stored: StoredSlot[], at: D
     }
   }
   return out;
+}
+
+/**
+ * What the recent days said of each hour of the day of one stream (withRecentHours): the changes they brought (C),
+ * those the long memory expected over the same hours (M), the recent exposure of the days the practice opens, and
+ * whether the stream's own changes were enough to move the hour (own).
+ */
+export interface RecentHours {
+  changes: Float64Array;
+  expected: Float64Array;
+  openHours: Float64Array;
+  own: Uint8Array;
+  /** The weekdays the practice opens (1), as the stream's long memory has them. */
+  open: Uint8Array;
+}
+
+export function emptyRecentHours(): RecentHours {
+  return {
+    changes: new Float64Array(24),
+    expected: new Float64Array(24),
+    openHours: new Float64Array(24),
+    own: new Uint8Array(24),
+    open: new Uint8Array(7),
+  };
+}
+
+/**
+ * The practice's hours, read from all its streams at once. A stream's own recent changes move an hour of its rates
+ * only when that hour alone differs from its long memory by more than chance (withRecentHours): a busy stream's do
+ * within days, a stream of a few changes an hour never does. A new practice whose first pass spread each stream's
+ * memory round the clock then learned its hours on appointments and customers and not on orders: orders stayed
+ * forecast round the clock, its closed night counted against its day, and it was priced as a quiet stream all morning
+ * (bench/RESULTS.md, "a new practice's next days").
+ *
+ * Pooled over the streams, each hour's recent changes (C) against what the streams' memories expected of it (M) say
+ * the practice's hours with the power of all of them: where they differ by more than chance, the practice's ratio
+ * R = (C + 3) / (M + 3) is applied to each stream whose own changes did not move that hour and are consistent with it
+ * (within RECENT_SIGNIFICANCE deviations of M_s * R): a stream busy in other hours than the practice's (a nightly
+ * batch) keeps its own. A busier hour adds the stream's share of the difference, M_s * (R - 1), over its recent open
+ * hours, as withRecentHours adds its own; a quieter one is scaled by R. Returns the readings' rates and moved-in hours
+ * as they are when no hour of the practice moved.
+ */
+export function withPracticeHours(
+  streams: ReadonlyArray<{ rates: Float64Array; movedIn: Uint8Array; recent?: RecentHours }>,
+): Array<{ rates: Float64Array; movedIn: Uint8Array }> {
+  const ratio = new Float64Array(24).fill(1);
+  let anyMoved = false;
+  for (let h = 0; h < 24; h++) {
+    let c = 0;
+    let m = 0;
+    for (const s of streams) {
+      if (!s.recent) continue;
+      c += s.recent.changes[h]!;
+      m += s.recent.expected[h]!;
+    }
+    const spread = RECENT_SIGNIFICANCE * Math.sqrt(m + 1);
+    if (c > m + spread || c < m - spread) {
+      ratio[h] = (c + RECENT_PRIOR_CHANGES) / (m + RECENT_PRIOR_CHANGES);
+      anyMoved = true;
+    }
+  }
+  if (!anyMoved) return streams.map((s) => ({ rates: s.rates, movedIn: s.movedIn }));
+  return streams.map((s) => {
+    const r = s.recent;
+    if (!r) return { rates: s.rates, movedIn: s.movedIn };
+    let rates: Float64Array | null = null;
+    let movedIn: Uint8Array | null = null;
+    for (let h = 0; h < 24; h++) {
+      const R = ratio[h]!;
+      if (R === 1 || r.own[h]) continue;
+      const m = r.expected[h]!;
+      const implied = m * R;
+      if (Math.abs(r.changes[h]! - implied) > RECENT_SIGNIFICANCE * Math.sqrt(implied + 1)) continue;
+      rates ??= Float64Array.from(s.rates);
+      if (R > 1) {
+        if (!(r.openHours[h]! > 0)) continue;
+        const more = (implied - m) / (r.openHours[h]! + RECENT_PRIOR_HOURS);
+        for (let d = 0; d < 7; d++) {
+          if (!r.open[d]) continue;
+          const i = d * 24 + h;
+          if (more > MOVED_IN_FACTOR * s.rates[i]! && !s.movedIn[i]) {
+            movedIn ??= Uint8Array.from(s.movedIn);
+            movedIn[i] = 1;
+          }
+          rates[i] = s.rates[i]! + more;
+        }
+      } else {
+        for (let d = 0; d < 7; d++) rates[d * 24 + h] = s.rates[d * 24 + h]! * R;
+      }
+    }
+    return { rates: rates ?? s.rates, movedIn: movedIn ?? s.movedIn };
+  });
 }
 
 /**

@@ -29,7 +29,10 @@ import {
   type WindowFound,
   withEvidence,
   withExcess,
+  withPracticeHours,
   withRecentHours,
+  slotRatesWithMoved,
+  emptyRecentHours,
 } from '../../src/scheduler/rates.ts';
 import { slotOf, wallSlot, wallToInstant, zoneOffsetMs } from '../../src/time.ts';
 
@@ -502,5 +505,113 @@ describe('the practice hours, learned within days', () => {
     const seen = windowObservation(later, at('2026-11-23T12:00:00Z'), at('2026-11-23T13:00:00Z'), 'UTC', false);
     expect(seen.recentChanges ?? seen.changes).toEqual(seen.changes);
     expect(seen.changes.get(1 * 24 + 12)).toBe(5);
+  });
+});
+
+describe('the weekdays a new practice opens', () => {
+  // Saturday's midnight: a new practice's first pass found a few records (a twentieth of a change an hour round the
+  // clock), then pmsync read its days day by day.
+  const asOf = at('2026-11-21T00:00:00Z');
+  const dayOf = (name: 'sun' | 'mon' | 'thu' | 'fri' | 'sat') => ({ sun: 0, mon: 1, thu: 4, fri: 5, sat: 6 })[name] * 24;
+  /** `busy` an hour in 8-19 on each weekday read (`quiet` ones read and empty), over a memory of `flat` an hour. */
+  function stored(read: number[], quiet: number[] = [], flat = 0.05, busy = 12): StoredSlot[] {
+    const exposure = 29 / 7;
+    return Array.from({ length: SLOTS }, (_, slot) => {
+      const weekday = Math.floor(slot / 24);
+      const h = slot % 24;
+      const wasRead = read.includes(weekday) || quiet.includes(weekday);
+      const recent = read.includes(weekday) && h >= 8 && h < 19 ? busy : 0;
+      return {
+        slot,
+        changes: flat * exposure + recent,
+        exposureHours: exposure,
+        recentChanges: recent,
+        recentExposureHours: wasRead ? 1 : 0,
+        asOf,
+      };
+    });
+  }
+
+  it('gives a weekday not read yet the hours of the one read, however much quieter its first pass had it', () => {
+    // One Friday read: its memory many times busier than every other weekday's, which only the first pass holds.
+    const { rates, movedIn } = slotRatesWithMoved(stored([5]), asOf, 6);
+    expect(rates[dayOf('sat') + 10]!).toBeGreaterThan(10 * rates[dayOf('sat') + 3]!);
+    expect(movedIn[dayOf('sat') + 10]).toBe(1);
+    expect(rates[dayOf('mon') + 10]!).toBeGreaterThan(10 * rates[dayOf('mon') + 3]!);
+  });
+
+  it('closes a weekday read and found quiet, and leaves open those not read yet', () => {
+    // Friday and Saturday read busy, Sunday read and empty: on Monday, the Sunday is closed, the Monday is not.
+    const { rates, movedIn } = slotRatesWithMoved(stored([5, 6], [0]), at('2026-11-23T00:00:00Z'), 1);
+    expect(movedIn[dayOf('sun') + 10]).toBe(0);
+    expect(rates[dayOf('sun') + 10]!).toBeLessThan(2 * rates[dayOf('sun') + 3]! + 0.01);
+    expect(movedIn[dayOf('mon') + 10]).toBe(1);
+    expect(rates[dayOf('mon') + 10]!).toBeGreaterThan(10 * rates[dayOf('mon') + 3]!);
+  });
+});
+
+describe("the practice's hours, read from all its streams", () => {
+  const asOf = at('2026-11-20T00:00:00Z'); // a Friday's midnight
+  const FRI = 5 * 24;
+  const day = (h: number) => h >= 8 && h < 19;
+  /**
+   * A new practice's stream: a first pass spread `flat` changes an hour round the clock over 29 days, then one
+   * Thursday read day by day brought `busy` an hour in 8-19 (counted in the long memory as in the recent days).
+   */
+  function newStream(flat: number, busy: number): StoredSlot[] {
+    const exposure = 29 / 7;
+    return Array.from({ length: SLOTS }, (_, slot) => {
+      const thursday = Math.floor(slot / 24) === 4;
+      const recent = thursday && day(slot % 24) ? busy : 0;
+      return {
+        slot,
+        changes: flat * exposure + recent,
+        exposureHours: exposure,
+        recentChanges: recent,
+        recentExposureHours: thursday ? 1 : 0,
+        asOf,
+      };
+    });
+  }
+  const read = (stored: StoredSlot[]) => slotRatesWithMoved(stored, asOf, 5);
+
+  it('lends the hours the busy streams show to one whose own changes are too few to show them', () => {
+    const appointments = read(newStream(3, 40));
+    const customers = read(newStream(2, 15));
+    const orders = read(newStream(1.34, 6));
+    // Alone, orders' 6 an hour against a memory of 1.3 (which holds the same day) do not move an hour: flat.
+    expect(orders.rates[FRI + 10]!).toBeCloseTo(orders.rates[FRI + 3]!, 0);
+    expect(orders.movedIn[FRI + 10]).toBe(0);
+    // Appointments' do.
+    expect(appointments.movedIn[FRI + 10]).toBe(1);
+    const [, , o] = withPracticeHours([appointments, customers, orders]);
+    // Read with the practice, orders' day is busier than its night, and its day's hours are moved into.
+    expect(o!.rates[FRI + 10]!).toBeGreaterThan(2 * orders.rates[FRI + 10]!);
+    expect(o!.movedIn[FRI + 10]).toBe(1);
+    expect(o!.rates[FRI + 10]!).toBeGreaterThan(3 * o!.rates[FRI + 3]!);
+    // The streams' own readings are not written into.
+    expect(orders.movedIn[FRI + 10]).toBe(0);
+  });
+
+  it("leaves a stream whose own recent changes say otherwise, and every stream when the practice's hours did not move", () => {
+    const rates = new Float64Array(SLOTS).fill(10);
+    const recentOf = (changes: number, expected: number) => {
+      const r = emptyRecentHours();
+      r.changes.fill(expected);
+      r.expected.fill(expected);
+      r.openHours.fill(3);
+      r.open.fill(1);
+      r.changes[10] = changes;
+      return r;
+    };
+    const busy = { rates, movedIn: new Uint8Array(SLOTS), recent: recentOf(90, 30) };
+    // A steady stream at 30 an hour at 10:00, as its memory has it: the practice's 10:00 tripled, its own did not.
+    const steady = { rates, movedIn: new Uint8Array(SLOTS), recent: recentOf(30, 30) };
+    const [, s] = withPracticeHours([busy, steady]);
+    expect(s!.rates).toBe(rates);
+    // Nothing moved: every stream keeps its own arrays.
+    const same = withPracticeHours([steady, steady]);
+    expect(same[0]!.rates).toBe(rates);
+    expect(same[1]!.movedIn).toBe(steady.movedIn);
   });
 });
