@@ -10,6 +10,8 @@
  *
  *   node bench/new-practice-days.ts --days 4 --seed 7
  *   node bench/new-practice-days.ts --days 2 --trace       every dispatch, by local time
+ *   node bench/new-practice-days.ts --date 2026-11-20      its first day a Friday (the default a Thursday)
+ *   node bench/new-practice-days.ts --small                 a few hundred records of each stream (the tests' practice)
  *
  * BENCH_DATABASE_URL points it at a PostgreSQL (the embedded one otherwise).
  * Requests are the simulator's own count; staleness counts a change never
@@ -17,7 +19,7 @@
  */
 import { parseArgs } from 'node:util';
 import { planDay, REFERENCE_DAY } from '../simulator/day.ts';
-import { rigOptions, SIZES } from './support/baselines.ts';
+import { rigOptions, SIZES, SMALL_SIZES } from './support/baselines.ts';
 import { DAY, DayRig, HOUR } from './support/day-rig.ts';
 import { createBenchDatabase, startBenchServer } from './support/db.ts';
 import { DATE, stalenessWithUnread, ZONE } from './support/held-out.ts';
@@ -26,6 +28,8 @@ const { values } = parseArgs({
   options: {
     days: { type: 'string', default: '4' },
     seed: { type: 'string', default: '7' },
+    date: { type: 'string', default: DATE },
+    small: { type: 'boolean', default: false },
     webhooks: { type: 'boolean', default: false },
     trace: { type: 'boolean', default: false },
   },
@@ -40,9 +44,9 @@ const server = await startBenchServer();
 const db = await createBenchDatabase(server, { migrate: false });
 const rig = await DayRig.start({
   databaseUrl: db.url,
-  date: DATE,
+  date: values.date,
   timeZone: ZONE,
-  sizes: SIZES,
+  sizes: values.small ? SMALL_SIZES : SIZES,
   history: [],
   tickSeconds: 60,
   seed: SEED,

@@ -255,6 +255,41 @@ describe("a new practice's first day, without webhooks", () => {
   });
 });
 
+describe("a new practice's next days, without webhooks", () => {
+  it('gives its second weekday the hours its first showed, and does not check a closed Sunday as a busy day', DAY_TIMEOUT, async () => {
+    // A Friday: no history before its first pass (a few hundred records spread over three years), the reference day on
+    // Friday and Saturday, nothing on Sunday.
+    const r = await startRig({ budget: 150, historyDays: 0, webhooks: false, date: '2026-11-20' });
+    const busyStreams = ['appointments', 'customers', 'orders'];
+    const days: Array<Awaited<ReturnType<DayRig['play']>> & { start: number }> = [];
+    for (let d = 0; d < 3; d++) {
+      const start = r.dayStart + d * DAY;
+      const changes = d === 2 ? [] : planDay(REFERENCE_DAY, r.localDate(start + 12 * HOUR), ZONE, 5 + d);
+      days.push({ ...(await r.play(changes, start, start + DAY)), start });
+    }
+    const [first, second, sunday] = days as [(typeof days)[0], (typeof days)[0], (typeof days)[0]];
+    const busy = (day: (typeof days)[0]) => day.changes.filter((c) => busyStreams.includes(c.resource));
+    const p95 = (day: (typeof days)[0]) => {
+      const stale = stalenessMinutes(busy(day)).sort((a, b) => a - b);
+      return stale[Math.floor(0.95 * (stale.length - 1))]!;
+    };
+    // The Saturday is read within its first opening hour. Its first day read made the Friday many times busier than
+    // every other weekday of its memory, which called them all closed and gave them none of the Friday's hours: the
+    // Saturday was checked at 07:26 and next at 14:23, with 182 changes waiting (p95 354 min).
+    for (const resource of busyStreams) {
+      const morning = await windows(r, resource, second.start + 8 * HOUR, second.start + 9 * HOUR);
+      expect(morning.length, resource).toBeGreaterThan(0);
+    }
+    expect(p95(second)).toBeLessThan(p95(first));
+    expect(p95(second)).toBeLessThan(30);
+    for (const day of [first, second]) expect(busy(day).filter((c) => c.visibleAt === null)).toEqual([]);
+    // The closed Sunday: the hours the practice moved into on its first days stay empty, and are checked less as
+    // they do (exempt from today's activity, they were checked as a busy day's: 130 requests). Two weekdays read
+    // busy, the Sunday its memory holds quiet is closed again.
+    expect(r.requestsOn(sunday.start, sunday.start + DAY).requests).toBeLessThanOrEqual(50);
+  });
+});
+
 describe("a new practice's first day, without webhooks, its hours stated", () => {
   it(
     'plans by the stated hours until its changes show its own: no looks through the night, the day read as told',

@@ -5,6 +5,7 @@
  * webhook receiver. Two files, so that the suite runs them side by side.
  */
 import { afterEach } from 'vitest';
+import { SMALL_SIZES } from '../../../bench/support/baselines.ts';
 import { DayRig, type RigOptions } from '../../../bench/support/day-rig.ts';
 import { REFERENCE_DAY, type DayPattern } from '../../../simulator/day.ts';
 import { createTestDatabase, type TestDatabase } from '../../support/db.ts';
@@ -15,16 +16,7 @@ export const DAY_TIMEOUT = { timeout: scaled(600_000) };
 export const DATE = '2026-11-19';
 export const ZONE = 'America/New_York';
 /** The practice the scheduler's day tests play: its records by resource (day.int, decide-on-change.int and held-out*.int). */
-export const PRACTICE_SIZES = {
-  customers: 400,
-  appointments: 900,
-  orders: 500,
-  memberships: 80,
-  giftcertificates: 40,
-  products: 20,
-  services: 10,
-  employees: 8,
-};
+export const PRACTICE_SIZES = SMALL_SIZES;
 /** The reference day's appointment rush, at 18:00-21:00 instead of 8:00-19:00. */
 export const EVENING: DayPattern = {
   openHour: 18,
