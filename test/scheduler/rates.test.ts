@@ -508,29 +508,37 @@ describe('the practice hours, learned within days', () => {
   });
 });
 
+/**
+ * A new practice's stored slots: a first pass spread `flat` changes an hour round the clock over 29 days, then each
+ * weekday `read` brought `busy` an hour in 8-19 (counted in the long memory as in the recent days); the weekdays
+ * `quiet` were read and found empty.
+ */
+function newPracticeSlots(
+  asOf: Date,
+  { read, quiet = [], flat, busy }: { read: number[]; quiet?: number[]; flat: number; busy: number },
+): StoredSlot[] {
+  const exposure = 29 / 7;
+  return Array.from({ length: SLOTS }, (_, slot) => {
+    const weekday = Math.floor(slot / 24);
+    const h = slot % 24;
+    const recent = read.includes(weekday) && h >= 8 && h < 19 ? busy : 0;
+    return {
+      slot,
+      changes: flat * exposure + recent,
+      exposureHours: exposure,
+      recentChanges: recent,
+      recentExposureHours: read.includes(weekday) || quiet.includes(weekday) ? 1 : 0,
+      asOf,
+    };
+  });
+}
+
 describe('the weekdays a new practice opens', () => {
   // Saturday's midnight: a new practice's first pass found a few records (a twentieth of a change an hour round the
   // clock), then pmsync read its days day by day.
   const asOf = at('2026-11-21T00:00:00Z');
   const dayOf = (name: 'sun' | 'mon' | 'thu' | 'fri' | 'sat') => ({ sun: 0, mon: 1, thu: 4, fri: 5, sat: 6 })[name] * 24;
-  /** `busy` an hour in 8-19 on each weekday read (`quiet` ones read and empty), over a memory of `flat` an hour. */
-  function stored(read: number[], quiet: number[] = [], flat = 0.05, busy = 12): StoredSlot[] {
-    const exposure = 29 / 7;
-    return Array.from({ length: SLOTS }, (_, slot) => {
-      const weekday = Math.floor(slot / 24);
-      const h = slot % 24;
-      const wasRead = read.includes(weekday) || quiet.includes(weekday);
-      const recent = read.includes(weekday) && h >= 8 && h < 19 ? busy : 0;
-      return {
-        slot,
-        changes: flat * exposure + recent,
-        exposureHours: exposure,
-        recentChanges: recent,
-        recentExposureHours: wasRead ? 1 : 0,
-        asOf,
-      };
-    });
-  }
+  const stored = (read: number[], quiet: number[] = []) => newPracticeSlots(asOf, { read, quiet, flat: 0.05, busy: 12 });
 
   it('gives a weekday not read yet the hours of the one read, however much quieter its first pass had it', () => {
     // One Friday read: its memory many times busier than every other weekday's, which only the first pass holds.
@@ -553,26 +561,8 @@ describe('the weekdays a new practice opens', () => {
 describe("the practice's hours, read from all its streams", () => {
   const asOf = at('2026-11-20T00:00:00Z'); // a Friday's midnight
   const FRI = 5 * 24;
-  const day = (h: number) => h >= 8 && h < 19;
-  /**
-   * A new practice's stream: a first pass spread `flat` changes an hour round the clock over 29 days, then one
-   * Thursday read day by day brought `busy` an hour in 8-19 (counted in the long memory as in the recent days).
-   */
-  function newStream(flat: number, busy: number): StoredSlot[] {
-    const exposure = 29 / 7;
-    return Array.from({ length: SLOTS }, (_, slot) => {
-      const thursday = Math.floor(slot / 24) === 4;
-      const recent = thursday && day(slot % 24) ? busy : 0;
-      return {
-        slot,
-        changes: flat * exposure + recent,
-        exposureHours: exposure,
-        recentChanges: recent,
-        recentExposureHours: thursday ? 1 : 0,
-        asOf,
-      };
-    });
-  }
+  /** A new practice's stream, one Thursday read day by day. */
+  const newStream = (flat: number, busy: number) => newPracticeSlots(asOf, { read: [4], flat, busy });
   const read = (stored: StoredSlot[]) => slotRatesWithMoved(stored, asOf, 5);
 
   it('lends the hours the busy streams show to one whose own changes are too few to show them', () => {
