@@ -12,6 +12,8 @@
  *   node bench/new-practice-days.ts --days 2 --trace       every dispatch, by local time
  *   node bench/new-practice-days.ts --date 2026-11-20      its first day a Friday (the default a Thursday)
  *   node bench/new-practice-days.ts --small                 a few hundred records of each stream (the tests' practice)
+ *   node bench/new-practice-days.ts --days 5 --status-at 5@17:50,5@18:30   what status says of each busy stream then
+ *   node bench/new-practice-days.ts --plan-every-tick       the source planned at every tick, not only when its inputs change
  *
  * BENCH_DATABASE_URL points it at a PostgreSQL (the embedded one otherwise).
  * Requests are the simulator's own count; staleness counts a change never
@@ -19,6 +21,7 @@
  */
 import { parseArgs } from 'node:util';
 import { planDay, REFERENCE_DAY } from '../simulator/day.ts';
+import { collectStatus } from '../src/status/detail.ts';
 import { rigOptions, SIZES, SMALL_SIZES } from './support/baselines.ts';
 import { DAY, DayRig, HOUR } from './support/day-rig.ts';
 import { createBenchDatabase, startBenchServer } from './support/db.ts';
@@ -32,6 +35,8 @@ const { values } = parseArgs({
     small: { type: 'boolean', default: false },
     webhooks: { type: 'boolean', default: false },
     trace: { type: 'boolean', default: false },
+    'status-at': { type: 'string', default: '' },
+    'plan-every-tick': { type: 'boolean', default: false },
   },
 });
 const DAYS = Number(values.days);
@@ -39,6 +44,8 @@ const SEED = Number(values.seed);
 const BUSY = ['appointments', 'customers', 'orders'];
 const localTime = (ms: number) =>
   new Intl.DateTimeFormat('en-GB', { timeZone: ZONE, hour: '2-digit', minute: '2-digit', hourCycle: 'h23' }).format(ms);
+/** `day@HH:MM` instants (the first day is 1) at which the busy streams' status is printed to stderr. */
+const STATUS_AT = new Set(values['status-at'] ? values['status-at'].split(',') : []);
 
 const server = await startBenchServer();
 const db = await createBenchDatabase(server, { migrate: false });
@@ -52,6 +59,7 @@ const rig = await DayRig.start({
   seed: SEED,
   webhooks: false,
   ...rigOptions({ kind: 'budget', budget: 150, webhooks: values.webhooks }),
+  planEveryTick: values['plan-every-tick'],
 });
 try {
   await rig.prepare();
@@ -65,7 +73,18 @@ try {
     const date = rig.localDate(start + 12 * HOUR);
     const sunday = new Date(`${date}T12:00:00Z`).getUTCDay() === 0;
     const changes = sunday ? [] : planDay(REFERENCE_DAY, date, ZONE, SEED * 1000 + 100 + d);
-    const played = await rig.play(changes, start, start + DAY, undefined, 60);
+    const status = async (t: number) => {
+      if (!STATUS_AT.has(`${d + 1}@${localTime(t)}`)) return;
+      const [source] = await collectStatus(rig.app, rig.config, { scheduler: rig.serve.scheduler });
+      for (const r of source!.resources.filter((r) => BUSY.includes(r.resource))) {
+        const s = r.schedule;
+        process.stderr.write(
+          `  status day ${d + 1} ${localTime(t)} ${r.resource}: ${s?.changeRatePerHour?.toFixed(2) ?? '-'} changes an hour, ` +
+            `${s?.expectedChecksToday?.toFixed(1) ?? '-'} checks expected, next ${s?.nextCheck ? `${localTime(Date.parse(s.nextCheck.at))} (${s.nextCheck.reason})` : '-'}\n`,
+        );
+      }
+    };
+    const played = await rig.play(changes, start, start + DAY, STATUS_AT.size > 0 ? status : undefined, 60);
     const busy = stalenessWithUnread(played.changes, start + DAY, (c) => BUSY.includes(c.resource));
     const req = rig.requestsOn(start, start + DAY);
     const fired = played.dispatches.map((j) => Date.parse(j.firedAt));
