@@ -685,7 +685,8 @@ export function sightAt(
         usualPerWeek: usualPerWeek(f.model),
       };
     });
-  const shared = sharedExcess(source, streams, readings, models);
+  const excessFrom = excessAt(readings);
+  const shared = sharedExcess(source, streams, readings, models, excessFrom);
   const surprises = surprisesFound(practice, timeZone, now.getTime());
   // A check reads up to lagSeconds before it started (lastCheckAt), while a surprise's window may reach a notified
   // change of a moment ago: the surprise is put on the same footing, so a stream checked since it is not woken again.
@@ -732,7 +733,7 @@ export function sightAt(
       pausedUntil: row?.pausedUntil ?? null,
       lastCheckAt: row?.lastCheckAt ?? state?.cursor ?? null,
       cost: readings.costs.get(s.resource) ?? 1,
-      rates: withExcess(withEvidence(forecast, timeZone, evidence), timeZone, readings.at.getTime(), excess),
+      rates: withExcess(withEvidence(forecast, timeZone, evidence), timeZone, excessFrom.getTime(), excess),
       forecastRates: evidence || excess > 0 ? forecast : undefined,
       modelRates: model,
       evidence,
@@ -1000,23 +1001,29 @@ const sharedCache = new WeakMap<
 >();
 
 /**
- * Each polled stream's share of the practice's excess (rates.ts, practiceExcess), as of the instant the source was
- * read (`readings.at`), and applied from there on (withExcess). Read at each instant instead, the excess would move
- * with the clock alone, up and down as windows slide out of the last hour, and a stream due at one tick could be
- * not due at the next with nothing else changed: the wake, which finds the first tick that dispatches by assuming
- * that what is due stays due (src/scheduler/wake.ts), would miss such ticks. A source is read again after every
- * check of any of its streams and at least hourly, so the hour read is the hour up to its latest check.
+ * Each polled stream's share of the practice's excess (rates.ts, practiceExcess), as of the source's latest check
+ * (`at`: excessAt), and applied from there on (withExcess). Read at each instant instead, the excess would move with the
+ * clock alone, up and down as windows slide out of the last hour, and a stream due at one tick could be not due at
+ * the next with nothing else changed: the wake, which finds the first tick that dispatches by assuming that what is
+ * due stays due (src/scheduler/wake.ts), would miss such ticks.
+ *
+ * Not as of the instant the source was read (`readings.at`), as it was: a replica reads a source again after every
+ * check and at least hourly, and `pmsync status`, in a process of its own, reads it when asked. Read at 19:00, an
+ * hour of appointments' checks above their forecast lent orders 1.4 changes an hour and made it due at once in
+ * status, while the replica, which had read the source at 18:44, left it to its exploration check at 21:43 (a new
+ * practice's fifth day, `node bench/new-practice-days.ts --days 5 --status-at 5@19:00`). The latest check is in the
+ * state both read, so both see the same excess, and it is the hour the checks spoke for.
  */
 function sharedExcess(
   source: SourceConfig,
   streams: ScheduledStream[],
   readings: SourceReadings,
   models: Map<string, ModelReading>,
+  at: Date,
 ): Map<string, number> {
   const kept = sharedCache.get(readings);
   if (kept && kept.models === models && kept.streams === streams) return kept.shared;
   const timeZone = sourceTimeZone(source);
-  const at = readings.at;
   const stated = statedHours(source);
   const spreadOver = activeSlotsOf(streams, models, stated).useStated ? stated : null;
   const registered = readings.webhooksUntil !== null && readings.webhooksUntil > at.getTime();
@@ -1031,6 +1038,17 @@ function sharedExcess(
   const shared = practiceExcess(practice, timeZone, at.getTime());
   sharedCache.set(readings, { models, streams, shared });
   return shared;
+}
+
+/**
+ * The instant the practice's excess is read as of (sharedExcess): the end of the latest window read of any of the
+ * source's streams, no later than the source was read; the instant it was read when none was.
+ */
+export function excessAt(readings: SourceReadings): Date {
+  const read = readings.at.getTime();
+  let latest = Number.NEGATIVE_INFINITY;
+  for (const list of readings.windows.values()) for (const w of list) if (w.to <= read && w.to > latest) latest = w.to;
+  return Number.isFinite(latest) ? new Date(latest) : readings.at;
 }
 
 /** A model's changes in a usual week, kept with its rates (a model's rates are never written into, only read again). */

@@ -358,3 +358,22 @@ describe("today's activity of a polled stream", () => {
     expect(activity(MIDNIGHT + 9 * HOUR + 30 * MINUTE)).toBe(early);
   });
 });
+
+describe("the practice's excess", () => {
+  it('is read as of the latest check, so a source read later (by a replica after the hour, or by status) plans the same', () => {
+    // Appointments found 60 changes in its last 40 minutes against a forecast of 20: the practice is busier than
+    // forecast, and orders, checked an hour ago, takes a share of it. Read 10 or 45 minutes after that check (a replica
+    // reads a source again at least hourly, status whenever asked), the hour before the reading held a different part
+    // of those windows: the excess moved with the instant of reading alone, and so did orders' next check.
+    const checked = MIDNIGHT + 11 * HOUR;
+    const soon = readings(checked + 10 * MINUTE, [10, 10, 60, 300], [60, 4, 1, 0]);
+    const later: SourceReadings = { ...soon, at: new Date(checked + 45 * MINUTE) };
+    const now = new Date(checked + 50 * MINUTE);
+    const orders = (r: SourceReadings) => viewAt(source, streams, r, models(MIDNIGHT), now, new Set(), settings).inputs.get('orders')!;
+    expect(orders(soon).practiceExcessPerHour).toBeGreaterThan(0);
+    expect(orders(later).practiceExcessPerHour).toBe(orders(soon).practiceExcessPerHour);
+    expect(plain(viewAt(source, streams, later, models(MIDNIGHT), now, new Set(), settings))).toBe(
+      plain(viewAt(source, streams, soon, models(MIDNIGHT), now, new Set(), settings)),
+    );
+  });
+});
