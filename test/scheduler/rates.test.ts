@@ -583,6 +583,33 @@ describe("the practice's hours, read from all its streams", () => {
     expect(orders.movedIn[FRI + 10]).toBe(0);
   });
 
+  it('reads the closed hours together: an evening too quiet to call hour by hour is closed as a block', () => {
+    // A first pass spread the memory round the clock: about 0.75 changes an hour a stream, 1.5 for the practice. The
+    // recent day brought them from 8 to 19 and none in the other 13 hours: 0 against 1.5 is chance hour by hour, 0
+    // against 19.5 is not.
+    const rates = new Float64Array(SLOTS).fill(0.75);
+    const recentOf = (emptyHours: number[]) => {
+      const r = emptyRecentHours();
+      r.expected.fill(0.75);
+      r.changes.fill(0.75);
+      for (const h of emptyHours) r.changes[h] = 0;
+      r.openHours.fill(1);
+      r.open.fill(1);
+      return r;
+    };
+    const closed = [0, 1, 2, 3, 4, 5, 6, 7, 19, 20, 21, 22, 23];
+    const streams = () => [0, 1].map(() => ({ rates, movedIn: new Uint8Array(SLOTS), recent: recentOf(closed) }));
+    const [a, b] = withPracticeHours(streams());
+    for (const s of [a!, b!]) {
+      expect(s.rates[FRI + 21]!).toBeLessThan(0.2 * rates[FRI + 21]!);
+      expect(s.rates[FRI + 3]!).toBeLessThan(0.2 * rates[FRI + 3]!);
+      expect(s.rates[FRI + 10]).toBe(rates[FRI + 10]);
+    }
+    // Three empty hours (4.5 changes expected, none found) are within chance even together: the memory stands.
+    const few = withPracticeHours([0, 1].map(() => ({ rates, movedIn: new Uint8Array(SLOTS), recent: recentOf([20, 21, 22]) })));
+    expect(few[0]!.rates).toBe(rates);
+  });
+
   it("leaves a stream whose own recent changes say otherwise, and every stream when the practice's hours did not move", () => {
     const rates = new Float64Array(SLOTS).fill(10);
     const recentOf = (changes: number, expected: number) => {
