@@ -881,6 +881,11 @@ interface StreamWalk {
   explore: ExploreCount | null;
   /** The closing check (decide): one more as its busy hours end today. */
   closing: boolean;
+  /**
+   * The closing look (decide) is to come: the practice's active hours end today, the stream active in the last of them.
+   * Held for at the end of a spent day (holdForClosings), not counted in the plan's spend.
+   */
+  look: boolean;
   floorDue: boolean;
   woken: boolean;
 }
@@ -897,6 +902,8 @@ function walkOf(s: StreamInput, input: SourceInput, horizon: Horizon): StreamWal
   const slack: boolean[] = [];
   const slackSet = s.webhookFed ? NO_SLACK : slackOf(input, s.resource);
   let busyAhead = false;
+  let look = false;
+  const slots = input.activeSlots;
   const notified = s.webhookFed ? notifiedRates(s, horizon) : null;
   const rush = unforeseen(s, nowSlot);
   for (let i = 0; i < n; i++) {
@@ -910,8 +917,21 @@ function walkOf(s: StreamInput, input: SourceInput, horizon: Horizon): StreamWal
       busyNow[i] = busyRate(s, slot, nowSlot, rush);
       slack[i] = slackSet.has(slot);
       if (explorable(s) && busyNow[i]! >= CLOSING_MIN_PER_HOUR) busyAhead = true;
+      // The closing look (decide) comes in the first hour after the practice's active ones, for a stream active in
+      // the last of them.
+      if (
+        explorable(s) &&
+        slots &&
+        i > 0 &&
+        !slots[slot] &&
+        slots[horizon[i - 1]![0]] &&
+        activeHour(busyNow[i - 1]!) &&
+        !busyHour(busyNow[i]!)
+      )
+        look = true;
     }
   }
+  const closing = busyAhead && !busyHour(busyRate(s, horizon[n - 1]![0], nowSlot, rush));
   return {
     minutes,
     perMinute,
@@ -921,7 +941,8 @@ function walkOf(s: StreamInput, input: SourceInput, horizon: Horizon): StreamWal
     slack,
     safety: notified ? safetyChecks(s, input, horizon, notified) : 0,
     explore: s.webhookFed ? null : exploreCount(s, input, horizon),
-    closing: busyAhead && !busyHour(busyRate(s, horizon[n - 1]![0], nowSlot, rush)),
+    closing,
+    look: look && !closing,
     floorDue: (s.lastCheckAt?.getTime() ?? input.now.getTime()) + settings.floorHours * 3_600_000 <= input.resetsAt.getTime(),
     woken: woken(s),
   };
@@ -1002,6 +1023,7 @@ class SpendCurve {
       polled = Math.max(polled, this.explored);
     }
     if (walk.woken) polled += 1;
+    // The closing look is not: counted, it took its request from the busy streams all day (holdForClosings keeps it).
     if (walk.closing) polled += 1;
     // Notifications already waiting are a check to come, whatever the rates say of the rest of the day.
     if (s.webhookFed && s.notified.count > 0) notified += 1;
@@ -1290,24 +1312,31 @@ export function planSource(input: SourceInput): SourcePlan {
   for (const p of input.pinned)
     planned[p.purpose === 'full' ? 'full' : p.purpose === 'webhook' ? 'webhook' : 'check'] += p.firesLeft * p.cost;
   const phases = explorePhases(input);
+  const closingNow = new Set<string>();
+  // A full refresh whose pages do not fit in what is left waits for the reset (decide): the sweep may spend its share.
+  let unfit = 0;
   const plans: StreamPlan[] = streams.map((s) => {
     const spend = curveOf(pc, s).spend(mu, s.interval);
     if (s.kind === 'full') planned.full += spend.requests;
+    if (s.kind === 'full' && Math.round(s.cost) > available) unfit += spend.requests;
     else {
       planned.check += (spend.polled + spend.safety) * s.cost;
       planned.webhook += spend.notified * s.cost;
     }
     const hasBound = s.webhookFed || s.maxStalenessMinutes !== null;
+    const { closing, ...decided } = decide(s, input, mu, available, phases);
+    if (closing) closingNow.add(s.resource);
     return {
       resource: s.resource,
-      ...decide(s, input, mu, available, phases),
+      ...decided,
       expectedChecks: spend.polled + spend.notified + spend.safety,
       targetHonoured: hasBound ? stretch === 1 : null,
     };
   });
+  holdForClosings(input, pc, streams, plans, available, closingNow);
   const backfillPages = input.streams.filter((s) => s.backfill).reduce((n, s) => n + (s.backfillPagesLeft ?? input.backfillLeft), 0);
   planned.backfill = Math.min(input.backfillLeft, backfillPages);
-  sweep(input, streams, plans, available - (planned.check + planned.webhook + planned.full));
+  sweep(input, streams, plans, available - (planned.check + planned.webhook + planned.full - unfit));
   for (const k of ['check', 'webhook', 'full'] as const) planned[k] = Math.round(planned[k]);
   return {
     mu,
@@ -1529,13 +1558,23 @@ function commonInterval(input: SourceInput, horizon: Horizon, streams: Bounded[]
   return fallingRoot(spend, budget, lo, atLo, hi, atHi, INTERVAL_SEARCH);
 }
 
-/** The common interval is found to 1%: the spend of a check every x minutes is about linear in 1/x. */
+/**
+ * The common interval is found to 1%, and to INTERVAL_PRECISION_MINUTES where that is finer: the spend of a check
+ * every x minutes is about linear in 1/x. Found to 1% alone, an interval of 84 minutes moved by up to 0.8 minutes from
+ * one plan to the next as the search's brackets fell, back and forth across the ticks of a 15-second scheduler: a
+ * stream due at one tick was not at the next, which the wake's search (src/scheduler/wake.ts) does not expect.
+ */
 export const INTERVAL_SEARCH: Search = {
   x: (interval) => 1 / interval,
   fromX: (x) => 1 / x,
-  done: (lo, hi) => hi <= lo * 1.01,
-  past: (interval, above) => (above ? interval * 1.0099 : interval / 1.0099),
+  done: (lo, hi) => hi - lo <= Math.min(0.01 * lo, INTERVAL_PRECISION_MINUTES),
+  past: (interval, above) => {
+    const step = 0.99 * Math.min(0.01 * interval, INTERVAL_PRECISION_MINUTES);
+    return above ? interval + step : interval - step;
+  },
 };
+/** The common interval's precision in minutes, where 1% of it is coarser: a few seconds, under any scheduler's tick. */
+export const INTERVAL_PRECISION_MINUTES = 0.05;
 /** The last minutes of the quota day, in which budget that would be lost is spent on streams with changes expected waiting. */
 export const SWEEP_MINUTES = 30;
 /**
@@ -1590,6 +1629,76 @@ function sweep(input: SourceInput, streams: Bounded[], plans: StreamPlan[], spar
   }
 }
 
+/** Why a full refresh due is not started (decide, holdForClosings). */
+function fullWaits(cost: number, left: number): string {
+  return `its full refresh (${Math.round(cost)} requests) does not fit in the ${Math.max(0, Math.floor(left))} left today: it waits for the reset`;
+}
+
+/** Why a check is held back at the end of a busy day (holdForClosings). */
+export const HELD_FOR_CLOSINGS = 'the requests left are held for the closing checks';
+
+/**
+ * Whether a stream's closing check (or closing look) is still to come today: ahead in its walk,
+ * or in this hour, the first after its busy hours (or the practice's active ones), and it not checked since the hour
+ * began. Read from the hours alone, not from the changes expected since its last check, so it is the same at every
+ * instant of an hour between two checks (the wake's segments, src/scheduler/wake.ts).
+ */
+function closingToCome(s: StreamInput, input: SourceInput, pc: PlanCurves): boolean {
+  if (!explorable(s) || s.inFlight || s.lastCheckAt === null) return false;
+  const walk = pc.walks.get(s.resource);
+  if (walk && (walk.closing || walk.look)) return true;
+  const now = input.now.getTime();
+  if (s.lastCheckAt.getTime() >= nextSlotEdge(now - 3_600_000, input.timeZone)) return false;
+  const slot = slotOf(now, input.timeZone);
+  const before = slotOf(now - 3_600_000, input.timeZone);
+  if (busyRate(s, before, slot) >= CLOSING_MIN_PER_HOUR && !busyHour(busyRate(s, slot, slot)) && !busyLater(s, input, slot)) return true;
+  const slots = input.activeSlots;
+  return !!slots && !!slots[before] && !slots[slot] && activeHour(busyRate(s, before, slot)) && !busyHour(busyRate(s, slot, slot));
+}
+
+/**
+ * The closing checks are read whatever the budget. With the practice's evening priced as closed, a plan spends its
+ * day's budget on its busy hours, and its last checks (taken as they come, each a whole request where the plan
+ * counted an expectation) can leave none for the closing checks, and the busy hours' last minutes wait for midnight.
+ * So a check due now that is not a closing one is held back when what would be left after it does not cover the
+ * closing checks still to come (its own among them: a check at 18:50 does not spare the one at 19:01). Checks due
+ * together are taken in the order the plan lists them. A full refresh due
+ * is started only when all its pages (its recent passes' average, rounded) fit in what the checks due with it leave:
+ * three catalogs due at 21:58 each fit alone, not together, and the last was stopped after two of its four pages.
+ */
+function holdForClosings(
+  input: SourceInput,
+  pc: PlanCurves,
+  streams: Bounded[],
+  plans: StreamPlan[],
+  available: number,
+  closingNow: ReadonlySet<string>,
+): void {
+  // A closing check due now is spent from what its closing needed: the sum stays the same within an hour, so a check
+  // held back at one tick is not due at a later one of the same hour only for another's closing check coming due.
+  // Full refreshes due together are started only as far as all their pages fit beside the checks due with them.
+  const toCome = streams.map((s) => closingToCome(s, input, pc));
+  let total = 0;
+  let spent = 0;
+  streams.forEach((s, i) => {
+    if (!toCome[i]) return;
+    if (closingNow.has(s.resource) && plans[i]!.due) spent += s.cost;
+    else total += s.cost;
+  });
+  plans.forEach((p, i) => {
+    const s = streams[i]!;
+    if (!p.due || (toCome[i] && closingNow.has(p.resource)) || (p.due.purpose !== 'check' && p.due.purpose !== 'full')) return;
+    const left = available - spent;
+    if (p.due.purpose === 'full' && Math.round(s.cost) > left) {
+      p.due = null;
+      p.waiting = fullWaits(s.cost, left);
+    } else if (total > 0 && left - s.cost < total) {
+      p.due = null;
+      p.waiting = HELD_FOR_CLOSINGS;
+    } else spent += s.cost;
+  });
+}
+
 /**
  * Requests the streams other than `but` need for their floors before the quota day resets: those not checked within
  * floorHours by then. The same at every instant between two checks.
@@ -1610,7 +1719,7 @@ function decide(
   mu: number,
   available: number,
   phases: ExplorePhases | null,
-): { due: Due | null; waiting: string | null } {
+): { due: Due | null; waiting: string | null; closing?: true } {
   const now = input.now.getTime();
   const { settings } = input;
   const margin = settings.tickSeconds / 60;
@@ -1621,6 +1730,9 @@ function decide(
     return { due: { purpose: 'backfill', reason: 'backfill' }, waiting: null };
   }
   if (available <= 0) return { due: null, waiting: 'the budget is used up until the quota day resets' };
+  // A full refresh is started only when all its pages fit: one that runs out of budget part-way stops, and its window
+  // is read again after the reset as a backfill, outside the budget, for more requests than it would have taken.
+  if (s.kind === 'full' && Math.round(s.cost) > available) return { due: null, waiting: fullWaits(s.cost, available) };
   const purpose: Purpose = s.kind === 'full' ? 'full' : 'check';
   const last = s.lastCheckAt?.getTime() ?? null;
   if (last === null) return { due: { purpose, reason: 'floor' }, waiting: null };
@@ -1672,7 +1784,7 @@ function decide(
       (!mustReach || reached()) &&
       ownSince().changes >= CLOSING_MIN_CHANGES * s.cost &&
       !busyLater(s, input, slot);
-    if (closing(true)) return { due: { purpose, reason: 'interval' }, waiting: null };
+    if (closing(true)) return { due: { purpose, reason: 'interval' }, waiting: null, closing: true };
     const slots = input.activeSlots;
     if (slots && slots[slot]) {
       const phase = phases?.phase.get(s.resource);
@@ -1696,14 +1808,29 @@ function decide(
       // tomorrow's exploration. Not part of exploration, which a plan drops when its budget runs short in the last
       // busy hour: with it went this look, and up to ten of memberships' changes waited overnight
       // (bench/RESULTS.md, "After: the look after the active hours"). Not counted in the plan: paid from its
-      // reserve, which holds until the last hours of the quota day, and never from the requests the other streams'
+      // reserve, which holds until the last hours of the quota day, and for a stream active in the practice's last
+      // hour held for at the end of a spent day (holdForClosings). Never from the requests the other streams'
       // daily floors still need today (floorsLeft): on a budget of 15 the looks took them. Nor for a stream whose
       // closing check is coming once the source's lag has passed: the look at the hour's first tick and the closing
       // check a minute later read the same changes but the last minute's, and the closing check alone reads them all
       // (each busy stream, every day without webhooks: three requests of the day's interval).
+      // A stream active in the practice's last hour (a change an hour or more) is looked at for a fifth of a change,
+      // as a busy stream's closing check is, once the source's lag has passed: orders, one or two an hour as the
+      // practice closes, kept a change made at 18:56 unread until midnight.
       const usual = s.modelRates !== undefined && expectedSince(s.modelRates, input.timeZone, last, now).changes >= s.cost;
-      if ((usual || ownSince().changes >= s.cost) && available - s.cost >= floorsLeft(input, s) && (reached() || !closing(false)))
-        return { due: { purpose, reason: 'exploration' }, waiting: null };
+      const closingLook =
+        activeHour(busyRate(s, slotOf(now - 3_600_000, input.timeZone), slot)) &&
+        !busyHour(busyRate(s, slot, slot)) &&
+        reached() &&
+        ownSince().changes >= CLOSING_MIN_CHANGES * s.cost;
+      // The closing look, like the closing check, is read before the catalogs' floors (which may slip past midnight):
+      // a floor held a busy stream's last changes of the day until the next morning.
+      if (
+        (usual || closingLook || ownSince().changes >= s.cost) &&
+        (closingLook || available - s.cost >= floorsLeft(input, s)) &&
+        (reached() || !closing(false))
+      )
+        return { due: { purpose, reason: 'exploration' }, waiting: null, closing: true };
     }
   }
   if (sinceMinutes >= settings.floorHours * 60 - margin) return { due: { purpose, reason: 'floor' }, waiting: null };

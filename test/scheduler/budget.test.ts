@@ -8,6 +8,7 @@ import {
   EXPLORE_MIN_HOURS,
   exploreBound,
   fallingRoot,
+  HELD_FOR_CLOSINGS,
   INTERVAL_SEARCH,
   MU_PRECISION,
   MU_SEARCH,
@@ -1020,6 +1021,105 @@ describe('the look after the active hours', () => {
     };
     expect(due(behind('19:00:00'))).toMatchObject({ customers: null, memberships: 'check/exploration' });
     expect(due(behind('19:01:00'))).toMatchObject({ customers: 'check/interval' });
+  });
+});
+
+describe('the end of a spent day', () => {
+  const office = Uint8Array.from({ length: SLOTS }, (_, s) => (s % 24 >= 8 && s % 24 < 19 ? 1 : 0));
+  const at = (iso: string) => new Date(`2026-11-23T${iso}Z`);
+  /** Three busy streams, open 8-19, last checked at `last`, `left` requests left, the source read a minute behind. */
+  const input = (now: string, left: number, last = '18:40:00') =>
+    source(
+      [
+        stream('appointments', { rates: openHours(27), modelRates: openHours(27), lastCheckAt: at(last) }),
+        stream('customers', { rates: openHours(7), modelRates: openHours(7), lastCheckAt: at(last) }),
+        stream('orders', { rates: openHours(5.5), modelRates: openHours(5.5), lastCheckAt: at(last) }),
+      ],
+      { now: at(now), budgetUsed: 150 - left, activeSlots: office, lagMs: 60_000, settings: { ...source([]).settings, tickSeconds: 60 } },
+    );
+  const plan = (x: SourceInput) => Object.fromEntries(planSource(x).streams.map((s) => [s.resource, s]));
+
+  it('holds the last requests for the closing checks still to come, and reads the close with them', () => {
+    // 18:55, five requests left: the three are due by the interval, and each one's closing check is to come at
+    // 19:01. A third check now would leave one of the closings unread until midnight: held, with the reason shown.
+    const five = plan(input('18:55:00', 5));
+    expect(five.appointments!.due).toEqual({ purpose: 'check', reason: 'interval' });
+    expect(five.customers!.due).toEqual({ purpose: 'check', reason: 'interval' });
+    expect(five.orders!.due).toBeNull();
+    expect(five.orders!.waiting).toBe(HELD_FOR_CLOSINGS);
+    // With six, all three now and their closing checks after.
+    expect(Object.values(plan(input('18:55:00', 6))).every((s) => s.due?.reason === 'interval')).toBe(true);
+    // At 19:01, once the source reached the close, the three are read with the three left.
+    expect(due(input('19:01:00', 3))).toEqual({ appointments: 'check/interval', customers: 'check/interval', orders: 'check/interval' });
+  });
+
+  it('looks at a stream of a change or two an hour at the close for a fifth of a change', () => {
+    // Memberships at 1.5 an hour in the practice's last hour, last checked at 18:45: 0.4 expected by 19:01, under the
+    // whole change the look asks of a quiet stream. Its last change of the day would wait for the next morning.
+    const x = (last: string) =>
+      source(
+        [
+          stream('memberships', { rates: openHours(1.5), modelRates: openHours(1.5), lastCheckAt: at(last) }),
+          stream('products', { rates: openHours(0.01), modelRates: openHours(0.01), lastCheckAt: at(last) }),
+        ],
+        { now: at('19:01:00'), budgetUsed: 140, activeSlots: office, lagMs: 60_000 },
+      );
+    expect(due(x('18:45:00'))).toEqual({ memberships: 'check/exploration', products: null });
+    // Checked a minute before the close: a fortieth of a change, not worth a request.
+    expect(due(x('18:59:00'))).toEqual({ memberships: null, products: null });
+    // Before the catalogs' floors, which may slip past midnight: two requests left, four needed by the floors.
+    const floors = x('18:45:00');
+    floors.streams.push(stream('giftcertificates', { kind: 'full', cost: 4, lastCheckAt: new Date('2026-11-22T21:00:00Z') }));
+    expect(due({ ...floors, budgetUsed: 148 })).toMatchObject({ memberships: 'check/exploration', products: null });
+    // Held for near the close: a quiet stream's floor due at 18:55 with one request left waits for the look.
+    const floorDue = (left: number) =>
+      plan(
+        source(
+          [
+            stream('memberships', { rates: openHours(1.5), modelRates: openHours(1.5), lastCheckAt: at('18:45:00') }),
+            stream('services', { lastCheckAt: new Date('2026-11-22T18:00:00Z') }),
+          ],
+          { now: at('18:55:00'), budgetUsed: 150 - left, activeSlots: office, lagMs: 60_000 },
+        ),
+      ).services!;
+    expect(floorDue(1).due).toBeNull();
+    expect(floorDue(1).waiting).toBe(HELD_FOR_CLOSINGS);
+    expect(floorDue(2).due).toEqual({ purpose: 'check', reason: 'floor' });
+  });
+
+  it('starts a full refresh only when all its pages fit in the requests left', () => {
+    // A catalog of three pages due at its floor: with two requests left it would stop part-way and be read again
+    // after the reset as a backfill, outside the budget.
+    const catalog = (left: number) =>
+      plan(
+        source([stream('giftcertificates', { kind: 'full', cost: 3, lastCheckAt: new Date('2026-11-22T09:00:00Z') })], {
+          budgetUsed: 150 - left,
+        }),
+      ).giftcertificates!;
+    expect(catalog(2).due).toBeNull();
+    expect(catalog(2).waiting).toMatch(/full refresh \(3 requests\) does not fit in the 2 left today: it waits for the reset/);
+    expect(catalog(3).due).toEqual({ purpose: 'full', reason: 'floor' });
+    // Two due at the same tick, each fitting alone: the second waits when both do not fit.
+    const two = (left: number) =>
+      planSource(
+        source(
+          ['giftcertificates', 'membershipprograms'].map((r) =>
+            stream(r, { kind: 'full', cost: 3, lastCheckAt: new Date('2026-11-22T09:00:00Z') }),
+          ),
+          { budgetUsed: 150 - left },
+        ),
+      ).streams.map((p) => p.due?.purpose ?? p.waiting);
+    expect(two(5)).toEqual(['full', 'its full refresh (3 requests) does not fit in the 2 left today: it waits for the reset']);
+    expect(two(6)).toEqual(['full', 'full']);
+    // What it leaves at the end of the day goes to the sweep: memberships, a change expected since its last check.
+    const late = source(
+      [
+        stream('giftcertificates', { kind: 'full', cost: 4, lastCheckAt: new Date('2026-11-22T21:00:00Z') }),
+        stream('memberships', { rates: flat(0.3), lastCheckAt: new Date('2026-11-23T19:00:00Z') }),
+      ],
+      { now: new Date('2026-11-23T23:40:00Z'), budgetUsed: 147 },
+    );
+    expect(due(late)).toEqual({ giftcertificates: null, memberships: 'check/pacing' });
   });
 });
 
