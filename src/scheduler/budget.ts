@@ -1677,6 +1677,16 @@ function holdForClosings(
   // A closing check due now is spent from what its closing needed: the sum stays the same within an hour, so a check
   // held back at one tick is not due at a later one of the same hour only for another's closing check coming due.
   // Full refreshes due together are started only as far as all their pages fit beside the checks due with them.
+  // Most plans hold nothing (none due, or budget for every check due and every closing there could be): they are
+  // left at once, without reading each stream's hours.
+  let dueCost = 0;
+  let closingsAtMost = 0;
+  streams.forEach((s, i) => {
+    const due = plans[i]!.due;
+    if (due && (due.purpose === 'check' || due.purpose === 'full')) dueCost += s.cost;
+    if (explorable(s)) closingsAtMost += s.cost;
+  });
+  if (dueCost === 0 || available >= dueCost + closingsAtMost + 1) return;
   const toCome = streams.map((s) => closingToCome(s, input, pc));
   let total = 0;
   let spent = 0;
