@@ -12,6 +12,9 @@
  *   node bench/new-practice-days.ts --days 2 --trace       every dispatch, by local time
  *   node bench/new-practice-days.ts --date 2026-11-20      its first day a Friday (the default a Thursday)
  *   node bench/new-practice-days.ts --small                 a few hundred records of each stream (the tests' practice)
+ *   node bench/new-practice-days.ts --small --date 2026-11-20 --day-seed 5
+ *                                                          the days drawn with seeds 5, 6, ...: the draw of the test
+ *                                                          "gives its second weekday the hours its first showed"
  *   node bench/new-practice-days.ts --days 5 --status-at 5@17:50,5@18:30   what status says of each busy stream then
  *   node bench/new-practice-days.ts --plan-every-tick       the source planned at every tick, not only when its inputs change
  *
@@ -37,10 +40,13 @@ const { values } = parseArgs({
     trace: { type: 'boolean', default: false },
     'status-at': { type: 'string', default: '' },
     'plan-every-tick': { type: 'boolean', default: false },
+    'day-seed': { type: 'string' },
   },
 });
 const DAYS = Number(values.days);
 const SEED = Number(values.seed);
+/** The seed of day d's changes (0-based): `--day-seed` + d, or by default one derived from `--seed`. */
+const daySeed = (d: number) => (values['day-seed'] !== undefined ? Number(values['day-seed']) + d : SEED * 1000 + 100 + d);
 const BUSY = ['appointments', 'customers', 'orders'];
 const localTime = (ms: number) =>
   new Intl.DateTimeFormat('en-GB', { timeZone: ZONE, hour: '2-digit', minute: '2-digit', hourCycle: 'h23' }).format(ms);
@@ -72,7 +78,7 @@ try {
     const start = rig.dayStart + d * DAY;
     const date = rig.localDate(start + 12 * HOUR);
     const sunday = new Date(`${date}T12:00:00Z`).getUTCDay() === 0;
-    const changes = sunday ? [] : planDay(REFERENCE_DAY, date, ZONE, SEED * 1000 + 100 + d);
+    const changes = sunday ? [] : planDay(REFERENCE_DAY, date, ZONE, daySeed(d));
     const status = async (t: number) => {
       if (!STATUS_AT.has(`${d + 1}@${localTime(t)}`)) return;
       const [source] = await collectStatus(rig.app, rig.config, { scheduler: rig.serve.scheduler });

@@ -925,7 +925,7 @@ function walkOf(s: StreamInput, input: SourceInput, horizon: Horizon): StreamWal
         i > 0 &&
         !slots[slot] &&
         slots[horizon[i - 1]![0]] &&
-        activeHour(busyNow[i - 1]!) &&
+        closingLookHour(busyNow[i - 1]!) &&
         !busyHour(busyNow[i]!)
       )
         look = true;
@@ -1498,6 +1498,17 @@ function closingReach(input: SourceInput, now: number): boolean {
 const CLOSING_MIN_CHANGES = 0.2;
 /** A stream gets a closing check after an hour this busy (changes an hour); slower ones wait for the sweep. */
 const CLOSING_MIN_PER_HOUR = 3;
+/**
+ * A stream changing this often (changes an hour) in the practice's last active hour gets the closing look: every
+ * other hour or more. At a change an hour or more, as first written, orders at 0.7 an hour on a new practice's second
+ * day (its rate learned from one day) had no look: checked at 17:52, its changes of 17:53 and 18:16 waited for the
+ * next day, while the look's request went to a stream that changes a few times a week. Slower streams are left to
+ * their exploration turns and the sweep; the look itself still waits for a fifth of a change since the last check.
+ */
+const CLOSING_LOOK_MIN_PER_HOUR = 0.5;
+function closingLookHour(perHour: number): boolean {
+  return perHour >= CLOSING_LOOK_MIN_PER_HOUR;
+}
 
 /** Busy hours a day assumed of a stream whose model knows none yet (a new practice). */
 const UNKNOWN_BUSY_HOURS = 8;
@@ -1653,7 +1664,7 @@ function closingToCome(s: StreamInput, input: SourceInput, pc: PlanCurves): bool
   const before = slotOf(now - 3_600_000, input.timeZone);
   if (busyRate(s, before, slot) >= CLOSING_MIN_PER_HOUR && !busyHour(busyRate(s, slot, slot)) && !busyLater(s, input, slot)) return true;
   const slots = input.activeSlots;
-  return !!slots && !!slots[before] && !slots[slot] && activeHour(busyRate(s, before, slot)) && !busyHour(busyRate(s, slot, slot));
+  return !!slots && !!slots[before] && !slots[slot] && closingLookHour(busyRate(s, before, slot)) && !busyHour(busyRate(s, slot, slot));
 }
 
 /**
@@ -1824,12 +1835,12 @@ function decide(
       // closing check is coming once the source's lag has passed: the look at the hour's first tick and the closing
       // check a minute later read the same changes but the last minute's, and the closing check alone reads them all
       // (each busy stream, every day without webhooks: three requests of the day's interval).
-      // A stream active in the practice's last hour (a change an hour or more) is looked at for a fifth of a change,
-      // as a busy stream's closing check is, once the source's lag has passed: orders, one or two an hour as the
-      // practice closes, kept a change made at 18:56 unread until midnight.
+      // A stream active in the practice's last hour (a change every other hour or more: closingLookHour) is looked at
+      // for a fifth of a change, as a busy stream's closing check is, once the source's lag has passed: orders, one or
+      // two an hour as the practice closes, kept a change made at 18:56 unread until midnight.
       const usual = s.modelRates !== undefined && expectedSince(s.modelRates, input.timeZone, last, now).changes >= s.cost;
       const closingLook =
-        activeHour(busyRate(s, slotOf(now - 3_600_000, input.timeZone), slot)) &&
+        closingLookHour(busyRate(s, slotOf(now - 3_600_000, input.timeZone), slot)) &&
         !busyHour(busyRate(s, slot, slot)) &&
         reached() &&
         ownSince().changes >= CLOSING_MIN_CHANGES * s.cost;

@@ -1087,6 +1087,35 @@ describe('the end of a spent day', () => {
     expect(floorDue(2).due).toEqual({ purpose: 'check', reason: 'floor' });
   });
 
+  it('looks at the close at a stream of a change every other hour, not at a slower one', () => {
+    // A new practice's second day: orders priced at 0.7 an hour from its one day of memory, last checked at 17:52. By
+    // 19:01 0.8 of a change is expected: not the whole change a quiet stream's look asks, but the fifth the closing
+    // look asks. Left to the next morning, its changes of 17:53 and 18:16 waited past midnight.
+    const x = (rate: number) =>
+      source([stream('orders', { rates: openHours(rate), modelRates: openHours(rate), lastCheckAt: at('17:52:00') })], {
+        now: at('19:01:00'),
+        budgetUsed: 140,
+        activeSlots: office,
+        lagMs: 60_000,
+      });
+    expect(due(x(0.7))).toEqual({ orders: 'check/exploration' });
+    // At 0.3 an hour (a change every three hours): 0.35 expected, left to its exploration and the sweep.
+    expect(due(x(0.3))).toEqual({ orders: null });
+    // And held for at the end of a spent day as the busier streams' looks are: at 18:55 with one request left, a
+    // catalog's floor due then waits for it.
+    const spent = plan(
+      source(
+        [
+          stream('orders', { rates: openHours(0.7), modelRates: openHours(0.7), lastCheckAt: at('17:52:00') }),
+          stream('services', { lastCheckAt: new Date('2026-11-22T18:00:00Z') }),
+        ],
+        { now: at('18:55:00'), budgetUsed: 149, activeSlots: office, lagMs: 60_000 },
+      ),
+    ).services!;
+    expect(spent.due).toBeNull();
+    expect(spent.waiting).toBe(HELD_FOR_CLOSINGS);
+  });
+
   it('starts a full refresh only when all its pages fit in the requests left', () => {
     // A catalog of three pages due at its floor: with two requests left it would stop part-way and be read again
     // after the reset as a backfill, outside the budget.
