@@ -86,7 +86,8 @@ try {
         const s = r.schedule;
         process.stderr.write(
           `  status day ${d + 1} ${localTime(t)} ${r.resource}: ${s?.changeRatePerHour?.toFixed(2) ?? '-'} changes an hour, ` +
-            `${s?.expectedChecksToday?.toFixed(1) ?? '-'} checks expected, next ${s?.nextCheck ? `${localTime(Date.parse(s.nextCheck.at))} (${s.nextCheck.reason})` : '-'}\n`,
+            `${s?.expectedChecksToday?.toFixed(1) ?? '-'} checks expected, next ${s?.nextCheck ? `${localTime(Date.parse(s.nextCheck.at))} (${s.nextCheck.reason})` : '-'}` +
+            `${s?.waiting ? `, waiting: ${s.waiting}` : ''}\n`,
         );
       }
     };

@@ -902,6 +902,28 @@ describe('a practice whose changes show no hours yet', () => {
     const hookedBound = exploreBound(hooked(0))!;
     expect(due(hooked(hookedBound))).toEqual(Object.fromEntries(quiet.map((q) => [q.resource, 'check/exploration'])));
   });
+
+  it('keeps every busy stream on the common interval: none is minor until its hours show', () => {
+    // A new practice at work since 8:00: appointments and customers just read, their rates held until midnight (nothing
+    // says when it closes); orders, last read at 08:14 by its exploration turn, priced at 2.2 an hour, under a
+    // twentieth of appointments'. Its rate comes from the first pass and one empty window: on the interval.
+    const input = (slots: Uint8Array) =>
+      source(
+        [
+          stream('appointments', { rates: flat(50), lastCheckAt: NOW }),
+          stream('customers', { rates: flat(8), lastCheckAt: NOW }),
+          stream('orders', { rates: flat(2.2), lastCheckAt: new Date('2026-11-23T08:14:00Z') }),
+        ],
+        { budgetUsed: 70, activeSlots: slots, settings: { ...source([]).settings, tickSeconds: 60 } },
+      );
+    const orders = (slots: Uint8Array) => planSource(input(slots)).streams.find((s) => s.resource === 'orders')!;
+    expect(orders(anyHour).due).toEqual({ purpose: 'check', reason: 'interval' });
+    expect(orders(anyHour).expectedChecks).toBeGreaterThan(10);
+    // Its hours known, the same rates make orders minor (memberships beside appointments): left to its exploration.
+    const office = Uint8Array.from({ length: SLOTS }, (_, s) => (s % 24 >= 8 && s % 24 < 19 ? 1 : 0));
+    expect(orders(office).due).toBeNull();
+    expect(orders(office).expectedChecks).toBeLessThan(3);
+  });
 });
 
 describe("another stream's surprise", () => {
