@@ -1514,8 +1514,8 @@ const CLOSING_MIN_PER_HOUR = 3;
  * A stream changing this often (changes an hour) in the practice's last active hour gets the closing look: every
  * other hour or more. At a change an hour or more, as first written, orders at 0.7 an hour on a new practice's second
  * day (its rate learned from one day) had no look: checked at 17:52, its changes of 17:53 and 18:16 waited for the
- * next day, while the look's request went to a stream that changes a few times a week. Slower streams are left to
- * their exploration turns and the sweep; the look itself still waits for a fifth of a change since the last check.
+ * next day, while the day's last requests went to customers and memberships. Slower streams are left to their
+ * exploration turns and the sweep; the look itself still waits for a fifth of a change since the last check.
  */
 const CLOSING_LOOK_MIN_PER_HOUR = 0.5;
 function closingLookHour(perHour: number): boolean {
