@@ -43,10 +43,23 @@ const { values } = parseArgs({
     'day-seed': { type: 'string' },
   },
 });
-const DAYS = Number(values.days);
-const SEED = Number(values.seed);
+/** A whole-number option, or every problem with the options listed and the run refused. */
+const problems: string[] = [];
+const whole = (name: string, text: string | undefined, min: number): number => {
+  const n = Number(text);
+  if (text === undefined || !Number.isInteger(n) || n < min)
+    problems.push(`--${name} must be a whole number of at least ${min}, not "${text}"`);
+  return n;
+};
+const DAYS = whole('days', values.days, 1);
+const SEED = whole('seed', values.seed, 0);
+const DAY_SEED = values['day-seed'] === undefined ? null : whole('day-seed', values['day-seed'], 0);
+if (problems.length > 0) {
+  process.stderr.write(`${problems.join('\n')}\n`);
+  process.exit(2);
+}
 /** The seed of day d's changes (0-based): `--day-seed` + d, or by default one derived from `--seed`. */
-const daySeed = (d: number) => (values['day-seed'] !== undefined ? Number(values['day-seed']) + d : SEED * 1000 + 100 + d);
+const daySeed = (d: number) => (DAY_SEED !== null ? DAY_SEED + d : SEED * 1000 + 100 + d);
 const BUSY = ['appointments', 'customers', 'orders'];
 const localTime = (ms: number) =>
   new Intl.DateTimeFormat('en-GB', { timeZone: ZONE, hour: '2-digit', minute: '2-digit', hourCycle: 'h23' }).format(ms);
