@@ -383,19 +383,41 @@ export function withPracticeHours(
     if (!r) return { rates: s.rates, movedIn: s.movedIn };
     let rates: Float64Array | null = null;
     let movedIn: Uint8Array | null = null;
+    // The stream's rate over the hours the practice moved into, read together: what each of them alone has seen of it
+    // is shrunk toward it (openHourRate).
+    let openChanges = 0;
+    let openExposure = 0;
+    for (let h = 0; h < 24; h++) {
+      if (!(ratio[h]! > 1 && r.openHours[h]! > 0)) continue;
+      openChanges += r.changes[h]!;
+      openExposure += r.openHours[h]!;
+    }
+    const openRate = openExposure > 0 ? openChanges / openExposure : 0;
     for (let h = 0; h < 24; h++) {
       const R = ratio[h]!;
-      if (R === 1 || r.own[h]) continue;
+      if (R === 1) continue;
+      const shrunk = R > 1 && r.openHours[h]! > 0 ? openHourRate(r.changes[h]!, r.openHours[h]!, openRate) : 0;
+      if (r.own[h]) {
+        // Its own changes moved the hour (withRecentHours): a few more than chance are not its rate in an open hour.
+        for (let d = 0; d < 7 && shrunk > 0; d++) {
+          const i = d * 24 + h;
+          if (!r.open[d] || !(shrunk > s.rates[i]!)) continue;
+          rates ??= Float64Array.from(s.rates);
+          rates[i] = shrunk;
+        }
+        continue;
+      }
       const m = r.expected[h]!;
       const implied = m * R;
       if (Math.abs(r.changes[h]! - implied) > RECENT_SIGNIFICANCE * Math.sqrt(implied + 1)) continue;
       rates ??= Float64Array.from(s.rates);
       if (R > 1) {
         if (!(r.openHours[h]! > 0)) continue;
-        const more = (implied - m) / (r.openHours[h]! + RECENT_PRIOR_HOURS);
+        const byRatio = (implied - m) / (r.openHours[h]! + RECENT_PRIOR_HOURS);
         for (let d = 0; d < 7; d++) {
           if (!r.open[d]) continue;
           const i = d * 24 + h;
+          const more = Math.max(byRatio, shrunk - s.rates[i]!);
           if (more > MOVED_IN_FACTOR * s.rates[i]! && !s.movedIn[i]) {
             movedIn ??= Uint8Array.from(s.movedIn);
             movedIn[i] = 1;
@@ -408,6 +430,23 @@ export function withPracticeHours(
     }
     return { rates: rates ?? s.rates, movedIn: movedIn ?? s.movedIn };
   });
+}
+
+/** Pseudo-hours at a stream's rate over the practice's open hours behind its rate in one of them (openHourRate). */
+const OPEN_HOUR_PRIOR_HOURS = 1;
+
+/**
+ * A stream's rate in one hour of the day the practice moved into, from the changes its recent days brought in that
+ * hour (`changes`, over `openHours` of exposure) shrunk toward its rate over all those hours (`openRate`), which
+ * weighs OPEN_HOUR_PRIOR_HOURS. A day or two of memory holds an hour or two of each: orders, about six changes an hour
+ * in a practice's day, showed two in its first day's 11:00, and on its second was priced there by its share of the
+ * practice's ratio applied to a first pass spread round the clock, a small fraction of a change an hour: its checks
+ * stopped until 13:00, and its changes of 10:58-11:01 waited 85 minutes (bench/RESULTS.md, "After: a new practice
+ * planned to its longest working day, and a stream's open hours read together"). As the days add up, an hour's own
+ * changes outweigh the rest: a quiet lunch is learned.
+ */
+export function openHourRate(changes: number, openHours: number, openRate: number): number {
+  return (changes + OPEN_HOUR_PRIOR_HOURS * openRate) / (openHours + OPEN_HOUR_PRIOR_HOURS);
 }
 
 /**

@@ -30,6 +30,7 @@ import {
   withEvidence,
   withExcess,
   withPracticeHours,
+  openHourRate,
   withRecentHours,
   slotRatesWithMoved,
   emptyRecentHours,
@@ -608,6 +609,36 @@ describe("the practice's hours, read from all its streams", () => {
     // Three empty hours (4.5 changes expected, none found) are within chance even together: the memory stands.
     const few = withPracticeHours([0, 1].map(() => ({ rates, movedIn: new Uint8Array(SLOTS), recent: recentOf([20, 21, 22]) })));
     expect(few[0]!.rates).toBe(rates);
+  });
+
+  it("prices a stream's quiet hour of its first days near its rate over the practice's open hours, and learns a quiet hour as days add up", () => {
+    // A first pass spread each stream's memory round the clock (0.05 an hour); the recent days read the practice at
+    // work from 8 to 19: appointments 30 an hour, orders 6 but for 11:00, where it had 2 a day.
+    const rates = new Float64Array(SLOTS).fill(0.05);
+    const streamOf = (perHour: number, at11: number, days: number) => {
+      const r = emptyRecentHours();
+      r.expected.fill(0.05 * days);
+      r.openHours.fill(days);
+      r.open.fill(1);
+      for (let h = 8; h < 19; h++) {
+        r.changes[h] = (h === 11 ? at11 : perHour) * days;
+        // As withRecentHours marks it: its own changes alone beyond chance against its memory.
+        r.own[h] = r.changes[h]! > r.expected[h]! + 3 * Math.sqrt(r.expected[h]! + 1) ? 1 : 0;
+      }
+      return { rates, movedIn: new Uint8Array(SLOTS), recent: r };
+    };
+    const [, orders] = withPracticeHours([streamOf(30, 30, 1), streamOf(6, 2, 1)]);
+    // One day: its 2 at 11:00 are too few to move the hour alone, and its share of the practice's ratio applied to
+    // the round-the-clock memory priced it at 0.4 an hour. Shrunk toward its 5.6 an hour over the open hours: half-way.
+    expect(orders!.rates[FRI + 11]!).toBeGreaterThan(3);
+    expect(orders!.rates[FRI + 11]!).toBeLessThan(orders!.rates[FRI + 10]!);
+    // Its busy hours, moved by its own changes, are priced at about their rate; the closed night is not raised.
+    expect(orders!.rates[FRI + 10]!).toBeGreaterThan(5);
+    expect(orders!.rates[FRI + 3]!).toBeLessThanOrEqual(0.05);
+    // Seven such days: the quiet hour's own changes outweigh the rest, and it is learned as quiet.
+    const [, week] = withPracticeHours([streamOf(30, 30, 7), streamOf(6, 2, 7)]);
+    expect(week!.rates[FRI + 11]!).toBeLessThan(0.5 * week!.rates[FRI + 10]!);
+    expect(openHourRate(14, 7, 5.6)).toBeCloseTo(2.45, 2);
   });
 
   it("leaves a stream whose own recent changes say otherwise, and every stream when the practice's hours did not move", () => {
