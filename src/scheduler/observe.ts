@@ -122,6 +122,11 @@ export interface SourceView {
    */
   atWorkSince: Date | null;
   /**
+   * For such a practice, once found at work: the end of the longest working day it may have today (longestDayEnd), to
+   * which its streams' rates hold; null otherwise.
+   */
+  atWorkUntil: Date | null;
+  /**
    * The practice is planned by the hours its operator stated (the source's `hours`, hours.ts): its changes do not
    * show its own yet.
    */
@@ -626,6 +631,17 @@ export function sightAt(
   const dayStart = checkedDayStart ?? (openedAt !== null ? localDayStart(now.getTime(), timeZone) : null);
   // Where the working day's weights stop: the quota day's end, or the practice's next midnight if sooner (once a plan).
   const workdayEnd = workday ? Math.min(quota.resetsAt.getTime(), nextLocalMidnight(now.getTime(), timeZone)) : 0;
+  // A practice found at work by its checks is planned to the end of the longest working day it may have (longestDay):
+  // paced to midnight, a practice that closes at 19:00 held a third of its day's budget for an evening that never
+  // came. Paced to the end of its longest day, not by the chance it is still open hour by hour, which spends the
+  // afternoon's budget on a closing that has not come (closingRange, tried: bench/RESULTS.md).
+  const checkedDay =
+    atWork !== null && now.getTime() > atWork
+      ? {
+          w: { from: atWork, last: latestAtWork(readings.windows.values(), atWork, now.getTime()) },
+          end: Math.min(quota.resetsAt.getTime(), nextLocalMidnight(now.getTime(), timeZone)),
+        }
+      : null;
   for (const s of streams) {
     if (s.schedule.mode !== 'budget') continue;
     const f = forecastOf(s.resource, readings, models, timeZone, quota, now, workday?.from, spreadOver, webhooksRegistered);
@@ -662,11 +678,12 @@ export function sightAt(
       const flat = new Float64Array(SLOTS);
       if (since === openedAt && spreadOver) for (let i = 0; i < SLOTS; i++) flat[i] = spreadOver.slots[i] ? today : 0;
       else flat.fill(today);
+      const forecast = checkedDay && since === atWork ? withLongestDay(flat, timeZone, now.getTime(), checkedDay.end, checkedDay.w) : flat;
       forecasts.set(s.resource, {
         model: f.model,
-        forecast: flat,
+        forecast,
         activity: f.activity,
-        evidence: evidenceOf(flat, timeZone, windowsOf(s.resource), now.getTime()),
+        evidence: evidenceOf(forecast, timeZone, windowsOf(s.resource), now.getTime()),
       });
       continue;
     }
@@ -776,6 +793,7 @@ export function sightAt(
     unreadToday,
     workday,
     atWorkSince: atWork !== null ? new Date(atWork) : null,
+    atWorkUntil: checkedDay !== null ? new Date(longestDayEnd(checkedDay.w)) : null,
     hoursStated: useStated,
   };
 }
@@ -991,6 +1009,43 @@ function withWorkday(forecast: Float64Array, timeZone: string, now: number, to: 
   const out = Float64Array.from(forecast);
   const from = nextSlotEdge(now, timeZone);
   if (from < to) forEachSlotPiece(from, to, timeZone, (slot, a, b) => (out[slot] = forecast[slot]! * stillAtWork(w, (a + b) / 2)));
+  return out;
+}
+
+/**
+ * The latest instant a practice found at work by its checks (since `atWork`) was still seen at work: the end of the
+ * latest window of any of its streams that found a change, read by `now`. A window says its changes came before its
+ * end, not when: its end is the latest they can have come, and a later one extends the practice's day.
+ */
+export function latestAtWork(windows: Iterable<readonly WindowFound[]>, atWork: number, now: number): number {
+  let last = atWork;
+  for (const list of windows) for (const w of list) if (w.changes > 0 && w.to > last && w.to <= now) last = w.to;
+  return last;
+}
+
+/**
+ * The end of the longest working day a practice may have today: WORKDAY_HOURS[1] after it was found at work, or, for
+ * one seen at work past that, as long again as it has worked (closingRange's end).
+ */
+export function longestDayEnd(w: Workday): number {
+  return closingRange(w).to;
+}
+
+/**
+ * A forecast whose hours after the current one, up to `to` (the practice's next midnight or the quota day's end), hold
+ * only until the end of the longest working day the practice may have (longestDayEnd), in proportion to the part of
+ * each hour before it. The current hour keeps its rate: a check in it finds whether the practice is still at work,
+ * and a change found late extends the day. So the evening is looked at again as the evidence of its empty hours
+ * fades (a check every few hours): what those looks find empty is what the next days learn its closed evening from
+ * (weighed from then on as the other hours, on one draw a new practice's first Sunday took 48 requests instead of 44,
+ * and its first Saturday left a change unread: bench/RESULTS.md). Hours of the next day keep theirs.
+ */
+function withLongestDay(forecast: Float64Array, timeZone: string, now: number, to: number, w: Workday): Float64Array {
+  const end = longestDayEnd(w);
+  const from = nextSlotEdge(now, timeZone);
+  if (!(from < to) || end >= to) return forecast;
+  const out = Float64Array.from(forecast);
+  forEachSlotPiece(from, to, timeZone, (slot, a, b) => (out[slot] = forecast[slot]! * Math.min(1, Math.max(0, (end - a) / (b - a)))));
   return out;
 }
 

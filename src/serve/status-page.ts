@@ -147,7 +147,11 @@ function renderSource(s: StatusPageData['sources'][number], health: SourceHealth
         )
       : '',
     b.atWorkSince !== null
-      ? item('Working day', `hours not known yet: its checks found it at work since ${time(new Date(b.atWorkSince), now)}`, 'at-work')
+      ? item(
+          'Working day',
+          `hours not known yet: its checks found it at work since ${time(new Date(b.atWorkSince), now)}${b.atWorkUntil !== null ? `, its rates held until ${time(new Date(b.atWorkUntil), now)} (the longest working day it may have)` : ''}`,
+          'at-work',
+        )
       : '',
     b.hoursStated !== null
       ? item(

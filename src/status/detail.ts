@@ -130,6 +130,11 @@ export interface BudgetStatus {
    */
   atWorkSince: string | null;
   /**
+   * For such a practice: the end of the longest working day it may have today, to which its streams' rates hold
+   * (twelve hours after it was found at work, or as long again as it has worked once seen at work past that).
+   */
+  atWorkUntil: string | null;
+  /**
    * The opening hours its operator stated (the source's `hours`), and whether the plan goes by them: until the
    * practice's own changes show its hours, then by those (docs/operations.md). Null when none are stated.
    */
@@ -279,6 +284,7 @@ export async function collectStatus(
         reserve: view.plan.reserve,
         workday: view.workday && workdayStatus(view.workday),
         atWorkSince: view.atWorkSince?.toISOString() ?? null,
+        atWorkUntil: view.atWorkUntil?.toISOString() ?? null,
         hoursStated: 'hours' in source && source.hours ? { hours: source.hours, inUse: view.hoursStated } : null,
       },
       resources,

@@ -6,7 +6,16 @@
  * changes by hour of the day against a day without hours.
  */
 import { describe, expect, it } from 'vitest';
-import { atWorkSince, closingRange, notifiedRate, stillAtWork, workdayOf, WORKDAY_HOURS } from '../../src/scheduler/observe.ts';
+import {
+  atWorkSince,
+  closingRange,
+  latestAtWork,
+  longestDayEnd,
+  notifiedRate,
+  stillAtWork,
+  workdayOf,
+  WORKDAY_HOURS,
+} from '../../src/scheduler/observe.ts';
 import { hourOfDay, hoursShown } from '../../src/scheduler/rates.ts';
 import type { StoredSlot } from '../../src/state/change-model.ts';
 import type { NotifiedReading } from '../../src/state/stream-schedule.ts';
@@ -188,5 +197,27 @@ describe('atWorkSince: when a practice without webhooks was found at work by its
     expect(atWorkSince([read(at(3), DAY_START - 24 * HOUR)], DAY_START, at(4))).toBeNull();
     expect(atWorkSince([read(at(9))], DAY_START, at(8))).toBeNull();
     expect(atWorkSince([read(null)], DAY_START, at(8))).toBeNull();
+  });
+});
+
+describe('the longest working day of a practice found at work by its checks', () => {
+  const window = (from: number, to: number, changes: number) => ({ from, to, changes });
+
+  it('is seen at work until the end of the latest window of any stream that found a change, not one still to come', () => {
+    const windows = [
+      [window(at(8), at(8.5), 4), window(at(8.5), at(9), 0)],
+      [window(at(8.2), at(10.25), 2), window(at(10.25), at(11), 0)],
+      [window(at(11), at(13), 1)],
+    ];
+    expect(latestAtWork(windows, at(8.1), at(12))).toBe(at(10.25));
+    expect(latestAtWork(windows, at(8.1), at(13))).toBe(at(13));
+    expect(latestAtWork([], at(8.1), at(12))).toBe(at(8.1));
+  });
+
+  it('ends the longest working day after it was found at work, and goes on as long again once seen at work past it', () => {
+    const longest = WORKDAY_HOURS[1];
+    expect(longestDayEnd({ from: at(8), last: at(15) })).toBe(at(8 + longest));
+    expect(longestDayEnd({ from: at(8), last: at(8 + longest) })).toBe(at(8 + 2 * longest));
+    expect(longestDayEnd({ from: at(8), last: at(9 + longest) })).toBe(at(10 + 2 * longest));
   });
 });

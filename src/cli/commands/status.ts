@@ -100,7 +100,7 @@ export function printStatus(statuses: SourceStatus[], now: Date): void {
             ? `  hours: not known yet; today's working day read from its notifications since ${b.workday.since}, expected to close between ${b.workday.closingFrom} and ${b.workday.closingTo}\n`
             : '') +
           (b.atWorkSince !== null
-            ? `  hours: not known yet; its checks found it at work today since ${b.atWorkSince} (each of its streams not checked since is checked once)\n`
+            ? `  hours: not known yet; its checks found it at work today since ${b.atWorkSince} (each of its streams not checked since is checked once)${b.atWorkUntil !== null ? `, its rates held until ${b.atWorkUntil} (the longest working day it may have; later if its checks find it at work past that)` : ''}\n`
             : '') +
           (b.hoursStated !== null
             ? b.hoursStated.inUse
