@@ -184,7 +184,7 @@ describe.skipIf(browserMissing)('the status page in a browser', () => {
     );
     expect(await table.locator('tr[data-stream="orders"] td.next').innerText()).toBe('off (not scheduled)');
     expect(await customers.locator('td.next').innerText()).toMatch(
-      /^(due now: \w+|about 2026-03-1\d \d\d:\d\d UTC \((in \d+ (min|h)|now)\) \((rate|evidence|exploration|floor|max-staleness)\))/,
+      /^(due now: \w+|about 2026-03-1\d \d\d:\d\d UTC \((in \d+ (min|h)|now)\) \((rate|interval|evidence|exploration|pacing|floor|max-staleness)\))/,
     );
   });
 
