@@ -629,19 +629,16 @@ export function sightAt(
   const statedOpening = spreadOver && !webhooksRegistered ? openingOn(spreadOver, now.getTime(), timeZone) : null;
   const openedAt = statedOpening !== null && now.getTime() > statedOpening ? statedOpening : null;
   const dayStart = checkedDayStart ?? (openedAt !== null ? localDayStart(now.getTime(), timeZone) : null);
+  const foundAtWork = atWork !== null && now.getTime() > atWork;
   // Where the working day's weights stop: the quota day's end, or the practice's next midnight if sooner (once a plan).
-  const workdayEnd = workday ? Math.min(quota.resetsAt.getTime(), nextLocalMidnight(now.getTime(), timeZone)) : 0;
-  // A practice found at work by its checks is planned to the end of the longest working day it may have (longestDay):
+  const workdayEnd = workday || foundAtWork ? Math.min(quota.resetsAt.getTime(), nextLocalMidnight(now.getTime(), timeZone)) : 0;
+  // A practice found at work by its checks is planned to the end of the longest working day it may have (withLongestDay):
   // paced to midnight, a practice that closes at 19:00 held a third of its day's budget for an evening that never
   // came. Paced to the end of its longest day, not by the chance it is still open hour by hour, which spends the
   // afternoon's budget on a closing that has not come (closingRange, tried: bench/RESULTS.md).
-  const checkedDay =
-    atWork !== null && now.getTime() > atWork
-      ? {
-          w: { from: atWork, last: latestAtWork(readings.windows.values(), atWork, now.getTime()) },
-          end: Math.min(quota.resetsAt.getTime(), nextLocalMidnight(now.getTime(), timeZone)),
-        }
-      : null;
+  const checkedDay: Workday | null = foundAtWork
+    ? { from: atWork, last: latestAtWork(readings.windows.values(), atWork, now.getTime()) }
+    : null;
   for (const s of streams) {
     if (s.schedule.mode !== 'budget') continue;
     const f = forecastOf(s.resource, readings, models, timeZone, quota, now, workday?.from, spreadOver, webhooksRegistered);
@@ -678,7 +675,7 @@ export function sightAt(
       const flat = new Float64Array(SLOTS);
       if (since === openedAt && spreadOver) for (let i = 0; i < SLOTS; i++) flat[i] = spreadOver.slots[i] ? today : 0;
       else flat.fill(today);
-      const forecast = checkedDay && since === atWork ? withLongestDay(flat, timeZone, now.getTime(), checkedDay.end, checkedDay.w) : flat;
+      const forecast = checkedDay && since === atWork ? withLongestDay(flat, timeZone, now.getTime(), workdayEnd, checkedDay) : flat;
       forecasts.set(s.resource, {
         model: f.model,
         forecast,
@@ -793,7 +790,7 @@ export function sightAt(
     unreadToday,
     workday,
     atWorkSince: atWork !== null ? new Date(atWork) : null,
-    atWorkUntil: checkedDay !== null ? new Date(longestDayEnd(checkedDay.w)) : null,
+    atWorkUntil: checkedDay !== null ? new Date(longestDayEnd(checkedDay)) : null,
     hoursStated: useStated,
   };
 }
